@@ -1,0 +1,87 @@
+"""Events the gate emits (past tense): ``GateDecided`` for every command, ``MemoryRecorded`` and
+``MemoryForgotten`` for admitted ones. Pure builders of the Avro record dicts; ids are
+deterministic in the ledger position, so a re-run over the same input yields the same events."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from memwarden.commands.gate import Decision, Outcome, Position, Reason
+from memwarden.commands.model import Command, ForgetMemory, to_avro
+
+_NS = uuid.UUID("6f1d3c8e-2a57-4f0b-9d7e-8c4b1a2e5f90")
+
+
+def position_id(kind: str, position: Position) -> str:
+    """Deterministic UUID for the ``kind`` record derived from the command at ``position``."""
+    return str(uuid.uuid5(_NS, f"{kind}:{position.topic}:{position.partition}:{position.offset}"))
+
+
+def _position(position: Position) -> dict[str, Any]:
+    return {"topic": position.topic, "partition": position.partition, "offset": position.offset}
+
+
+def _reasons(reasons: tuple[Reason, ...]) -> list[dict[str, Any]]:
+    return [{"code": r.code, "message": r.message, "field": r.field} for r in reasons]
+
+
+def gate_decided(
+    command: Command | None, decision: Decision, position: Position, now: datetime, memory_id: str | None = None
+) -> dict[str, Any]:
+    """``GateDecided`` record for ``command`` (``None`` when the input did not decode)."""
+    env = command.envelope if command is not None else None
+    return {
+        "decision_id": position_id("decision", position),
+        "command_id": env.command_id if env else None,
+        "command_type": command.kind if command is not None else None,
+        "principal": env.principal if env else None,
+        "subject": env.subject if env else None,
+        "memory_id": memory_id,
+        "outcome": decision.outcome.value,
+        "reasons": _reasons(decision.reasons),
+        "gate_version": decision.gate_version,
+        "policy_version": decision.policy_version,
+        "position": _position(position),
+        "decided_at": now,
+    }
+
+
+def rejected_input(code: str, message: str, field: str | None, position: Position, now: datetime) -> dict[str, Any]:
+    """``GateDecided`` REJECTED record for input that is not a valid command (it also goes to the
+    dead-letter topic with the same reason)."""
+    return gate_decided(None, Decision(Outcome.REJECTED, (Reason(code, message, field),)), position, now)
+
+
+def memory_recorded(command: Command, decision: Decision, position: Position, now: datetime) -> dict[str, Any]:
+    """``MemoryRecorded`` for an admitted ``RecordMemory`` / ``SupersedeMemory``."""
+    assert decision.memory is not None and not isinstance(command, ForgetMemory)
+    body = to_avro(command)
+    return {
+        "event_id": position_id("event", position),
+        "command_id": command.envelope.command_id,
+        "command_type": command.kind,
+        "memory_id": decision.memory.memory_id,
+        "version": decision.version,
+        "envelope": body["envelope"],
+        "content": body["content"],
+        "fact": body.get("fact"),
+        "outcome": decision.outcome.value,
+        "position": _position(position),
+        "decided_at": now,
+    }
+
+
+def memory_forgotten(command: ForgetMemory, position: Position, now: datetime) -> dict[str, Any]:
+    """``MemoryForgotten`` for an admitted ``ForgetMemory``."""
+    return {
+        "event_id": position_id("event", position),
+        "command_id": command.envelope.command_id,
+        "memory_id": command.memory_id,
+        "principal": command.envelope.principal,
+        "subject": command.envelope.subject,
+        "reason": command.reason,
+        "position": _position(position),
+        "decided_at": now,
+    }

@@ -1,0 +1,93 @@
+"""The composition root: builds every client from one ``Settings``. Nothing connects at import;
+each client is created on first use and reused."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from memwarden.commands.gate import GateLimits
+from memwarden.crypto import Kek, load_kek
+from memwarden.schemas.codec import AvroCodec, default_codec
+from memwarden.settings import Settings
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from memwarden.processors.keyring import KeyRing
+    from memwarden.projections.embedder import Embedder
+    from memwarden.projections.vector_index import VectorIndex
+
+
+class Container:
+    """Lazily built clients of one namespace: codec, KEK, key ring, embedder, vector index, Postgres."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._keyring: KeyRing | None = None
+        self._embedder: Embedder | None = None
+        self._index: VectorIndex | None = None
+
+    @cached_property
+    def codec(self) -> AvroCodec:
+        return default_codec()
+
+    @cached_property
+    def kek(self) -> Kek:
+        return load_kek(self.settings.kek, self.settings.data_dir)
+
+    @property
+    def limits(self) -> GateLimits:
+        return GateLimits(max_text_chars=self.settings.max_text_chars)
+
+    def keyring(self) -> KeyRing:
+        """The started key ring over the namespace's keys topic."""
+        if self._keyring is None:
+            from memwarden.processors.keyring import KeyRing
+
+            ring = KeyRing(self.settings, self.kek, self.codec)
+            ring.start()
+            self._keyring = ring
+        return self._keyring
+
+    def embedder(self) -> Embedder:
+        """The sentence-transformers embedder (loaded once; takes a few seconds)."""
+        if self._embedder is None:
+            from memwarden.projections.embedder import SentenceTransformerEmbedder
+
+            self._embedder = SentenceTransformerEmbedder(self.settings.model_path, self.settings.embed_batch_size)
+        return self._embedder
+
+    @property
+    def index_label(self) -> str:
+        """Where the vector index lives: ``edge`` or ``server``, for projector bookkeeping."""
+        return "server" if self.settings.qdrant_url else "edge"
+
+    def index(self) -> VectorIndex:
+        """The vector index: embedded Qdrant Edge under ``data_dir/qdrant`` or a Qdrant server."""
+        if self._index is None:
+            s = self.settings
+            if s.qdrant_url:
+                from memwarden.projections.server_index import ServerVectorIndex
+
+                index: VectorIndex = ServerVectorIndex(s.qdrant_url, s.index_name, s.qdrant_api_key)
+            else:
+                from memwarden.projections.edge_index import EdgeVectorIndex
+
+                index = EdgeVectorIndex(s.data_dir / "qdrant", s.index_name)
+            index.ensure(384)
+            self._index = index
+        return self._index
+
+    async def pg(self) -> psycopg.AsyncConnection:
+        """A new asyncio Postgres connection in the namespace schema."""
+        from memwarden.projections.pg import connect_async
+
+        return await connect_async(self.settings)
+
+    def close(self) -> None:
+        """Release the key ring and the vector index."""
+        if self._keyring is not None:
+            self._keyring.close()
+        if self._index is not None:
+            self._index.close()

@@ -1,0 +1,115 @@
+"""``memwarden`` command line: the local stack, workers, schema migrations and evaluations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memwarden.errors import MemwardenError
+from memwarden.settings import Settings
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+stack_app = typer.Typer(no_args_is_help=True, help="The local stack: Kafka (KRaft) and PostgreSQL.")
+eval_app = typer.Typer(no_args_is_help=True, help="Evaluations on real data.")
+app.add_typer(stack_app, name="stack")
+app.add_typer(eval_app, name="eval")
+console = Console(stderr=True)
+
+
+def _fail(exc: Exception) -> None:
+    console.print(f"[red]error:[/red] {exc}")
+    raise typer.Exit(1)
+
+
+@stack_app.command("up")
+def stack_up() -> None:
+    """Start Kafka and PostgreSQL (installing the Kafka jars with Maven on first use); idempotent."""
+    from memwarden.ops import stack
+
+    try:
+        stack.up(Settings())
+    except MemwardenError as exc:
+        _fail(exc)
+    stack_status()
+
+
+@stack_app.command("down")
+def stack_down() -> None:
+    """Stop workers, Kafka and PostgreSQL; leaves no process of ours running."""
+    from memwarden.ops import stack
+
+    stack.down(Settings())
+    console.print("stack down")
+
+
+@stack_app.command("status")
+def stack_status() -> None:
+    """Show each service: running, pid, address."""
+    from memwarden.ops import stack
+
+    table = Table("service", "running", "pid", "address")
+    for name, info in stack.status(Settings()).items():
+        table.add_row(name, "yes" if info.get("running") else "no", str(info.get("pid") or "-"),
+                      str(info.get("address") or "-"))
+    Console().print(table)
+
+
+@app.command("worker")
+def worker(role: Annotated[list[str] | None, typer.Option(help="gate and/or projector (default both)")] = None) -> None:
+    """Run a Faust worker (gate, projector and the read endpoint) in the foreground."""
+    from memwarden.processors.run import ROLES, run_worker
+
+    try:
+        run_worker(Settings(), tuple(role or ROLES))
+    except (MemwardenError, ValueError) as exc:
+        _fail(exc)
+
+
+@app.command("migrate")
+def migrate() -> None:
+    """Create the namespace's Postgres schema and topics."""
+    from memwarden.ops.topics import ensure_topics
+    from memwarden.projections.pg import migrate as run
+
+    settings = Settings()
+    console.print(f"migrations applied: {run(settings)}; topics created: {ensure_topics(settings)}")
+
+
+@eval_app.command("locomo")
+def eval_locomo(
+    data: Annotated[Path, typer.Option(help="LoCoMo JSON file (e.g. ../shared/data/locomo/locomo7.json)")],
+    conversations: Annotated[str | None, typer.Option(help="comma-separated sample ids, e.g. conv-26")] = None,
+    k: Annotated[str, typer.Option(help="comma-separated cut-offs")] = "5,10",
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    keep: Annotated[bool, typer.Option(help="keep the evaluation namespace (topics, schema, index)")] = False,
+) -> None:
+    """Ingest LoCoMo conversations as RecordMemory commands and score evidence recall@k."""
+    from memwarden.evals.locomo import render, run_locomo
+
+    try:
+        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()}))
+    except ValueError:
+        _fail(ValueError("k: comma-separated integers"))
+    ids = [c.strip() for c in conversations.split(",") if c.strip()] if conversations else None
+    try:
+        result = run_locomo(Settings(), data, ids, ks, keep=keep, progress=not as_json)
+    except (MemwardenError, ValueError, FileNotFoundError) as exc:
+        _fail(exc)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        render(result, Console())
+
+
+def main() -> None:
+    """Entry point of the ``memwarden`` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

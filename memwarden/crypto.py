@@ -1,0 +1,101 @@
+"""Crypto-shredding primitives: per-record data keys, wrapped under a key-encryption key (KEK).
+
+Decision (fixed by the ledger format, documented in README "Forgetting without rewriting the
+ledger"): every memory text is encrypted with its own AES-256-GCM data key before it is published.
+The ciphertext goes on the immutable ledger; the data key, wrapped under the KEK, goes on the
+compacted keys topic keyed by ``key_id``. Forgetting publishes a tombstone for ``key_id``; after
+compaction no copy of the key remains, so every ledger copy of the text is unreadable and a replay
+from offset 0 cannot bring it back (seed 004 "Forgetting is an end-to-end operation", step 5).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from memwarden.errors import MemwardenError
+
+NONCE_BYTES = 12
+KEY_BYTES = 32
+
+
+class ContentUnreadable(MemwardenError):
+    """Ciphertext cannot be decrypted: the key is missing (shredded) or does not match."""
+
+
+def new_data_key() -> bytes:
+    """A fresh random 256-bit data key."""
+    return secrets.token_bytes(KEY_BYTES)
+
+
+def encrypt_text(text: str, key: bytes, key_id: str) -> tuple[bytes, bytes]:
+    """Encrypt UTF-8 ``text`` under ``key``; ``key_id`` is bound as associated data.
+
+    Returns ``(nonce (12 bytes), ciphertext with 16-byte tag)``.
+    """
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    return nonce, AESGCM(key).encrypt(nonce, text.encode("utf-8"), key_id.encode())
+
+
+def decrypt_text(nonce: bytes, ciphertext: bytes, key: bytes, key_id: str) -> str:
+    """Inverse of :func:`encrypt_text`. Raises ``ContentUnreadable`` on a wrong key or tampering."""
+    try:
+        return AESGCM(key).decrypt(nonce, ciphertext, key_id.encode()).decode("utf-8")
+    except (InvalidTag, ValueError, UnicodeDecodeError) as exc:
+        raise ContentUnreadable(f"content of key {key_id} does not decrypt: {type(exc).__name__}") from None
+
+
+@dataclass(frozen=True)
+class Kek:
+    """Key-encryption key: wraps data keys for the keys topic. ``kek_id`` is a hash prefix."""
+
+    key: bytes
+
+    @property
+    def kek_id(self) -> str:
+        return hashlib.sha256(b"memwarden-kek" + self.key).hexdigest()[:16]
+
+    def wrap(self, data_key: bytes, key_id: str) -> tuple[bytes, bytes]:
+        """Wrap ``data_key`` → ``(nonce, wrapped)``; ``key_id`` is associated data."""
+        nonce = secrets.token_bytes(NONCE_BYTES)
+        return nonce, AESGCM(self.key).encrypt(nonce, data_key, key_id.encode())
+
+    def unwrap(self, nonce: bytes, wrapped: bytes, key_id: str) -> bytes:
+        """Inverse of :meth:`wrap`. Raises ``ContentUnreadable`` if the KEK does not match."""
+        try:
+            return AESGCM(self.key).decrypt(nonce, wrapped, key_id.encode())
+        except (InvalidTag, ValueError) as exc:
+            raise ContentUnreadable(f"data key {key_id} does not unwrap: {type(exc).__name__}") from None
+
+
+def load_kek(explicit: str | None, data_dir: Path) -> Kek:
+    """The KEK from ``explicit`` (base64, 32 bytes) or from ``data_dir/keys/kek``, created once (0600).
+
+    Raises ``MemwardenError`` when the explicit value is not 32 bytes of base64.
+    """
+    if explicit:
+        try:
+            key = base64.b64decode(explicit, validate=True)
+        except ValueError:
+            raise MemwardenError("MEMWARDEN_KEK: not base64") from None
+        if len(key) != KEY_BYTES:
+            raise MemwardenError(f"MEMWARDEN_KEK: must decode to {KEY_BYTES} bytes, got {len(key)}")
+        return Kek(key)
+    path = data_dir / "keys" / "kek"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process created it first
+            pass
+        else:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(base64.b64encode(secrets.token_bytes(KEY_BYTES)))
+    return Kek(base64.b64decode(path.read_bytes().strip()))

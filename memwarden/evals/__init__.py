@@ -1,0 +1,1 @@
+"""Evaluations on real data (LoCoMo, GateMem)."""

@@ -1,0 +1,84 @@
+"""Runtime configuration: one pydantic-settings object, environment prefix ``MEMWARDEN_``.
+
+Nothing here connects to anything; :mod:`memwarden.bootstrap` builds clients from a ``Settings``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_data_dir() -> Path:
+    return Path.cwd() / ".memwarden"
+
+
+class Settings(BaseSettings):
+    """Every knob of memwarden, read from ``MEMWARDEN_*`` environment variables.
+
+    Attributes:
+        bootstrap_servers: Kafka bootstrap list, ``host:port[,host:port]``.
+        topic_prefix: namespace of every topic, the Postgres schema and the Qdrant collection; two
+            prefixes never see each other's data (tests and evaluations use a fresh one each run).
+        partitions: partition count for topics this project creates.
+        postgres_dsn: libpq DSN of the profile-state database.
+        qdrant_url: ``None`` selects embedded Qdrant Edge under ``data_dir``; an URL selects a Qdrant
+            server through qdrant-client.
+        model_name / model_path: sentence-transformers model; ``model_path`` overrides the packaged copy.
+        data_dir: state of the local stack (Kafka log dirs, Postgres cluster, Edge shards, pid files).
+        kafka_port / kafka_controller_port / postgres_port: loopback ports of the local stack.
+        worker_port: HTTP port of the worker's read endpoint (recall), on 127.0.0.1.
+        max_text_chars: largest memory text accepted, in characters (seed 004 "write boundary").
+        kek: base64 key-encryption key wrapping per-record data keys; ``None`` uses a key file
+            generated once under ``data_dir``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEMWARDEN_", extra="ignore")
+
+    bootstrap_servers: str = "127.0.0.1:19092"
+    topic_prefix: str = "mw"
+    partitions: int = Field(default=4, ge=1, le=256)
+    replication_factor: int = Field(default=1, ge=1)
+    postgres_dsn: str = "postgresql://memwarden@127.0.0.1:15432/memwarden"
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    model_name: str = "all-MiniLM-L6-v2"
+    model_path: Path | None = None
+    embed_batch_size: int = Field(default=64, ge=1)
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    kafka_port: int = 19092
+    kafka_controller_port: int = 19093
+    postgres_port: int = 15432
+    worker_host: str = "127.0.0.1"
+    worker_port: int = 16066
+    max_text_chars: int = Field(default=20_000, ge=1)
+    kek: str | None = None
+    log_level: str = "warning"
+
+    @field_validator("topic_prefix")
+    @classmethod
+    def _prefix_is_safe(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}", value):
+            raise ValueError("topic_prefix: letters, digits, '.', '_' or '-', at most 81 characters")
+        return value
+
+    def topic(self, name: str) -> str:
+        """Full topic name for a logical topic (``commands``, ``events`` ...) in this namespace."""
+        return f"{self.topic_prefix}.{name}"
+
+    @property
+    def pg_schema(self) -> str:
+        """Postgres schema of this namespace (the prefix with every non-identifier char as ``_``)."""
+        return "mw_" + re.sub(r"[^a-z0-9_]", "_", self.topic_prefix.lower())
+
+    @property
+    def index_name(self) -> str:
+        """Qdrant collection (server) or shard directory name (embedded) of this namespace."""
+        return re.sub(r"[^A-Za-z0-9_-]", "_", self.topic_prefix) + "_memories"
+
+    @property
+    def worker_url(self) -> str:
+        return f"http://{self.worker_host}:{self.worker_port}"

@@ -1,0 +1,366 @@
+"""Single-node Apache Kafka 3.9 broker (KRaft, combined broker+controller) run from Maven-resolved jars.
+
+Layout under ``<data_dir>/kafka``: ``libs/`` (jars, ``.pom.sha256``), ``config/`` (``server.properties``,
+``log4j.properties``), ``data/`` (log dirs), ``logs/`` (``server.log``; ``kafka.out`` gets the JVM's
+stdout/stderr and WARN+ lines), ``cluster.id``. The pid file is ``<data_dir>/run/kafka.pid``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from memwarden.errors import PrerequisiteMissing, StackUnavailable
+from memwarden.settings import Settings
+
+from . import pidfiles
+
+POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
+MAIN_CLASS = "kafka.Kafka"
+PIDFILE_NAME = "kafka"
+# KAFKA_JVM_PERFORMANCE_OPTS of kafka-run-class.sh (3.9.1), heap sized for a 2-core dev machine.
+JVM_FLAGS = [
+    "-Xmx768m",
+    "-Xms256m",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+]
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class KafkaPaths:
+    """Absolute paths of the broker's files under ``<data_dir>/kafka``."""
+
+    root: Path
+    libs: Path
+    config: Path
+    data: Path
+    logs: Path
+
+    @property
+    def server_properties(self) -> Path:
+        return self.config / "server.properties"
+
+    @property
+    def log4j_properties(self) -> Path:
+        return self.config / "log4j.properties"
+
+    @property
+    def out_log(self) -> Path:
+        return self.logs / "kafka.out"
+
+    @property
+    def server_log(self) -> Path:
+        return self.logs / "server.log"
+
+
+def kafka_paths(settings: Settings) -> KafkaPaths:
+    """Paths of the broker of ``settings`` (nothing is created)."""
+    root = Path(settings.data_dir).resolve() / "kafka"
+    return KafkaPaths(root, root / "libs", root / "config", root / "data", root / "logs")
+
+
+def is_local(settings: Settings) -> bool:
+    """True if ``settings.bootstrap_servers`` names the local broker (127.0.0.1/localhost:kafka_port)."""
+    local = {f"127.0.0.1:{settings.kafka_port}", f"localhost:{settings.kafka_port}"}
+    return any(s.strip() in local for s in settings.bootstrap_servers.split(","))
+
+
+def check_java(path: str | None = None, minimum: int = 17) -> str:
+    """Absolute path of a ``java`` of version >= ``minimum`` on ``path`` (default ``$PATH``).
+
+    Raises ``PrerequisiteMissing`` (one line) if there is none or it is older.
+    """
+    hint = f"apt-get install -y openjdk-{minimum}-jre-headless"
+    java = shutil.which("java", path=path)
+    if java is None:
+        raise PrerequisiteMissing(f"java {minimum} not found: {hint}")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+        text = out.stderr + out.stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise PrerequisiteMissing(f"java {minimum} not usable ({java}: {exc}): {hint}") from exc
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    major = int(match.group(1)) if match else 0
+    if major == 1 and match and match.group(2):
+        major = int(match.group(2))  # "1.8.0" is Java 8
+    if major < minimum:
+        found = f"version {major}" if major else "unknown version"
+        raise PrerequisiteMissing(f"java {minimum} not found ({java} is {found}): {hint}")
+    return java
+
+
+def check_maven(path: str | None = None) -> str:
+    """Absolute path of ``mvn`` on ``path`` (default ``$PATH``); ``PrerequisiteMissing`` if absent."""
+    mvn = shutil.which("mvn", path=path)
+    if mvn is None:
+        raise PrerequisiteMissing("maven (mvn) not found: apt-get install -y maven")
+    return mvn
+
+
+def resolve_jars(settings: Settings, mvn: str = "mvn", timeout: float = 900.0) -> Path:
+    """Copy the broker's runtime jars into ``<data_dir>/kafka/libs`` with Maven; returns that dir.
+
+    Skipped when the libs were resolved from a pom with the same SHA-256 (stored in ``.pom.sha256``).
+    A changed pom replaces the whole directory. Raises ``StackUnavailable`` if Maven fails or takes
+    longer than ``timeout`` seconds (its output is included, with URLs removed).
+    """
+    paths = kafka_paths(settings)
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()
+    stamp = paths.libs / ".pom.sha256"
+    if stamp.is_file() and stamp.read_text().strip() == digest and any(paths.libs.glob("kafka_2.13-*.jar")):
+        return paths.libs
+    staging = paths.root / "libs.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        mvn,
+        "-q",
+        "-B",
+        "-f",
+        str(POM),
+        "dependency:copy-dependencies",
+        f"-DoutputDirectory={staging}",
+        "-DincludeScope=runtime",
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=paths.root)
+    except subprocess.TimeoutExpired as exc:
+        raise StackUnavailable(f"maven did not resolve the kafka jars within {timeout:.0f} s") from exc
+    if proc.returncode != 0 or not any(staging.glob("kafka_2.13-*.jar")):
+        tail = _URL.sub("<url>", "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:]))
+        raise StackUnavailable(f"maven could not resolve the kafka jars (exit {proc.returncode}):\n{tail}")
+    (staging / ".pom.sha256").write_text(digest + "\n")
+    shutil.rmtree(paths.libs, ignore_errors=True)
+    staging.replace(paths.libs)
+    return paths.libs
+
+
+def server_properties(settings: Settings) -> str:
+    """Text of ``server.properties`` for the single KRaft node of ``settings``."""
+    paths = kafka_paths(settings)
+    port, ctl = settings.kafka_port, settings.kafka_controller_port
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{ctl}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(paths.data),
+        "num.partitions": "1",
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "4",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        "log.cleaner.backoff.ms": "1000",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+    }
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def log4j_properties(settings: Settings) -> str:
+    """Text of ``log4j.properties``: INFO into ``logs/server.log`` (rolling), WARN+ to stderr."""
+    log = kafka_paths(settings).server_log
+    layout = "[%d] %p %m (%c)%n"
+    return "\n".join(
+        [
+            "log4j.rootLogger=INFO, file, stderr",
+            "log4j.appender.file=org.apache.log4j.RollingFileAppender",
+            f"log4j.appender.file.File={log}",
+            "log4j.appender.file.MaxFileSize=20MB",
+            "log4j.appender.file.MaxBackupIndex=3",
+            "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+            f"log4j.appender.file.layout.ConversionPattern={layout}",
+            "log4j.appender.stderr=org.apache.log4j.ConsoleAppender",
+            "log4j.appender.stderr.Target=System.err",
+            "log4j.appender.stderr.Threshold=WARN",
+            "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout",
+            f"log4j.appender.stderr.layout.ConversionPattern={layout}",
+            "log4j.logger.kafka.request.logger=WARN",
+            "log4j.logger.org.apache.kafka.clients=WARN",
+            "",
+        ]
+    )
+
+
+def prepare(settings: Settings, java: str, mvn: str) -> None:
+    """Resolve jars, (re)write the configs, and format the storage once (with a cluster id kept in
+    ``cluster.id``). Raises ``StackUnavailable`` if Maven or ``StorageTool format`` fails."""
+    paths = kafka_paths(settings)
+    for d in (paths.config, paths.data, paths.logs):
+        d.mkdir(parents=True, exist_ok=True)
+    resolve_jars(settings, mvn)
+    paths.server_properties.write_text(server_properties(settings))
+    paths.log4j_properties.write_text(log4j_properties(settings))
+    if (paths.data / "meta.properties").exists():
+        return
+    id_file = paths.root / "cluster.id"
+    if not id_file.exists():
+        id_file.write_text(new_cluster_id() + "\n")
+    cmd = [
+        java,
+        "-Xmx256m",
+        f"-Dlog4j.configuration=file:{paths.log4j_properties}",
+        "-cp",
+        f"{paths.libs}/*",
+        "kafka.tools.StorageTool",
+        "format",
+        "-t",
+        id_file.read_text().strip(),
+        "-c",
+        str(paths.server_properties),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise StackUnavailable(f"kafka storage format failed:\n{_last_lines(proc.stdout + proc.stderr)}")
+
+
+def new_cluster_id() -> str:
+    """A random KRaft cluster id as Kafka writes it (URL-safe base64 of 16 bytes, no padding)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def running_pid(settings: Settings) -> int | None:
+    """Pid of our broker process if its pid file names a live ``kafka.Kafka`` of this data_dir."""
+    pid = pidfiles.read_pidfile(pidfiles.pidfile_path(settings, PIDFILE_NAME))
+    if pid is not None and MAIN_CLASS in pidfiles.cmdline(pid):
+        return pid
+    return None
+
+
+def launch(settings: Settings, java: str) -> int:
+    """Start the broker detached (new session, output to ``logs/kafka.out``) without waiting.
+
+    ``prepare`` must have run. Writes ``run/kafka.pid`` and returns the pid; see ``wait_ready``.
+    """
+    paths = kafka_paths(settings)
+    cmd = [
+        java,
+        *JVM_FLAGS,
+        f"-Dkafka.logs.dir={paths.logs}",
+        f"-Dlog4j.configuration=file:{paths.log4j_properties}",
+        "-cp",
+        f"{paths.libs}/*",
+        MAIN_CLASS,
+        str(paths.server_properties),
+    ]
+    # `sh` backgrounds the JVM and exits, so the broker is not our child (no zombie, survives us).
+    launcher = 'out=$1; shift; "$@" </dev/null >>"$out" 2>&1 & echo $!'
+    proc = subprocess.run(
+        ["sh", "-c", launcher, "sh", str(paths.out_log), *cmd],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=paths.root,
+        start_new_session=True,
+    )
+    pid = int(proc.stdout.strip())
+    pidfiles.write_pidfile(settings, PIDFILE_NAME, pid)
+    return pid
+
+
+def start(settings: Settings, java: str, timeout: float = 90.0) -> int:
+    """``launch`` the broker and wait until it serves; returns the pid.
+
+    If it does not answer within ``timeout`` seconds it is stopped and ``StackUnavailable`` carries
+    the last log lines.
+    """
+    pid = launch(settings, java)
+    try:
+        wait_ready(settings, pid, timeout)
+    except StackUnavailable:
+        stop(settings)
+        raise
+    return pid
+
+
+def wait_ready(settings: Settings, pid: int | None, timeout: float = 90.0) -> None:
+    """Poll until the broker on 127.0.0.1:kafka_port returns metadata naming a broker.
+
+    Gives up after ``timeout`` seconds, or as soon as process ``pid`` (if given) has exited, raising
+    ``StackUnavailable`` with the last lines of the broker's logs.
+    """
+    address = f"127.0.0.1:{settings.kafka_port}"
+    deadline = time.monotonic() + timeout
+    while not pidfiles.port_answers(settings.kafka_port):
+        if pid is not None and not pidfiles.is_alive(pid):
+            raise StackUnavailable(f"kafka exited during startup:\n{log_tail(settings)}")
+        if time.monotonic() > deadline:
+            raise StackUnavailable(
+                f"kafka not answering on {address} after {timeout:.0f} s:\n{log_tail(settings)}"
+            )
+        time.sleep(0.25)
+    remaining = max(deadline - time.monotonic(), 5.0)
+    if not metadata_ok(address, remaining):
+        raise StackUnavailable(
+            f"kafka on {address} returned no metadata within {timeout:.0f} s:\n{log_tail(settings)}"
+        )
+
+
+def metadata_ok(bootstrap: str, timeout: float) -> bool:
+    """True if an AdminClient gets cluster metadata with at least one broker within ``timeout`` s."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if admin.list_topics(timeout=min(5.0, max(deadline - time.monotonic(), 0.5))).brokers:
+                return True
+        except Exception:  # KafkaException: not ready yet
+            pass
+        time.sleep(0.25)
+    return False
+
+
+def stop(settings: Settings, timeout: float = 20.0) -> bool:
+    """Stop our broker (SIGTERM, ``timeout`` seconds, then SIGKILL), plus any stray ``kafka.Kafka``
+    whose command line mentions this data_dir. Removes the pid file. True if something was stopped."""
+    pids = set(stray_pids(settings))
+    pid = running_pid(settings)
+    if pid is not None:
+        pids.add(pid)
+    pidfiles.terminate(sorted(pids), timeout)
+    pidfiles.pidfile_path(settings, PIDFILE_NAME).unlink(missing_ok=True)
+    return bool(pids)
+
+
+def stray_pids(settings: Settings) -> list[int]:
+    """Live ``kafka.Kafka`` processes whose command line mentions this data_dir."""
+    return pidfiles.find_pids(MAIN_CLASS, str(kafka_paths(settings).root))
+
+
+def log_tail(settings: Settings, lines: int = 20) -> str:
+    """Last lines of ``kafka.out`` (JVM output, WARN+) and of ``server.log``, labelled by file."""
+    paths = kafka_paths(settings)
+    parts = []
+    for log in (paths.out_log, paths.server_log):
+        if log.is_file() and log.stat().st_size:
+            parts.append(f"--- {log.name}:\n{_last_lines(log.read_text(errors='replace'), lines)}")
+    return "\n".join(parts) or "(no kafka log output)"
+
+
+def _last_lines(text: str, lines: int = 25) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])

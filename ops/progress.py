@@ -1,0 +1,53 @@
+"""Projection lag: how far each stage is behind the end of the topic it consumes, in records."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+from memwarden.projections.pg import connect
+
+from memwarden.errors import StackUnavailable
+from memwarden.settings import Settings
+
+
+def end_offsets(settings: Settings, logical: str) -> dict[int, int]:
+    """High watermark per partition of the namespace topic ``logical``."""
+    consumer = Consumer({"bootstrap.servers": settings.bootstrap_servers, "group.id": "memwarden-lag-probe",
+                         "enable.auto.commit": False})
+    try:
+        topic = settings.topic(logical)
+        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+    finally:
+        consumer.close()
+
+
+def lag(settings: Settings, index_label: str = "edge") -> dict[str, int]:
+    """Records not yet processed per stage: ``gate`` (commands), ``profile`` and ``index:<label>``
+    (events). The gate's offsets are stored after its outputs are acknowledged, so a gate lag of 0
+    means every event it owes is on the events topic."""
+    stages = {"gate": "commands", "profile": "events", f"index:{index_label}": "events"}
+    ends = {t: end_offsets(settings, t) for t in set(stages.values())}
+    with connect(settings) as conn:
+        rows = conn.execute("SELECT projector, partition, next_offset FROM projection_offsets").fetchall()
+    done: dict[str, dict[int, int]] = {}
+    for projector, partition, nxt in rows:
+        done.setdefault(projector, {})[partition] = nxt
+    return {stage: sum(max(0, high - done.get(stage, {}).get(p, 0)) for p, high in ends[topic].items())
+            for stage, topic in stages.items()}
+
+
+def wait_caught_up(settings: Settings, index_label: str = "edge", timeout_s: float = 600.0) -> dict[str, int]:
+    """Poll :func:`lag` until every stage is at 0 (gate first, then projections).
+
+    Returns the final lag; raises ``StackUnavailable`` after ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        current = lag(settings, index_label)
+        if not any(current.values()):
+            return current
+        if time.monotonic() > deadline:
+            raise StackUnavailable(f"projections still behind after {timeout_s}s: {current}")
+        time.sleep(0.2)

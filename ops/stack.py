@@ -1,0 +1,181 @@
+"""The local stack: one Kafka broker and one PostgreSQL server on 127.0.0.1, state under ``data_dir``.
+
+``up`` checks prerequisites, then starts what is not already running; ``down`` stops the workers
+recorded in ``<data_dir>/run/*.pid``, then Kafka, then PostgreSQL; ``status`` reports each service.
+A ``bootstrap_servers`` without ``127.0.0.1:<kafka_port>`` (or ``localhost:``), or a ``postgres_dsn``
+naming another host/port, is an external service: ``up`` only checks that it answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memwarden.errors import PrerequisiteMissing, StackUnavailable
+from memwarden.settings import Settings
+
+from . import kafka_broker, pidfiles, postgres_server
+
+SERVICES = ("kafka", "postgres")
+KAFKA_READY_TIMEOUT = 90.0
+STOP_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class Tools:
+    """Executables found by ``check_prerequisites``; ``None`` where the service is external."""
+
+    java: str | None
+    mvn: str | None
+    pg_bindir: Path | None
+
+
+def check_prerequisites(
+    settings: Settings, path: str | None = None, pg_roots: tuple[Path, ...] = postgres_server.PG_ROOTS
+) -> Tools:
+    """Find java (>= 17) and mvn if Kafka is local, the PostgreSQL binaries if Postgres is local.
+
+    ``path`` replaces ``$PATH`` for the search; ``pg_roots`` are searched for ``<version>/bin`` when
+    ``pg_ctl`` is not on the path. Raises ``PrerequisiteMissing`` (one line: what, how to install).
+    """
+    java = mvn = None
+    bindir = None
+    if kafka_broker.is_local(settings):
+        java = kafka_broker.check_java(path)
+        mvn = kafka_broker.check_maven(path)
+    if postgres_server.is_local(settings):
+        bindir = postgres_server.find_bindir(path, pg_roots)
+        postgres_server.check_server_user()
+    return Tools(java, mvn, bindir)
+
+
+def check_ports(settings: Settings, skip: Iterable[str] = ()) -> None:
+    """Raise ``PrerequisiteMissing`` if a port of a local service is taken (or two ports coincide).
+
+    ``skip`` names services (``kafka``, ``postgres``) already running as ours, whose ports are in use
+    by themselves. The message names the port, its setting and, when found, the owning process.
+    """
+    wanted: dict[str, int] = {}
+    if kafka_broker.is_local(settings):
+        wanted |= {"kafka_port": settings.kafka_port, "kafka_controller_port": settings.kafka_controller_port}
+    if postgres_server.is_local(settings):
+        wanted["postgres_port"] = settings.postgres_port
+    if len(set(wanted.values())) < len(wanted):
+        raise PrerequisiteMissing(f"ports must differ: {', '.join(f'{k}={v}' for k, v in wanted.items())}")
+    skipped = set(skip)
+    for name, port in wanted.items():
+        if name.split("_")[0] in skipped or pidfiles.port_free(port):
+            continue
+        owner = pidfiles.port_owner(port)
+        who = f" by pid {owner} ({_comm(owner)})" if owner else ""
+        raise PrerequisiteMissing(
+            f"port {port} ({name}) is in use{who}: stop it or set MEMWARDEN_{name.upper()}"
+        )
+
+
+def up(settings: Settings) -> None:
+    """Bring the stack up; a no-op for services already running (pid file + live process + port).
+
+    Order: stale pid files removed, prerequisites and ports checked (before anything starts), Kafka
+    jars/config/storage prepared, broker launched, PostgreSQL started (initdb once; role and
+    database of the DSN created), then the broker awaited (up to 90 s).
+    Raises ``PrerequisiteMissing`` or ``StackUnavailable``.
+    """
+    for path in _pidfile_paths(settings):
+        pidfiles.remove_stale(path)
+    kafka_local, pg_local = kafka_broker.is_local(settings), postgres_server.is_local(settings)
+    kafka_pid = kafka_broker.running_pid(settings) if kafka_local else None
+    pg_pid = postgres_server.running_pid(settings) if pg_local else None
+    tools = check_prerequisites(settings)
+    check_ports(settings, skip=[n for n, p in (("kafka", kafka_pid), ("postgres", pg_pid)) if p])
+
+    if kafka_local and kafka_pid is None:
+        assert tools.java and tools.mvn
+        kafka_broker.prepare(settings, tools.java, tools.mvn)
+        kafka_pid = kafka_broker.launch(settings, tools.java)
+    if pg_local and pg_pid is None:
+        assert tools.pg_bindir
+        postgres_server.start(settings, tools.pg_bindir)
+    elif pg_local:
+        postgres_server.ensure_database(settings)
+    else:
+        postgres_server.check_answers(settings)
+    if kafka_local:
+        try:
+            kafka_broker.wait_ready(settings, kafka_pid, KAFKA_READY_TIMEOUT)
+        except StackUnavailable:
+            kafka_broker.stop(settings)
+            raise
+    elif not kafka_broker.metadata_ok(settings.bootstrap_servers, 15.0):
+        raise StackUnavailable(f"kafka at {settings.bootstrap_servers} does not answer")
+
+
+def down(settings: Settings) -> None:
+    """Stop everything of ours under ``data_dir``: first every process with a pid file in
+    ``<data_dir>/run`` (workers), then Kafka (plus stray ``kafka.Kafka`` of this data_dir), then the
+    local PostgreSQL (``pg_ctl stop -m fast``). Each gets SIGTERM (PostgreSQL: fast shutdown), up to
+    20 s, then SIGKILL. External services are left alone. Pid files are removed."""
+    worker_files = [p for p in _pidfile_paths(settings) if p.stem not in SERVICES]
+    pids = [pid for pid in (pidfiles.read_pidfile(p) for p in worker_files) if pid is not None]
+    pidfiles.terminate(pids, STOP_TIMEOUT)
+    for path in worker_files:
+        path.unlink(missing_ok=True)
+    kafka_broker.stop(settings, STOP_TIMEOUT)
+    try:
+        bindir: Path | None = postgres_server.find_bindir()
+    except PrerequisiteMissing:
+        bindir = None
+    postgres_server.stop(settings, bindir, STOP_TIMEOUT)
+
+
+def status(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Per service: ``{"running": bool, "pid": int | None, "address": str | None, "external": bool,
+    "log": str | None}``. Keys: ``kafka``, ``postgres``, then one per worker pid file in ``run/``.
+    A local service runs when its process is alive and its port answers; an external one when it
+    answers (checked with a few seconds' timeout)."""
+    out: dict[str, dict[str, Any]] = {}
+    if kafka_broker.is_local(settings):
+        pid = kafka_broker.running_pid(settings)
+        running = pid is not None and pidfiles.port_answers(settings.kafka_port)
+        log = str(kafka_broker.kafka_paths(settings).server_log)
+        out["kafka"] = _entry(running, pid, f"127.0.0.1:{settings.kafka_port}", False, log)
+    else:
+        running = kafka_broker.metadata_ok(settings.bootstrap_servers, 3.0)
+        out["kafka"] = _entry(running, None, settings.bootstrap_servers, True, None)
+    host, port, _, _ = postgres_server.dsn_target(settings)
+    if postgres_server.is_local(settings):
+        pid = postgres_server.running_pid(settings)
+        running = pid is not None and pidfiles.port_answers(settings.postgres_port)
+        log = str(postgres_server.pg_paths(settings).log)
+        out["postgres"] = _entry(running, pid, f"127.0.0.1:{settings.postgres_port}", False, log)
+    else:
+        try:
+            postgres_server.check_answers(settings, timeout=3.0)
+            running = True
+        except StackUnavailable:
+            running = False
+        out["postgres"] = _entry(running, None, f"{host or '<socket>'}:{port}", True, None)
+    for path in _pidfile_paths(settings):
+        if path.stem not in SERVICES:
+            pid = pidfiles.read_pidfile(path)
+            out[path.stem] = _entry(pid is not None, pid, None, False, None)
+    return out
+
+
+def _entry(
+    running: bool, pid: int | None, address: str | None, external: bool, log: str | None
+) -> dict[str, Any]:
+    return {"running": running, "pid": pid, "address": address, "external": external, "log": log}
+
+
+def _pidfile_paths(settings: Settings) -> list[Path]:
+    return sorted(pidfiles.run_dir(settings).glob("*.pid"))
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "?"

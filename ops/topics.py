@@ -1,0 +1,90 @@
+"""The topics of a namespace, created with explicit configs (partitions, retention, compaction).
+
+| topic | cleanup | why |
+|---|---|---|
+| commands | delete, retention -1 | the immutable episodic ledger K_ledger (SSGM §6.2); kept forever |
+| decisions | delete, retention -1 | every gate decision, kept for audit |
+| events | delete, retention -1 | admitted events; projections rebuild from it |
+| keys | compact | per-record data keys; a tombstone shreds a key (crypto-shredding) |
+| deadletter | delete, 30 days | undecodable or invalid input with the reason, never dropped silently |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from memwarden.errors import StackUnavailable
+from memwarden.settings import Settings
+
+_FOREVER = {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """Logical name, config map and whether it is keyed by subject (co-partitioned)."""
+
+    name: str
+    config: dict[str, str]
+
+
+def topic_specs() -> tuple[TopicSpec, ...]:
+    """Every topic of a namespace with its config."""
+    return (
+        TopicSpec("commands", dict(_FOREVER, **{"max.message.bytes": "1048576"})),
+        TopicSpec("decisions", dict(_FOREVER)),
+        TopicSpec("events", dict(_FOREVER)),
+        TopicSpec(
+            "keys",
+            {
+                "cleanup.policy": "compact",
+                "min.cleanable.dirty.ratio": "0.01",
+                "segment.ms": "60000",
+                "delete.retention.ms": "60000",
+                "min.compaction.lag.ms": "0",
+            },
+        ),
+        TopicSpec("deadletter", {"cleanup.policy": "delete", "retention.ms": str(30 * 24 * 3600 * 1000)}),
+    )
+
+
+def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[str]:
+    """Create the namespace's topics that do not exist yet; returns the names created.
+
+    Raises ``StackUnavailable`` if the broker does not answer within ``timeout_s`` seconds.
+    """
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    try:
+        existing = set(admin.list_topics(timeout=timeout_s).topics)
+    except Exception as exc:
+        raise StackUnavailable(f"Kafka at {settings.bootstrap_servers} does not answer: {exc}") from exc
+    wanted = [
+        NewTopic(settings.topic(s.name), num_partitions=settings.partitions,
+                 replication_factor=settings.replication_factor, config=s.config)
+        for s in topic_specs()
+        if settings.topic(s.name) not in existing
+    ]
+    if not wanted:
+        return []
+    created = []
+    for name, future in admin.create_topics(wanted, request_timeout=timeout_s).items():
+        try:
+            future.result()
+            created.append(name)
+        except Exception as exc:  # a concurrent creator is fine
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise StackUnavailable(f"cannot create topic {name}: {exc}") from exc
+    return created
+
+
+def delete_topics(settings: Settings, timeout_s: float = 30.0) -> None:
+    """Delete every topic of the namespace (evaluation and test clean-up)."""
+    admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
+    names = [t for t in admin.list_topics(timeout=timeout_s).topics if t.startswith(settings.topic_prefix + ".")]
+    if names:
+        for future in admin.delete_topics(names, operation_timeout=timeout_s).values():
+            try:
+                future.result()
+            except Exception:  # already gone
+                pass

@@ -1,0 +1,89 @@
+"""A worker as a child process with its own namespace (evaluations and integration tests)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+from memwarden.errors import StackUnavailable
+from memwarden.settings import Settings
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The environment that makes a child process see ``settings``."""
+    env = dict(os.environ)
+    for name, value in settings.model_dump().items():
+        key = f"MEMWARDEN_{name.upper()}"
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = str(value)
+    return env
+
+
+class WorkerProcess:
+    """``memwarden worker`` for ``settings`` in a child process; its log goes to ``log_path``."""
+
+    def __init__(self, settings: Settings, roles: Sequence[str] = ("gate", "projector"),
+                 log_path: Path | None = None) -> None:
+        self.settings = settings
+        self.roles = tuple(roles)
+        self.log_path = log_path or settings.data_dir / "logs" / f"worker-{settings.topic_prefix}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout_s: float = 120.0) -> WorkerProcess:
+        """Start and wait until the read endpoint answers (projector) or the process is up."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        args = [sys.executable, "-m", "memwarden.cli", "worker"]
+        for role in self.roles:
+            args += ["--role", role]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(args, env=settings_env(self.settings), stdout=log, stderr=log,
+                                         start_new_session=True)
+        if "projector" in self.roles:
+            self.wait_healthy(timeout_s)
+        return self
+
+    def wait_healthy(self, timeout_s: float) -> None:
+        """Poll ``GET /health`` until it answers; raises ``StackUnavailable`` with the log tail."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                break
+            try:
+                if httpx.get(f"{self.settings.worker_url}/health", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        tail = self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
+        raise StackUnavailable(f"worker did not become healthy in {timeout_s}s; log tail:\n{tail}")
+
+    def kill(self) -> None:
+        """SIGKILL the worker (crash simulation)."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout_s`` seconds."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def __enter__(self) -> WorkerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,1 @@
+"""memwarden.processors."""

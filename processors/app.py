@@ -1,0 +1,161 @@
+"""The Faust worker: the write gate, the projections and the read endpoint, wired to topics.
+
+Roles (``memwarden worker --role gate --role projector``; both by default):
+
+* ``gate`` — consumer of the commands topic (the ledger); publishes decisions, events, dead letters.
+* ``projector`` — consumer of the events topic; Postgres profile rows and vector-index points; owns
+  the embedded Qdrant Edge shard and serves ``POST /recall`` and ``GET /health`` on 127.0.0.1.
+
+Agents only wire: every decision is in :mod:`memwarden.commands.gate`, every projection in
+:mod:`memwarden.projections`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import faust
+from faust.web import Request, Response, View
+from memwarden.commands.gate import Position
+from memwarden.processors.gate_processor import GateProcessor, Inbound, Outbound
+from memwarden.projections.index_projector import EmbeddingProjector
+from memwarden.projections.profile_projector import EventIn, ProfileProjector, save_offsets
+from memwarden.projections.recall import Recaller
+
+from memwarden.bootstrap import Container
+from memwarden.errors import DecodeError, ValidationError
+
+log = logging.getLogger("memwarden.worker")
+BATCH = 256
+WITHIN_S = 0.05
+
+
+def _raw_topic(app: faust.App, name: str) -> Any:
+    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
+                     internal=False)
+
+
+def _position(event: Any) -> Position:
+    msg = event.message
+    return Position(msg.topic, msg.partition, msg.offset)
+
+
+def build_app(container: Container, roles: Sequence[str]) -> faust.App:
+    """A Faust app for ``roles`` over the container's clients. Connects nothing until it runs."""
+    s = container.settings
+    app = faust.App(
+        f"{s.topic_prefix}-{'-'.join(sorted(roles))}",
+        broker=f"kafka://{s.bootstrap_servers}",
+        store="memory://",
+        autodiscover=False,
+        topic_disable_leader=True,
+        consumer_auto_offset_reset="earliest",
+        producer_acks=-1,
+        web_enabled="projector" in roles,
+        web_host=s.worker_host,
+        web_port=s.worker_port,
+        web_in_thread=False,
+        datadir=str(s.data_dir / "faust" / s.topic_prefix),
+        broker_commit_interval=1.0,
+        stream_wait_empty=False,
+    )
+    topics = {name: _raw_topic(app, s.topic(name)) for name in ("commands", "decisions", "events", "deadletter",
+                                                                 "keys")}
+
+    async def publish(records: Sequence[Outbound]) -> None:
+        futures = [await topics[r.topic].send(key=r.key, value=r.value, headers=list(r.headers) or None)
+                   for r in records]
+        for fut in futures:
+            await fut
+
+    if "gate" in roles:
+        @app.agent(topics["commands"], name="gate")
+        async def gate(stream: Any) -> None:
+            processor = GateProcessor(container.codec, container.keyring(), await container.pg(), container.limits)
+            tracking = await container.pg()
+            async for batch in stream.take_events(BATCH, within=WITHIN_S):
+                items = [Inbound(e.message.key, e.message.value, _position(e)) for e in batch]
+                await publish(await processor.handle(items))
+                nxt: dict[int, int] = {}
+                for i in items:
+                    nxt[i.position.partition] = max(nxt.get(i.position.partition, 0), i.position.offset + 1)
+                async with tracking.transaction(), tracking.cursor() as cur:
+                    await save_offsets(cur, "gate", s.topic("commands"), nxt)
+
+    if "projector" in roles:
+        @app.agent(topics["events"], name="projector")
+        async def projector(stream: Any) -> None:
+            profile = ProfileProjector(await container.pg(), s.topic("events"))
+            vectors = EmbeddingProjector(container.embedder(), container.index(), await container.pg(),
+                                         s.topic("events"), f"index:{container.index_label}")
+            async for batch in stream.take_events(BATCH, within=WITHIN_S):
+                decoded = await _decode_events(container, batch)
+                shredded = await profile.apply(decoded)
+                await vectors.apply(decoded)
+                if shredded:
+                    await publish([Outbound("keys", k.encode(), None) for k in shredded])
+
+        recaller_box: dict[str, Recaller] = {}
+
+        async def recaller() -> Recaller:
+            if "r" not in recaller_box:
+                recaller_box["r"] = Recaller(container.embedder(), container.index(), await container.pg())
+            return recaller_box["r"]
+
+        @app.page("/recall")
+        class RecallView(View):
+            async def post(self, request: Request) -> Response:
+                try:
+                    body = await request.json()
+                    as_of = body.get("as_of")
+                    found = await (await recaller()).recall(
+                        body.get("principal"), body.get("query"), body.get("k", 10),
+                        datetime.fromisoformat(as_of) if as_of else None)
+                except ValidationError as exc:
+                    return self.json({"error": str(exc), "field": exc.field}, status=400)
+                except (ValueError, TypeError) as exc:
+                    return self.json({"error": f"bad request: {exc}"}, status=400)
+                return self.json({"memories": [m.to_json() for m in found]})
+
+        @app.page("/health")
+        class HealthView(View):
+            async def get(self, request: Request) -> Response:
+                return self.json({"ok": True, "roles": list(roles), "prefix": s.topic_prefix})
+
+    return app
+
+
+async def _decode_events(container: Container, batch: Sequence[Any]) -> list[EventIn]:
+    out: list[EventIn] = []
+    key_ids: list[str] = []
+    for e in batch:
+        try:
+            name, record = container.codec.decode(e.message.value)
+        except DecodeError as exc:  # the gate wrote these; a bad one is logged and skipped
+            log.error("undecodable event at %s: %s", _position(e), exc)
+            continue
+        out.append(EventIn(name, record, _position(e)))
+        if name == "MemoryRecorded":
+            key_ids.append(record["content"]["key_id"])
+    if key_ids:
+        keys = await asyncio.to_thread(container.keyring().lookup, key_ids)
+        out = [_with_text(ev, keys) for ev in out]
+    return out
+
+
+def _with_text(event: EventIn, keys: dict[str, bytes | None]) -> EventIn:
+    if event.name != "MemoryRecorded":
+        return event
+    from memwarden.crypto import ContentUnreadable, decrypt_text
+
+    c = event.record["content"]
+    key = keys.get(c["key_id"])
+    try:
+        text = None if key is None else decrypt_text(c["nonce"], c["ciphertext"], key, c["key_id"])
+    except ContentUnreadable:
+        text = None
+    return EventIn(event.name, event.record, event.position, text)

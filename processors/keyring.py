@@ -1,0 +1,122 @@
+"""The key ring: the compacted keys topic held in memory, for decrypting memory content.
+
+A background thread consumes every partition of the keys topic from the beginning (no consumer
+group, nothing committed). A null value (tombstone) removes the key: that is crypto-shredding.
+``lookup`` answers deterministically: the client publishes a data key *before* the command that uses
+it, so once the ring has consumed up to the log-end offsets read *after* the command arrived, a key
+that is still absent was never published or has been shredded.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from memwarden.schemas.codec import AvroCodec
+
+from memwarden.crypto import ContentUnreadable, Kek
+from memwarden.errors import DecodeError, StackUnavailable
+from memwarden.settings import Settings
+
+
+class KeyRing:
+    """In-memory view of the keys topic: ``key_id -> unwrapped 32-byte data key``.
+
+    Args:
+        settings: bootstrap servers and topic names.
+        kek: key-encryption key that unwraps data keys.
+        codec: Avro codec for ``DataKey`` values.
+    """
+
+    def __init__(self, settings: Settings, kek: Kek, codec: AvroCodec) -> None:
+        self._topic = settings.topic("keys")
+        self._kek = kek
+        self._codec = codec
+        self._keys: dict[str, bytes] = {}
+        self._positions: dict[int, int] = {}
+        self._lock = threading.Condition()
+        self._stop = threading.Event()
+        self._consumer = Consumer({
+            "bootstrap.servers": settings.bootstrap_servers,
+            "group.id": f"{settings.topic_prefix}-keyring-unused",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        })
+        self._thread: threading.Thread | None = None
+        self.skipped = 0
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        """Assign every partition from the beginning and start consuming in a daemon thread."""
+        meta = self._consumer.list_topics(self._topic, timeout=timeout_s)
+        parts = meta.topics[self._topic].partitions
+        if not parts:
+            raise StackUnavailable(f"topic {self._topic} does not exist")
+        self._consumer.assign([TopicPartition(self._topic, p, OFFSET_BEGINNING) for p in parts])
+        self._positions = {p: 0 for p in parts}
+        self._thread = threading.Thread(target=self._run, name="keyring", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            msg = self._consumer.poll(0.2)
+            if msg is None or msg.error():
+                continue
+            key_id = (msg.key() or b"").decode("utf-8", "replace")
+            value = msg.value()
+            with self._lock:
+                if value is None:
+                    self._keys.pop(key_id, None)
+                else:
+                    try:
+                        _, record = self._codec.decode(value)
+                        self._keys[key_id] = self._kek.unwrap(record["wrap_nonce"], record["wrapped_key"], key_id)
+                    except (DecodeError, ContentUnreadable, KeyError):
+                        self.skipped += 1
+                self._positions[msg.partition()] = msg.offset() + 1
+                self._lock.notify_all()
+
+    def _caught_up(self, targets: dict[int, int]) -> bool:
+        return all(self._positions.get(p, 0) >= high for p, high in targets.items())
+
+    def sync(self, timeout_s: float = 30.0) -> None:
+        """Block until every key published before this call has been consumed.
+
+        Raises ``StackUnavailable`` after ``timeout_s`` seconds.
+        """
+        targets = {}
+        for p in list(self._positions):
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(self._topic, p), timeout=timeout_s)
+            targets[p] = high
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while not self._caught_up(targets):
+                # compaction may leave the last offsets empty: ask the consumer's own position too
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise StackUnavailable(f"key ring did not catch up with {self._topic} in {timeout_s}s")
+                self._lock.wait(min(left, 0.5))
+                if not self._caught_up(targets):
+                    for tp in self._consumer.position([TopicPartition(self._topic, p) for p in targets]):
+                        if tp.offset >= 0:
+                            self._positions[tp.partition] = max(self._positions.get(tp.partition, 0), tp.offset)
+
+    def get(self, key_id: str) -> bytes | None:
+        """The data key, or ``None`` if absent right now (call :meth:`sync` first to be sure)."""
+        with self._lock:
+            return self._keys.get(key_id)
+
+    def lookup(self, key_ids: list[str], timeout_s: float = 30.0) -> dict[str, bytes | None]:
+        """Data keys for ``key_ids``; syncs with the topic once if any is missing."""
+        found = {k: self.get(k) for k in key_ids}
+        if any(v is None for v in found.values()):
+            self.sync(timeout_s)
+            found = {k: self.get(k) for k in key_ids}
+        return found
+
+    def close(self) -> None:
+        """Stop the thread and close the consumer."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._consumer.close()

@@ -1,0 +1,266 @@
+"""``MemwardenClient``: what agents use to write memory commands and recall memories.
+
+Writes: a command is built from keyword arguments, validated (a clear ``ValidationError`` naming the
+field), its text encrypted under a fresh data key, the wrapped key published to the compacted keys
+topic and delivered, then the command published to the ledger with confluent-kafka's idempotent
+producer (``acks=all``), keyed by subject so one subject's history stays ordered in one partition.
+The ledger position (topic, partition, offset) comes back once delivered.
+
+Reads: ``recall`` asks the projector worker's read endpoint (the process that owns the index).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pydantic
+from confluent_kafka import KafkaError, Producer
+from memwarden.commands.model import (
+    EncryptedContent,
+    Envelope,
+    EpistemicStatus,
+    Fact,
+    ForgetMemory,
+    RecordMemory,
+    Sensitivity,
+    Source,
+    SourceKind,
+    StoreKind,
+    SupersedeMemory,
+    WriteAuthority,
+    to_avro,
+)
+from memwarden.projections.recall import RecalledMemory, check_query
+from memwarden.schemas.codec import AvroCodec, default_codec
+
+from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
+from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
+from memwarden.settings import Settings
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a delivered command returns: its ids and ledger position."""
+
+    command_id: str
+    memory_id: str
+    topic: str
+    partition: int
+    offset: int
+
+
+def check_text(text: Any, max_chars: int, field: str = "text") -> str:
+    """Validate memory text: a non-empty UTF-8 string of at most ``max_chars`` characters."""
+    if not isinstance(text, str):
+        raise ValidationError(field, f"must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise ValidationError(field, "must not be empty")
+    if len(text) > max_chars:
+        raise ValidationError(field, f"has {len(text)} characters, limit {max_chars}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(field, f"not valid UTF-8 (lone surrogate at index {exc.start})") from None
+    return text
+
+
+def _build(model: type[pydantic.BaseModel], data: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValidationError(".".join(str(p) for p in first["loc"]) or "command", first["msg"]) from None
+
+
+class MemwardenClient:
+    """Client of one namespace. Thread-compatible; call :meth:`close` (or use ``with``) when done.
+
+    Args:
+        settings: where Kafka and the worker are.
+        kek: key-encryption key (default: from settings / the data folder).
+    """
+
+    def __init__(self, settings: Settings, kek: Kek | None = None, codec: AvroCodec | None = None) -> None:
+        self.settings = settings
+        self._kek = kek or load_kek(settings.kek, settings.data_dir)
+        self._codec = codec or default_codec()
+        self._producer = Producer({
+            "bootstrap.servers": settings.bootstrap_servers,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            "compression.type": "lz4",
+            "message.max.bytes": 1_048_576,
+        })
+        self._http = httpx.Client(base_url=settings.worker_url, timeout=30.0)
+
+    def __enter__(self) -> MemwardenClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- building -----------------------------------------------------------------------------
+    def _envelope(self, principal: str, subject: str, *, command_id: str | None, scope: str,
+                  source_kind: SourceKind | str, source_ref: str | None, source_uri: str | None,
+                  derived_from: Sequence[str], quoted_span: str | None, store_kind: StoreKind | str,
+                  observed_at: datetime | None, effective_from: datetime | None, effective_to: datetime | None,
+                  expires_at: datetime | None, epistemic_status: EpistemicStatus | str,
+                  sensitivity: Sensitivity | str, purposes: Sequence[str], supersedes: str | None,
+                  write_authority: Mapping[str, Any] | None, attributes: Mapping[str, str] | None) -> dict[str, Any]:
+        now = datetime.now(UTC)
+        return {
+            "command_id": command_id or str(uuid.uuid4()),
+            "principal": principal, "subject": subject, "scope": scope, "store_kind": store_kind,
+            "source": {"kind": source_kind, "reference": source_ref, "uri": source_uri,
+                       "derived_from": tuple(derived_from), "quoted_span": quoted_span},
+            "observed_at": observed_at if observed_at is not None else now, "issued_at": now,
+            "effective_from": effective_from, "effective_to": effective_to, "expires_at": expires_at,
+            "epistemic_status": epistemic_status, "sensitivity": sensitivity, "purposes": tuple(purposes),
+            "supersedes": supersedes,
+            "write_authority": dict(write_authority) if write_authority else None,
+            "attributes": dict(attributes or {}),
+        }
+
+    def _encrypt(self, text: str, subject: str) -> tuple[dict[str, Any], tuple[str, bytes]]:
+        key_id = str(uuid.uuid4())
+        key = new_data_key()
+        nonce, ciphertext = encrypt_text(text, key, key_id)
+        wrap_nonce, wrapped = self._kek.wrap(key, key_id)
+        data_key = self._codec.encode("DataKey", {
+            "key_id": key_id, "subject": subject, "kek_id": self._kek.kek_id, "algorithm": "AES-256-GCM",
+            "wrap_nonce": wrap_nonce, "wrapped_key": wrapped, "created_at": datetime.now(UTC)})
+        return {"key_id": key_id, "nonce": nonce, "ciphertext": ciphertext}, (key_id, data_key)
+
+    def build_record(self, *, principal: str, subject: str, text: str, memory_id: str | None = None,
+                     fact: Mapping[str, str] | None = None, tags: Sequence[str] = (),
+                     **envelope: Any) -> tuple[RecordMemory, tuple[str, bytes]]:
+        """Validate and build a ``RecordMemory`` and its wrapped data key (not yet published)."""
+        check_text(text, self.settings.max_text_chars)
+        env = _build(Envelope, self._envelope(principal, subject, **_envelope_defaults(envelope)))
+        content, data_key = self._encrypt(text, subject)
+        command = _build(RecordMemory, {"envelope": env, "memory_id": memory_id or str(uuid.uuid4()),
+                                        "content": EncryptedContent(**content),
+                                        "fact": Fact(**fact) if fact else None, "tags": tuple(tags)})
+        return command, data_key
+
+    # -- publishing ---------------------------------------------------------------------------
+    def record(self, **kwargs: Any) -> Receipt:
+        """Publish one ``RecordMemory``; see :meth:`build_record` for the arguments.
+
+        Returns the ``Receipt`` once the broker acknowledged it (acks=all). Raises
+        ``ValidationError`` for bad arguments, ``StackUnavailable`` if Kafka does not acknowledge.
+        """
+        return self.record_many([kwargs])[0]
+
+    def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Receipt]:
+        """Validate every item first (nothing is published if one is bad), then publish all data keys,
+        wait for them, publish all commands and wait: two round trips for a whole batch."""
+        built = [self.build_record(**dict(item)) for item in items]
+        return self._publish([(c, c.memory_id, k) for c, k in built])
+
+    def supersede(self, memory_id: str, *, principal: str, subject: str, text: str,
+                  evidence: Sequence[str] = (), fact: Mapping[str, str] | None = None, **envelope: Any) -> Receipt:
+        """Publish a ``SupersedeMemory``: a new version of ``memory_id`` with ``text``."""
+        check_text(text, self.settings.max_text_chars)
+        env = _build(Envelope, self._envelope(principal, subject, **_envelope_defaults(envelope, memory_id)))
+        content, data_key = self._encrypt(text, subject)
+        command = _build(SupersedeMemory, {"envelope": env, "content": EncryptedContent(**content),
+                                           "fact": Fact(**fact) if fact else None, "evidence": tuple(evidence)})
+        return self._publish([(command, command.memory_id, data_key)])[0]
+
+    def forget(self, memory_id: str, *, principal: str, subject: str, reason: str = "", **envelope: Any) -> Receipt:
+        """Publish a ``ForgetMemory`` for every version of ``memory_id``."""
+        env = _build(Envelope, self._envelope(principal, subject, **_envelope_defaults(envelope)))
+        command = _build(ForgetMemory, {"envelope": env, "memory_id": memory_id, "reason": reason})
+        return self._publish([(command, command.memory_id, None)])[0]
+
+    def publish_raw(self, key: bytes | None, value: bytes | None) -> Receipt:
+        """Publish arbitrary bytes to the commands topic (tests and tools; no validation at all)."""
+        return self._send([(self.settings.topic("commands"), key, value)], [""])[0]
+
+    def _publish(self, commands: Sequence[tuple[Any, str, tuple[str, bytes] | None]]) -> list[Receipt]:
+        keys = [(self.settings.topic("keys"), k[0].encode(), k[1]) for _, _, k in commands if k is not None]
+        if keys:
+            self._send(keys, [""] * len(keys))
+        records = [(self.settings.topic("commands"), c.envelope.subject.encode(),
+                    self._codec.encode(c.kind, to_avro(c))) for c, _, _ in commands]
+        receipts = self._send(records, [c.envelope.command_id for c, _, _ in commands])
+        return [Receipt(c.envelope.command_id, mid, r.topic, r.partition, r.offset)
+                for (c, mid, _), r in zip(commands, receipts, strict=True)]
+
+    def _send(self, records: Sequence[tuple[str, bytes | None, bytes | None]], ids: Sequence[str],
+              timeout_s: float = 60.0) -> list[Receipt]:
+        results: list[Receipt | KafkaError | None] = [None] * len(records)
+
+        def on_delivery(i: int) -> Any:
+            def report(err: KafkaError | None, msg: Any) -> None:
+                results[i] = err if err is not None else Receipt(ids[i], "", msg.topic(), msg.partition(),
+                                                                 msg.offset())
+            return report
+
+        for i, (topic, key, value) in enumerate(records):
+            while True:
+                try:
+                    self._producer.produce(topic, key=key, value=value, on_delivery=on_delivery(i))
+                    break
+                except BufferError:
+                    self._producer.poll(0.1)
+        left = self._producer.flush(timeout_s)
+        if left:
+            raise StackUnavailable(f"{left} records not acknowledged by Kafka within {timeout_s}s")
+        errors = [r for r in results if isinstance(r, KafkaError) or r is None]
+        if errors:
+            raise StackUnavailable(f"Kafka refused {len(errors)} records: {errors[0]}")
+        return [r for r in results if isinstance(r, Receipt)]
+
+    # -- reading ------------------------------------------------------------------------------
+    def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None) -> list[RecalledMemory]:
+        """Top-``k`` memories ``principal`` may read for ``query``, valid at ``as_of`` (default now).
+
+        Raises ``ValidationError`` for bad arguments, ``StackUnavailable`` if the worker is down.
+        """
+        check_query(principal, query, k, as_of)
+        body = {"principal": principal, "query": query, "k": k, "as_of": as_of.isoformat() if as_of else None}
+        try:
+            response = self._http.post("/recall", json=body)
+        except httpx.HTTPError as exc:
+            raise StackUnavailable(f"worker at {self.settings.worker_url} does not answer: {exc}") from exc
+        data = response.json()
+        if response.status_code == 400:
+            raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
+        if response.status_code != 200:
+            raise MemwardenError(f"recall failed with HTTP {response.status_code}: {data}")
+        return [RecalledMemory(**m) for m in data["memories"]]
+
+    def close(self) -> None:
+        """Flush pending records and close connections."""
+        self._producer.flush(10)
+        self._http.close()
+
+
+_ENVELOPE_DEFAULTS: dict[str, Any] = {
+    "command_id": None, "scope": "account:default", "source_kind": SourceKind.USER_STATEMENT, "source_ref": None,
+    "source_uri": None, "derived_from": (), "quoted_span": None, "store_kind": StoreKind.PROFILE,
+    "observed_at": None, "effective_from": None, "effective_to": None, "expires_at": None,
+    "epistemic_status": EpistemicStatus.QUOTED, "sensitivity": Sensitivity.INTERNAL, "purposes": (),
+    "supersedes": None, "write_authority": None, "attributes": None,
+}
+
+
+def _envelope_defaults(given: Mapping[str, Any], supersedes: str | None = None) -> dict[str, Any]:
+    unknown = set(given) - set(_ENVELOPE_DEFAULTS)
+    if unknown:
+        raise ValidationError(sorted(unknown)[0], "unknown argument")
+    merged = {**_ENVELOPE_DEFAULTS, **given}
+    if supersedes is not None:
+        merged["supersedes"] = supersedes
+    return merged
+
+
+__all__ = ["MemwardenClient", "Receipt", "ValidationError", "WriteAuthority", "Source", "check_text"]

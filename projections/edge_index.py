@@ -1,0 +1,229 @@
+"""``VectorIndex`` on embedded Qdrant Edge (``qdrant_edge`` from PyPI ``qdrant-edge-py``).
+
+One Edge shard lives in the directory ``path / name``. It holds one *unnamed* dense vector (cosine
+distance) per point, a keyword payload index on every :data:`KEYWORD_FIELDS` entry and an integer
+index on every :data:`INTEGER_FIELDS` entry. Point ids are UUID strings (canonical lower-case form).
+
+Things worth knowing about Edge (0.9):
+
+* There is no background optimizer: new points are searched brute force (exact) until
+  :meth:`EdgeVectorIndex.optimize` builds HNSW for segments above the indexing threshold. Call it
+  after a bulk rebuild, not after every small write (it is synchronous).
+* Only one process may hold a shard open (the WAL is locked); a second open fails with
+  ``IndexUnavailable``.
+* Every engine error surfaces as a bare ``Exception``; this adapter wraps them in
+  ``IndexUnavailable``. Malformed ids and filter values raise ``ValidationError`` first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from memwarden.errors import ValidationError
+
+from .vector_index import (
+    INTEGER_FIELDS,
+    KEYWORD_FIELDS,
+    Condition,
+    FieldIn,
+    FieldRange,
+    Filter,
+    Hit,
+    IndexPoint,
+    IndexUnavailable,
+    canonical_id,
+    match_values,
+    plain_vector,
+    search_with_tie_closure,
+)
+
+__all__ = ["EdgeVectorIndex"]
+
+#: File Edge writes into every shard directory; its presence means "a shard exists here".
+_CONFIG_FILE = "edge_config.json"
+
+
+def _condition(cond: Condition) -> qe.FieldCondition:
+    """One port condition -> one Edge ``FieldCondition``."""
+    if isinstance(cond, FieldIn):
+        return qe.FieldCondition(key=cond.key, match=qe.MatchAny(match_values(cond)))
+    if isinstance(cond, FieldRange):
+        rng = qe.RangeFloat(gt=cond.gt, gte=cond.gte, lt=cond.lt, lte=cond.lte)
+        return qe.FieldCondition(key=cond.key, range=rng)
+    raise ValidationError("where", f"unsupported condition {type(cond).__name__}")
+
+
+def to_edge_filter(where: Filter | None) -> qe.Filter | None:
+    """Translate the port's filter AST into an Edge ``Filter`` (``None`` when it has no conditions).
+
+    Ranges use ``RangeFloat``: integer payload values (epoch ms up to 2.5e14) are exact in float64.
+    An empty ``FieldIn.values`` in ``must`` matches nothing; in ``must_not`` it excludes nothing.
+    """
+    if where is None or (not where.must and not where.must_not):
+        return None
+    return qe.Filter(
+        must=[_condition(c) for c in where.must] or None,
+        must_not=[_condition(c) for c in where.must_not] or None,
+    )
+
+
+class EdgeVectorIndex:
+    """Embedded Qdrant Edge shard at ``path / name``; implements :class:`VectorIndex`.
+
+    The constructor loads the shard if its directory already holds one; otherwise the shard is
+    created by :meth:`ensure` (which needs the dimension). Every public method holds one lock, so the
+    adapter may be driven from a worker thread (calls are serialised, one at a time).
+
+    ``exact=True`` asks the engine for exact (full-scan) search on every query. Without it, search
+    is exact anyway until :meth:`optimize` builds HNSW for large segments; after that it is HNSW
+    (approximate) except where the query planner chooses the payload index for selective filters.
+
+    Errors: ``IndexUnavailable`` when the shard cannot be opened, was closed, or the engine fails;
+    ``ValidationError`` for malformed point ids or filter values.
+    """
+
+    def __init__(self, path: Path, name: str, *, exact: bool = False) -> None:
+        self._dir = Path(path) / name
+        self._exact = exact
+        self._lock = threading.RLock()
+        self._shard: qe.EdgeShard | None = None
+        self._closed = False
+        if (self._dir / _CONFIG_FILE).exists():
+            try:
+                self._shard = qe.EdgeShard.load(str(self._dir))
+            except Exception as exc:
+                raise IndexUnavailable(f"cannot load Edge shard at {self._dir}: {exc}") from exc
+
+    @property
+    def directory(self) -> Path:
+        """The shard directory (``path / name``)."""
+        return self._dir
+
+    # -- VectorIndex -----------------------------------------------------------------------------
+
+    def ensure(self, dim: int) -> None:
+        """Create the shard (cosine, ``dim`` floats) if missing, else reopen it with that config so
+        Edge checks compatibility (``IndexUnavailable`` on another dimension); then create the
+        payload indexes (idempotent)."""
+        if dim <= 0:
+            raise ValidationError("dim", f"must be positive, got {dim}")
+        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine))
+        with self._guard("ensure", need_shard=False):
+            if self._shard is None:
+                self._dir.mkdir(parents=True, exist_ok=True)
+                self._shard = qe.EdgeShard.create(str(self._dir), config)
+            else:
+                old, self._shard = self._shard, None
+                old.close()
+                self._shard = qe.EdgeShard.load(str(self._dir), config)
+            for key in KEYWORD_FIELDS:
+                self._shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
+            for key in INTEGER_FIELDS:
+                self._shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer))
+
+    def upsert(self, points: Sequence[IndexPoint]) -> None:
+        """Insert or replace ``points`` by id, in one update operation (empty input is a no-op)."""
+        if not points:
+            return
+        edge_points = [
+            qe.Point(canonical_id(p.point_id), plain_vector(p.vector), dict(p.payload)) for p in points
+        ]
+        with self._guard("upsert") as shard:
+            shard.update(qe.UpdateOperation.upsert_points(edge_points))
+
+    def set_payload(self, where: Filter, payload: Mapping[str, Any]) -> None:
+        """Merge ``payload`` keys into every point matching ``where`` (other keys are kept)."""
+        operation = qe.UpdateOperation.set_payload_by_filter(
+            to_edge_filter(where) or qe.Filter(), dict(payload)
+        )
+        with self._guard("set_payload") as shard:
+            shard.update(operation)
+
+    def delete(self, where: Filter) -> None:
+        """Delete every point matching ``where`` (an empty filter deletes every point)."""
+        operation = qe.UpdateOperation.delete_points_by_filter(to_edge_filter(where) or qe.Filter())
+        with self._guard("delete") as shard:
+            shard.update(operation)
+
+    def search(self, vector: Sequence[float], where: Filter, limit: int) -> list[Hit]:
+        """Top-``limit`` hits by cosine similarity among points matching ``where``; the filter is
+        part of the engine query. Sorted by ``(-score, point_id)``, boundary ties closed (see
+        :func:`search_with_tie_closure`)."""
+        if limit <= 0:
+            return []
+        query = qe.Query.Nearest(plain_vector(vector))
+        flt = to_edge_filter(where)
+        params = qe.SearchParams(exact=True) if self._exact else None
+        with self._guard("search") as shard:
+
+            def fetch(n: int) -> list[Hit]:
+                request = qe.QueryRequest(
+                    limit=n, query=query, filter=flt, with_payload=True, with_vector=False, params=params
+                )
+                return [Hit(str(p.id), float(p.score), p.payload or {}) for p in shard.query(request)]
+
+            return search_with_tie_closure(fetch, limit)
+
+    def retrieve(self, point_ids: Sequence[str]) -> list[Hit]:
+        """Points by id with score 0.0, in request order, duplicates and unknown ids dropped."""
+        ids = list(dict.fromkeys(canonical_id(pid) for pid in point_ids))
+        if not ids:
+            return []
+        with self._guard("retrieve") as shard:
+            records = shard.retrieve(ids, with_payload=True, with_vector=False)
+        found = {str(r.id): Hit(str(r.id), 0.0, r.payload or {}) for r in records}
+        return [found[i] for i in ids if i in found]
+
+    def count(self, where: Filter | None = None) -> int:
+        """Exact number of points matching ``where`` (all points when ``None`` or empty)."""
+        request = qe.CountRequest(exact=True, filter=to_edge_filter(where))
+        with self._guard("count") as shard:
+            return int(shard.count(request))
+
+    def close(self) -> None:
+        """Flush and close the shard; idempotent. Later calls raise ``IndexUnavailable``."""
+        with self._lock:
+            shard, self._shard, self._closed = self._shard, None, True
+            if shard is None:
+                return
+            try:
+                shard.flush()
+            finally:
+                shard.close()
+
+    # -- extras (not in the port) ----------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Persist pending segment changes to disk (the WAL already makes each update durable)."""
+        with self._guard("flush") as shard:
+            shard.flush()
+
+    def optimize(self) -> bool:
+        """Run Edge's optimizers synchronously (merge segments, build HNSW above the indexing
+        threshold). True when something was optimized. Takes seconds to minutes at 100k points."""
+        with self._guard("optimize") as shard:
+            return bool(shard.optimize())
+
+    # -- internals -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _guard(self, what: str, *, need_shard: bool = True) -> Iterator[qe.EdgeShard]:
+        """Hold the lock, refuse when closed (or when no shard exists yet and ``need_shard``), and
+        wrap engine errors (bare ``Exception`` from Edge) in ``IndexUnavailable``."""
+        with self._lock:
+            if self._closed:
+                raise IndexUnavailable(f"Edge shard at {self._dir} is closed")
+            if need_shard and self._shard is None:
+                raise IndexUnavailable(f"no Edge shard at {self._dir}; call ensure(dim) first")
+            try:
+                yield self._shard  # type: ignore[misc]  # None only when need_shard is False
+            except (IndexUnavailable, ValidationError):
+                raise
+            except Exception as exc:
+                raise IndexUnavailable(f"Edge {what} at {self._dir} failed: {exc}") from exc

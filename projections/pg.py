@@ -1,0 +1,67 @@
+"""PostgreSQL plumbing: connections into the namespace schema and the project's migrations."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import psycopg
+from psycopg import sql
+
+from memwarden.settings import Settings
+
+
+def _migrations() -> list[tuple[int, str]]:
+    folder = resources.files("memwarden.projections") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        if entry.name.endswith(".sql"):
+            found.append((int(entry.name.split("_", 1)[0]), entry.read_text()))
+    return sorted(found)
+
+
+def migrate(settings: Settings) -> int:
+    """Create the namespace schema and apply pending migrations; returns how many were applied.
+
+    Idempotent and safe to run concurrently (an advisory lock serialises runners).
+    Raises ``psycopg.OperationalError`` when the database does not answer.
+    """
+    applied = 0
+    with psycopg.connect(settings.postgres_dsn, autocommit=False) as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (settings.pg_schema,))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(settings.pg_schema)))
+        conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(settings.pg_schema)))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        for version, text in _migrations():
+            if version in done:
+                continue
+            conn.execute(text)  # type: ignore[arg-type]
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+            applied += 1
+        conn.commit()
+    return applied
+
+
+def drop_namespace(settings: Settings) -> None:
+    """Drop the namespace schema and everything in it (tests and evaluations clean up with it)."""
+    with psycopg.connect(settings.postgres_dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(settings.pg_schema)))
+
+
+def connect(settings: Settings) -> psycopg.Connection:
+    """A synchronous connection whose search_path is the namespace schema."""
+    conn = psycopg.connect(settings.postgres_dsn)
+    conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(settings.pg_schema)))
+    conn.commit()
+    return conn
+
+
+async def connect_async(settings: Settings) -> psycopg.AsyncConnection:
+    """An asyncio connection whose search_path is the namespace schema."""
+    conn = await psycopg.AsyncConnection.connect(settings.postgres_dsn)
+    await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(settings.pg_schema)))
+    await conn.commit()
+    return conn

@@ -1,0 +1,214 @@
+"""``VectorIndex`` on a Qdrant server, through ``qdrant_client.QdrantClient(url=...)`` (REST).
+
+Same layout as the Edge adapter: one collection with one *unnamed* dense vector (cosine distance), a
+keyword payload index on every :data:`KEYWORD_FIELDS` entry and an integer index on every
+:data:`INTEGER_FIELDS` entry. Filters become a ``models.Filter`` passed as ``query_filter`` of
+``query_points``, so isolation happens inside the search. Writes use ``wait=True`` (visible to the
+next read). The client's local mode (``:memory:`` / ``path=``) is deliberately not supported.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+
+from memwarden.errors import ValidationError
+
+from .vector_index import (
+    INTEGER_FIELDS,
+    KEYWORD_FIELDS,
+    Condition,
+    FieldIn,
+    FieldRange,
+    Filter,
+    Hit,
+    IndexPoint,
+    IndexUnavailable,
+    canonical_id,
+    match_values,
+    plain_vector,
+    search_with_tie_closure,
+)
+
+__all__ = ["ServerVectorIndex"]
+
+
+def _condition(cond: Condition) -> models.FieldCondition:
+    """One port condition -> one ``models.FieldCondition``."""
+    if isinstance(cond, FieldIn):
+        return models.FieldCondition(key=cond.key, match=models.MatchAny(any=match_values(cond)))
+    if isinstance(cond, FieldRange):
+        rng = models.Range(gt=cond.gt, gte=cond.gte, lt=cond.lt, lte=cond.lte)
+        return models.FieldCondition(key=cond.key, range=rng)
+    raise ValidationError("where", f"unsupported condition {type(cond).__name__}")
+
+
+def to_server_filter(where: Filter | None) -> models.Filter | None:
+    """Translate the port's filter AST into ``models.Filter`` (``None`` when it has no conditions)."""
+    if where is None or (not where.must and not where.must_not):
+        return None
+    return models.Filter(
+        must=[_condition(c) for c in where.must] or None,
+        must_not=[_condition(c) for c in where.must_not] or None,
+    )
+
+
+class ServerVectorIndex:
+    """Collection ``collection`` on the Qdrant server at ``url``; implements :class:`VectorIndex`.
+
+    The constructor opens no connection; :meth:`ensure` is the first call that reaches the server.
+    ``exact=True`` sends ``SearchParams(exact=True)`` with every query (full scan, for comparisons);
+    the default lets the server use HNSW. A lock serialises calls, as in the Edge adapter.
+
+    Errors: every client/transport failure is raised as ``IndexUnavailable``; malformed point ids
+    and filter values raise ``ValidationError`` before anything is sent.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        collection: str,
+        api_key: str | None = None,
+        *,
+        exact: bool = False,
+        timeout_s: int = 30,
+    ) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise ValidationError("url", f"expected an http(s) URL of a Qdrant server, got {url!r}")
+        self._url = url
+        self._collection = collection
+        self._exact = exact
+        self._lock = threading.RLock()
+        self._closed = False
+        self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout_s, check_compatibility=False)
+
+    # -- VectorIndex -----------------------------------------------------------------------------
+
+    def ensure(self, dim: int) -> None:
+        """Create the collection (cosine, ``dim`` floats) if missing and the payload indexes
+        (idempotent). Raises ``IndexUnavailable`` if it exists with another vector size."""
+        if dim <= 0:
+            raise ValidationError("dim", f"must be positive, got {dim}")
+        with self._guard("ensure"):
+            client = self._client
+            if not client.collection_exists(self._collection):
+                client.create_collection(
+                    self._collection,
+                    vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
+                )
+            else:
+                vectors = client.get_collection(self._collection).config.params.vectors
+                size = vectors.size if isinstance(vectors, models.VectorParams) else None
+                if size != dim:
+                    raise IndexUnavailable(
+                        f"collection {self._collection!r} has vector config {vectors!r}, expected {dim}"
+                    )
+            for key in KEYWORD_FIELDS:
+                client.create_payload_index(
+                    self._collection, key, models.PayloadSchemaType.KEYWORD, wait=True
+                )
+            for key in INTEGER_FIELDS:
+                client.create_payload_index(
+                    self._collection, key, models.PayloadSchemaType.INTEGER, wait=True
+                )
+
+    def upsert(self, points: Sequence[IndexPoint]) -> None:
+        """Insert or replace ``points`` by id in one request (empty input is a no-op)."""
+        if not points:
+            return
+        structs = [
+            models.PointStruct(
+                id=canonical_id(p.point_id), vector=plain_vector(p.vector), payload=dict(p.payload)
+            )
+            for p in points
+        ]
+        with self._guard("upsert"):
+            self._client.upsert(self._collection, points=structs, wait=True)
+
+    def set_payload(self, where: Filter, payload: Mapping[str, Any]) -> None:
+        """Merge ``payload`` keys into every point matching ``where`` (other keys are kept)."""
+        selector = models.FilterSelector(filter=to_server_filter(where) or models.Filter())
+        with self._guard("set_payload"):
+            self._client.set_payload(self._collection, payload=dict(payload), points=selector, wait=True)
+
+    def delete(self, where: Filter) -> None:
+        """Delete every point matching ``where`` (an empty filter deletes every point)."""
+        selector = models.FilterSelector(filter=to_server_filter(where) or models.Filter())
+        with self._guard("delete"):
+            self._client.delete(self._collection, points_selector=selector, wait=True)
+
+    def search(self, vector: Sequence[float], where: Filter, limit: int) -> list[Hit]:
+        """Top-``limit`` hits by cosine similarity among points matching ``where`` (``query_filter``
+        inside ``query_points``), sorted by ``(-score, point_id)`` with boundary ties closed."""
+        if limit <= 0:
+            return []
+        query_vec = plain_vector(vector)
+        flt = to_server_filter(where)
+        params = models.SearchParams(exact=True) if self._exact else None
+
+        def fetch(n: int) -> list[Hit]:
+            response = self._client.query_points(
+                self._collection,
+                query=query_vec,
+                query_filter=flt,
+                search_params=params,
+                limit=n,
+                with_payload=True,
+                with_vectors=False,
+            )
+            return [
+                Hit(point_id=str(p.id), score=float(p.score), payload=p.payload or {})
+                for p in response.points
+            ]
+
+        with self._guard("search"):
+            return search_with_tie_closure(fetch, limit)
+
+    def retrieve(self, point_ids: Sequence[str]) -> list[Hit]:
+        """Points by id with score 0.0, in request order, duplicates and unknown ids dropped."""
+        ids = list(dict.fromkeys(canonical_id(pid) for pid in point_ids))
+        if not ids:
+            return []
+        with self._guard("retrieve"):
+            records = self._client.retrieve(self._collection, ids=ids, with_payload=True, with_vectors=False)
+        found = {str(r.id): Hit(point_id=str(r.id), score=0.0, payload=r.payload or {}) for r in records}
+        return [found[i] for i in ids if i in found]
+
+    def count(self, where: Filter | None = None) -> int:
+        """Exact number of points matching ``where`` (all points when ``None`` or empty)."""
+        flt = to_server_filter(where)
+        with self._guard("count"):
+            return int(self._client.count(self._collection, count_filter=flt, exact=True).count)
+
+    def close(self) -> None:
+        """Close the HTTP client; idempotent (the server persists on its own)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._client.close()
+
+    # -- extras (not in the port) ----------------------------------------------------------------
+
+    def flush(self) -> None:
+        """No-op: writes are sent with ``wait=True`` and the server owns durability."""
+
+    # -- internals -------------------------------------------------------------------------------
+
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        """Hold the lock, refuse when closed, and wrap client/transport errors."""
+        with self._lock:
+            if self._closed:
+                raise IndexUnavailable(f"server index {self._collection!r} is closed")
+            try:
+                yield
+            except (IndexUnavailable, ValidationError):
+                raise
+            except Exception as exc:
+                raise IndexUnavailable(
+                    f"Qdrant {what} on {self._url} / {self._collection!r} failed: {exc}"
+                ) from exc

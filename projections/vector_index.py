@@ -1,0 +1,172 @@
+"""The ``VectorIndex`` port: the derived index of seed 004 (candidates only, rebuilt from the ledger).
+
+Two adapters implement it with identical results: :mod:`memwarden.projections.edge_index` (embedded
+Qdrant Edge, the default) and :mod:`memwarden.projections.server_index` (a Qdrant server through
+qdrant-client). Filters are a tiny AST translated by each adapter *into* the vector search, so that
+isolation happens before candidate generation (SSGM Principle 3, Eq. 5), never after ranking.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from memwarden.errors import MemwardenError, ValidationError
+
+#: Payload fields that carry a keyword index (exact match filters).
+KEYWORD_FIELDS: tuple[str, ...] = (
+    "memory_id",
+    "command_id",
+    "owner",
+    "subject",
+    "scope",
+    "status",
+    "store_kind",
+    "sensitivity",
+    "purposes",
+)
+#: Payload fields that carry an integer index (epoch milliseconds, UTC).
+INTEGER_FIELDS: tuple[str, ...] = ("valid_from_ms", "valid_to_ms", "expires_ms")
+
+#: Sentinel "open end" for ``valid_to_ms`` / ``expires_ms`` (year 9999, ms).
+OPEN_END_MS = 253_402_300_799_000
+
+
+@dataclass(frozen=True)
+class FieldIn:
+    """``payload[key]`` equals one of ``values`` (for list payloads: any element does)."""
+
+    key: str
+    values: tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class FieldRange:
+    """Integer range condition on ``payload[key]``; ``None`` bounds are open."""
+
+    key: str
+    gt: int | None = None
+    gte: int | None = None
+    lt: int | None = None
+    lte: int | None = None
+
+
+Condition = FieldIn | FieldRange
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Conjunction of ``must`` conditions and negated ``must_not`` conditions."""
+
+    must: tuple[Condition, ...] = ()
+    must_not: tuple[Condition, ...] = ()
+
+
+@dataclass(frozen=True)
+class IndexPoint:
+    """One point: deterministic UUID string id, dense vector (384 floats for MiniLM), payload."""
+
+    point_id: str
+    vector: Sequence[float]
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A scored candidate: point id, similarity score (cosine, higher is closer), payload."""
+
+    point_id: str
+    score: float
+    payload: Mapping[str, Any]
+
+
+class VectorIndex(Protocol):
+    """Port of the derived vector index. All methods are synchronous and thread-safe enough to be
+    called from one executor thread at a time. Errors: adapters raise ``IndexUnavailable``."""
+
+    def ensure(self, dim: int) -> None:
+        """Create the collection/shard with cosine distance and the payload indexes, if missing."""
+
+    def upsert(self, points: Sequence[IndexPoint]) -> None:
+        """Insert or replace points by id (idempotent)."""
+
+    def set_payload(self, where: Filter, payload: Mapping[str, Any]) -> None:
+        """Merge ``payload`` into every point matching ``where``."""
+
+    def delete(self, where: Filter) -> None:
+        """Delete every point matching ``where``."""
+
+    def search(self, vector: Sequence[float], where: Filter, limit: int) -> list[Hit]:
+        """Top-``limit`` points by cosine similarity among those matching ``where`` (filter applied
+        inside the search, not after it). Ties are broken by point id so adapters agree."""
+
+    def retrieve(self, point_ids: Sequence[str]) -> list[Hit]:
+        """Points by id (score 0.0); missing ids are absent from the result."""
+
+    def count(self, where: Filter | None = None) -> int:
+        """Number of points matching ``where`` (all points when ``None``)."""
+
+    def close(self) -> None:
+        """Flush and release resources."""
+
+
+class IndexUnavailable(MemwardenError):
+    """The vector index cannot be reached or opened."""
+
+
+# -- helpers shared by the adapters (so that they validate, rank and break ties identically) -------
+
+
+def canonical_id(point_id: str) -> str:
+    """The canonical lower-case form of a UUID string point id (what both engines return).
+
+    Raises ``ValidationError("point_id", ...)`` when ``point_id`` is not a UUID."""
+    try:
+        return str(uuid.UUID(str(point_id)))
+    except ValueError as exc:
+        raise ValidationError("point_id", f"not a UUID: {point_id!r}") from exc
+
+
+def plain_vector(vector: Sequence[float]) -> list[float]:
+    """A list of Python floats from any float sequence (list, tuple, numpy array)."""
+    tolist = getattr(vector, "tolist", None)
+    values = tolist() if callable(tolist) else vector
+    return [float(x) for x in values]
+
+
+def match_values(cond: FieldIn) -> list[str] | list[int]:
+    """``cond.values`` as a homogeneous list (engines match on all-str or all-int lists only).
+
+    Raises ``ValidationError(cond.key, ...)`` for bools or a str/int mix."""
+    values = list(cond.values)
+    if all(isinstance(v, str) for v in values):
+        return [str(v) for v in values]
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return [int(v) for v in values]
+    raise ValidationError(cond.key, "FieldIn values must be all str or all int")
+
+
+def rank_hits(hits: Sequence[Hit], limit: int) -> list[Hit]:
+    """The first ``limit`` hits in the port's order: score descending, then point id ascending."""
+    return sorted(hits, key=lambda h: (-h.score, h.point_id))[: max(limit, 0)]
+
+
+def search_with_tie_closure(fetch: Callable[[int], list[Hit]], limit: int) -> list[Hit]:
+    """Run ``fetch(n)`` (engine top-``n``, filter inside) until the ``limit`` boundary is decided.
+
+    Engines cut ties at the boundary arbitrarily, so a score tied with the ``limit``-th hit may be
+    left out by one adapter and kept by another (identical vectors: the same text stored twice).
+    Fetch ``limit + 1``; while the last fetched score still equals the ``limit``-th score and the
+    engine returned all ``n`` asked for, double ``n``. Then every point scoring at least the
+    boundary is in hand and :func:`rank_hits` is deterministic. One query in the usual case."""
+    if limit <= 0:
+        return []
+    n = limit + 1
+    while True:
+        hits = fetch(n)
+        ranked = rank_hits(hits, len(hits))
+        if len(ranked) < n or ranked[-1].score < ranked[limit - 1].score:
+            return ranked[:limit]
+        n *= 2

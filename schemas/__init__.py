@@ -1,0 +1,1 @@
+"""Avro contract of memwarden: ``avro/*.avsc`` and the single-object codec."""
