@@ -44,11 +44,10 @@ def start_time(pid: int) -> int | None:
 
 
 def is_alive(pid: int | None) -> bool:
-    """True if ``pid`` is a running process (zombies count as dead; our own zombie children are reaped)."""
+    """True if ``pid`` is a running process. A zombie counts as dead (it is never reaped here: its
+    parent, e.g. a ``Popen`` owner, keeps its exit status)."""
     if not pid or pid <= 0:
         return False
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
