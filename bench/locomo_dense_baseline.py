@@ -104,7 +104,9 @@ def bm25_ranker() -> Ranker | None:
     return rank
 
 
-def evaluate(convs: Sequence[Conversation], ranker: Ranker, form: Callable[[Turn], str], ks: Sequence[int]):
+def evaluate(
+    convs: Sequence[Conversation], ranker: Ranker, form: Callable[[Turn], str], ks: Sequence[int]
+) -> dict[str, dict[str, RecallTable]]:
     """Score every question; return ``{scope: {"turn": RecallTable, "session": ..., "turn 1-4": ...}}``
     for scope ``FOCUS`` (when present) and ``"all"``."""
     scopes: dict[str, dict[str, RecallTable]] = {}

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.vector_index import OPEN_END_MS, FieldIn, FieldRange, Filter, IndexPoint
 
@@ -30,9 +31,7 @@ DIM = 384
 T_MS = 500_000
 
 
-def make_batch(
-    rng: np.random.Generator, start: int, n: int, owners: int
-) -> tuple[np.ndarray, list[IndexPoint]]:
+def make_batch(rng: np.random.Generator, start: int, n: int, owners: int) -> tuple[np.ndarray, list[IndexPoint]]:
     """``n`` points numbered from ``start``: vectors (float32, ``(n, DIM)``) and index points."""
     vectors = rng.standard_normal((n, DIM)).astype(np.float32)
     valid_from = rng.integers(0, 2 * T_MS, n)

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from memwarden.errors import PrerequisiteMissing, StackUnavailable
+from memwarden.errors import StackUnavailable
 from memwarden.settings import Settings
 
 from . import pidfiles
@@ -26,7 +26,7 @@ POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 MAIN_CLASS = "kafka.Kafka"
 PIDFILE_NAME = "kafka"
 # KAFKA_JVM_PERFORMANCE_OPTS of kafka-run-class.sh (3.9.1), heap sized for a 2-core dev machine.
-JVM_FLAGS = [
+JVM_FLAGS = (
     "-Xmx768m",
     "-Xms256m",
     "-server",
@@ -36,8 +36,32 @@ JVM_FLAGS = [
     "-XX:+ExplicitGCInvokesConcurrent",
     "-XX:MaxInlineLevel=15",
     "-Djava.awt.headless=true",
-]
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.IGNORECASE)
+)
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s)]+", re.IGNORECASE)
+_MARKER = "=== memwarden: starting kafka.Kafka ==="
+_STDERR_APPENDER = """\
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+_TOOLS_LOG4J = "log4j.rootLogger=WARN, stderr\n" + _STDERR_APPENDER
+_BROKER_LOG4J = (
+    """\
+log4j.rootLogger=INFO, file, stderr
+log4j.appender.file=org.apache.log4j.RollingFileAppender
+log4j.appender.file.File={log}
+log4j.appender.file.MaxFileSize=20MB
+log4j.appender.file.MaxBackupIndex=3
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.stderr.Threshold=WARN
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.kafka.clients=WARN
+"""
+    + _STDERR_APPENDER
+)
+_HOST = re.compile(r"\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:org|com|net|io|dev|cloud)\b(?::\d+)?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -57,6 +81,10 @@ class KafkaPaths:
     @property
     def log4j_properties(self) -> Path:
         return self.config / "log4j.properties"
+
+    @property
+    def tools_log4j_properties(self) -> Path:
+        return self.config / "tools-log4j.properties"
 
     @property
     def out_log(self) -> Path:
@@ -79,38 +107,6 @@ def is_local(settings: Settings) -> bool:
     return any(s.strip() in local for s in settings.bootstrap_servers.split(","))
 
 
-def check_java(path: str | None = None, minimum: int = 17) -> str:
-    """Absolute path of a ``java`` of version >= ``minimum`` on ``path`` (default ``$PATH``).
-
-    Raises ``PrerequisiteMissing`` (one line) if there is none or it is older.
-    """
-    hint = f"apt-get install -y openjdk-{minimum}-jre-headless"
-    java = shutil.which("java", path=path)
-    if java is None:
-        raise PrerequisiteMissing(f"java {minimum} not found: {hint}")
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-        text = out.stderr + out.stdout
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise PrerequisiteMissing(f"java {minimum} not usable ({java}: {exc}): {hint}") from exc
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
-    major = int(match.group(1)) if match else 0
-    if major == 1 and match and match.group(2):
-        major = int(match.group(2))  # "1.8.0" is Java 8
-    if major < minimum:
-        found = f"version {major}" if major else "unknown version"
-        raise PrerequisiteMissing(f"java {minimum} not found ({java} is {found}): {hint}")
-    return java
-
-
-def check_maven(path: str | None = None) -> str:
-    """Absolute path of ``mvn`` on ``path`` (default ``$PATH``); ``PrerequisiteMissing`` if absent."""
-    mvn = shutil.which("mvn", path=path)
-    if mvn is None:
-        raise PrerequisiteMissing("maven (mvn) not found: apt-get install -y maven")
-    return mvn
-
-
 def resolve_jars(settings: Settings, mvn: str = "mvn", timeout: float = 900.0) -> Path:
     """Copy the broker's runtime jars into ``<data_dir>/kafka/libs`` with Maven; returns that dir.
 
@@ -126,22 +122,15 @@ def resolve_jars(settings: Settings, mvn: str = "mvn", timeout: float = 900.0) -
     staging = paths.root / "libs.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     staging.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        mvn,
-        "-q",
-        "-B",
-        "-f",
-        str(POM),
-        "dependency:copy-dependencies",
-        f"-DoutputDirectory={staging}",
-        "-DincludeScope=runtime",
-    ]
+    cmd = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies"]
+    cmd += [f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=paths.root)
     except subprocess.TimeoutExpired as exc:
         raise StackUnavailable(f"maven did not resolve the kafka jars within {timeout:.0f} s") from exc
     if proc.returncode != 0 or not any(staging.glob("kafka_2.13-*.jar")):
-        tail = _URL.sub("<url>", "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:]))
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        tail = _HOST.sub("<host>", _URL.sub("<url>", tail))  # never echo registry addresses
         raise StackUnavailable(f"maven could not resolve the kafka jars (exit {proc.returncode}):\n{tail}")
     (staging / ".pom.sha256").write_text(digest + "\n")
     shutil.rmtree(paths.libs, ignore_errors=True)
@@ -179,27 +168,7 @@ def server_properties(settings: Settings) -> str:
 
 def log4j_properties(settings: Settings) -> str:
     """Text of ``log4j.properties``: INFO into ``logs/server.log`` (rolling), WARN+ to stderr."""
-    log = kafka_paths(settings).server_log
-    layout = "[%d] %p %m (%c)%n"
-    return "\n".join(
-        [
-            "log4j.rootLogger=INFO, file, stderr",
-            "log4j.appender.file=org.apache.log4j.RollingFileAppender",
-            f"log4j.appender.file.File={log}",
-            "log4j.appender.file.MaxFileSize=20MB",
-            "log4j.appender.file.MaxBackupIndex=3",
-            "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
-            f"log4j.appender.file.layout.ConversionPattern={layout}",
-            "log4j.appender.stderr=org.apache.log4j.ConsoleAppender",
-            "log4j.appender.stderr.Target=System.err",
-            "log4j.appender.stderr.Threshold=WARN",
-            "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout",
-            f"log4j.appender.stderr.layout.ConversionPattern={layout}",
-            "log4j.logger.kafka.request.logger=WARN",
-            "log4j.logger.org.apache.kafka.clients=WARN",
-            "",
-        ]
-    )
+    return _BROKER_LOG4J.replace("{log}", str(kafka_paths(settings).server_log))
 
 
 def prepare(settings: Settings, java: str, mvn: str) -> None:
@@ -211,24 +180,15 @@ def prepare(settings: Settings, java: str, mvn: str) -> None:
     resolve_jars(settings, mvn)
     paths.server_properties.write_text(server_properties(settings))
     paths.log4j_properties.write_text(log4j_properties(settings))
+    paths.tools_log4j_properties.write_text(_TOOLS_LOG4J)
     if (paths.data / "meta.properties").exists():
         return
     id_file = paths.root / "cluster.id"
     if not id_file.exists():
         id_file.write_text(new_cluster_id() + "\n")
-    cmd = [
-        java,
-        "-Xmx256m",
-        f"-Dlog4j.configuration=file:{paths.log4j_properties}",
-        "-cp",
-        f"{paths.libs}/*",
-        "kafka.tools.StorageTool",
-        "format",
-        "-t",
-        id_file.read_text().strip(),
-        "-c",
-        str(paths.server_properties),
-    ]
+    cmd = [java, "-Xmx256m", f"-Dlog4j.configuration=file:{paths.tools_log4j_properties}"]
+    cmd += ["-cp", f"{paths.libs}/*", "kafka.tools.StorageTool", "format"]
+    cmd += ["-t", id_file.read_text().strip(), "-c", str(paths.server_properties)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         raise StackUnavailable(f"kafka storage format failed:\n{_last_lines(proc.stdout + proc.stderr)}")
@@ -256,16 +216,13 @@ def launch(settings: Settings, java: str) -> int:
     ``prepare`` must have run. Writes ``run/kafka.pid`` and returns the pid; see ``wait_ready``.
     """
     paths = kafka_paths(settings)
-    cmd = [
-        java,
-        *JVM_FLAGS,
-        f"-Dkafka.logs.dir={paths.logs}",
-        f"-Dlog4j.configuration=file:{paths.log4j_properties}",
-        "-cp",
-        f"{paths.libs}/*",
-        MAIN_CLASS,
-        str(paths.server_properties),
-    ]
+    cmd = [java, *JVM_FLAGS, f"-Dkafka.logs.dir={paths.logs}"]
+    cmd += [f"-Dlog4j.configuration=file:{paths.log4j_properties}", "-cp", f"{paths.libs}/*"]
+    cmd += [MAIN_CLASS, str(paths.server_properties)]
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    for log in (paths.out_log, paths.server_log):  # log_tail shows only what follows the last marker
+        with log.open("a") as fh:
+            fh.write(f"{_MARKER} {stamp}\n")
     # `sh` backgrounds the JVM and exits, so the broker is not our child (no zombie, survives us).
     launcher = 'out=$1; shift; "$@" </dev/null >>"$out" 2>&1 & echo $!'
     proc = subprocess.run(
@@ -308,15 +265,11 @@ def wait_ready(settings: Settings, pid: int | None, timeout: float = 90.0) -> No
         if pid is not None and not pidfiles.is_alive(pid):
             raise StackUnavailable(f"kafka exited during startup:\n{log_tail(settings)}")
         if time.monotonic() > deadline:
-            raise StackUnavailable(
-                f"kafka not answering on {address} after {timeout:.0f} s:\n{log_tail(settings)}"
-            )
+            raise StackUnavailable(f"kafka not answering on {address} after {timeout:.0f} s:\n{log_tail(settings)}")
         time.sleep(0.25)
     remaining = max(deadline - time.monotonic(), 5.0)
     if not metadata_ok(address, remaining):
-        raise StackUnavailable(
-            f"kafka on {address} returned no metadata within {timeout:.0f} s:\n{log_tail(settings)}"
-        )
+        raise StackUnavailable(f"kafka on {address} returned no metadata within {timeout:.0f} s:\n{log_tail(settings)}")
 
 
 def metadata_ok(bootstrap: str, timeout: float) -> bool:
@@ -353,12 +306,19 @@ def stray_pids(settings: Settings) -> list[int]:
 
 
 def log_tail(settings: Settings, lines: int = 20) -> str:
-    """Last lines of ``kafka.out`` (JVM output, WARN+) and of ``server.log``, labelled by file."""
+    """Last lines of ``kafka.out`` (JVM output, WARN+) and ``server.log`` written since the last
+    ``launch``, labelled by file."""
     paths = kafka_paths(settings)
     parts = []
     for log in (paths.out_log, paths.server_log):
-        if log.is_file() and log.stat().st_size:
-            parts.append(f"--- {log.name}:\n{_last_lines(log.read_text(errors='replace'), lines)}")
+        if not log.is_file():
+            continue
+        with log.open("rb") as fh:
+            fh.seek(max(log.stat().st_size - 512 * 1024, 0))
+            text = fh.read().decode(errors="replace")
+        text = text.rsplit(_MARKER, 1)[-1].split("\n", 1)[-1] if _MARKER in text else text
+        if text.strip():
+            parts.append(f"--- {log.name}:\n{_last_lines(text, lines)}")
     return "\n".join(parts) or "(no kafka log output)"
 
 

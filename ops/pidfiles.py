@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memwarden.settings import Settings
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,100}")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,200}")
 
 
 def run_dir(settings: Settings) -> Path:

@@ -130,9 +130,7 @@ def start(settings: Settings, bindir: Path, timeout: float = 60.0) -> int:
             "initdb",
             timeout=120,
         )
-    opts = (
-        f"-p {settings.postgres_port} -k {shlex.quote(str(paths.socket_dir))} -c listen_addresses=127.0.0.1"
-    )
+    opts = f"-p {settings.postgres_port} -k {shlex.quote(str(paths.socket_dir))} -c listen_addresses=127.0.0.1"
     _run(
         [
             str(bindir / "pg_ctl"),
@@ -176,9 +174,7 @@ def ensure_database(settings: Settings, timeout: float = 30.0) -> None:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [dbname]).fetchone():
             with contextlib.suppress(psycopg.errors.DuplicateDatabase):  # created concurrently
                 conn.execute(
-                    sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                        sql.Identifier(dbname), sql.Identifier(user)
-                    )
+                    sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(dbname), sql.Identifier(user))
                 )
 
 
@@ -260,8 +256,7 @@ def _ensure_dirs(settings: Settings) -> PgPaths:
         )
         if probe.returncode != 0:
             raise PrerequisiteMissing(
-                f"user postgres cannot write {paths.root}: "
-                "make its parent directories world-searchable (chmod o+x)"
+                f"user postgres cannot write {paths.root}: make its parent directories world-searchable (chmod o+x)"
             )
     return paths
 

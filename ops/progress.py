@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, TopicPartition
-from memwarden.projections.pg import connect
 
 from memwarden.errors import StackUnavailable
+from memwarden.projections.pg import connect
 from memwarden.settings import Settings
 
 
@@ -38,13 +39,17 @@ def lag(settings: Settings, index_label: str = "edge") -> dict[str, int]:
             for stage, topic in stages.items()}
 
 
-def wait_caught_up(settings: Settings, index_label: str = "edge", timeout_s: float = 600.0) -> dict[str, int]:
+def wait_caught_up(settings: Settings, index_label: str = "edge", timeout_s: float = 600.0,
+                   alive: Callable[[], bool] | None = None) -> dict[str, int]:
     """Poll :func:`lag` until every stage is at 0 (gate first, then projections).
 
-    Returns the final lag; raises ``StackUnavailable`` after ``timeout_s`` seconds.
+    Returns the final lag; raises ``StackUnavailable`` after ``timeout_s`` seconds, or at once when
+    ``alive`` (the worker's liveness check) turns false.
     """
     deadline = time.monotonic() + timeout_s
     while True:
+        if alive is not None and not alive():
+            raise StackUnavailable("the worker exited while projections were behind; see its log")
         current = lag(settings, index_label)
         if not any(current.values()):
             return current

@@ -8,6 +8,9 @@ naming another host/port, is an external service: ``up`` only checks that it ans
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +35,38 @@ class Tools:
     pg_bindir: Path | None
 
 
+def check_java(path: str | None = None, minimum: int = 17) -> str:
+    """Absolute path of a ``java`` of version >= ``minimum`` on ``path`` (default ``$PATH``).
+
+    Raises ``PrerequisiteMissing`` (one line) if there is none or it is older.
+    """
+    hint = f"apt-get install -y openjdk-{minimum}-jre-headless"
+    java = shutil.which("java", path=path)
+    if java is None:
+        raise PrerequisiteMissing(f"java {minimum} not found: {hint}")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+        text = out.stderr + out.stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise PrerequisiteMissing(f"java {minimum} not usable ({java}: {exc}): {hint}") from exc
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    major = int(match.group(1)) if match else 0
+    if major == 1 and match and match.group(2):
+        major = int(match.group(2))  # "1.8.0" is Java 8
+    if major < minimum:
+        found = f"version {major}" if major else "unknown version"
+        raise PrerequisiteMissing(f"java {minimum} not found ({java} is {found}): {hint}")
+    return java
+
+
+def check_maven(path: str | None = None) -> str:
+    """Absolute path of ``mvn`` on ``path`` (default ``$PATH``); ``PrerequisiteMissing`` if absent."""
+    mvn = shutil.which("mvn", path=path)
+    if mvn is None:
+        raise PrerequisiteMissing("maven (mvn) not found: apt-get install -y maven")
+    return mvn
+
+
 def check_prerequisites(
     settings: Settings, path: str | None = None, pg_roots: tuple[Path, ...] = postgres_server.PG_ROOTS
 ) -> Tools:
@@ -43,8 +78,8 @@ def check_prerequisites(
     java = mvn = None
     bindir = None
     if kafka_broker.is_local(settings):
-        java = kafka_broker.check_java(path)
-        mvn = kafka_broker.check_maven(path)
+        java = check_java(path)
+        mvn = check_maven(path)
     if postgres_server.is_local(settings):
         bindir = postgres_server.find_bindir(path, pg_roots)
         postgres_server.check_server_user()
@@ -70,9 +105,7 @@ def check_ports(settings: Settings, skip: Iterable[str] = ()) -> None:
             continue
         owner = pidfiles.port_owner(port)
         who = f" by pid {owner} ({_comm(owner)})" if owner else ""
-        raise PrerequisiteMissing(
-            f"port {port} ({name}) is in use{who}: stop it or set MEMWARDEN_{name.upper()}"
-        )
+        raise PrerequisiteMissing(f"port {port} ({name}) is in use{who}: stop it or set MEMWARDEN_{name.upper()}")
 
 
 def up(settings: Settings) -> None:
@@ -164,9 +197,7 @@ def status(settings: Settings) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _entry(
-    running: bool, pid: int | None, address: str | None, external: bool, log: str | None
-) -> dict[str, Any]:
+def _entry(running: bool, pid: int | None, address: str | None, external: bool, log: str | None) -> dict[str, Any]:
     return {"running": running, "pid": pid, "address": address, "external": external, "log": log}
 
 

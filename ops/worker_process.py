@@ -66,6 +66,10 @@ class WorkerProcess:
         tail = self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
         raise StackUnavailable(f"worker did not become healthy in {timeout_s}s; log tail:\n{tail}")
 
+    def alive(self) -> bool:
+        """Whether the child process is still running."""
+        return self.proc is not None and self.proc.poll() is None
+
     def kill(self) -> None:
         """SIGKILL the worker (crash simulation)."""
         if self.proc is not None and self.proc.poll() is None:

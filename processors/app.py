@@ -20,14 +20,14 @@ from typing import Any
 
 import faust
 from faust.web import Request, Response, View
+
+from memwarden.bootstrap import Container
 from memwarden.commands.gate import Position
+from memwarden.errors import DecodeError, ValidationError
 from memwarden.processors.gate_processor import GateProcessor, Inbound, Outbound
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import EventIn, ProfileProjector, save_offsets
 from memwarden.projections.recall import Recaller
-
-from memwarden.bootstrap import Container
-from memwarden.errors import DecodeError, ValidationError
 
 log = logging.getLogger("memwarden.worker")
 BATCH = 256

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 import psycopg
 import pydantic
+
 from memwarden.commands import events
 from memwarden.commands.gate import (
     Decision,
@@ -27,11 +28,10 @@ from memwarden.commands.gate import (
     decide,
 )
 from memwarden.commands.model import Command, ForgetMemory, from_avro
-from memwarden.processors.keyring import KeyRing
-from memwarden.schemas.codec import COMMAND_TYPES, AvroCodec
-
 from memwarden.crypto import ContentUnreadable, decrypt_text
 from memwarden.errors import DecodeError
+from memwarden.processors.keyring import KeyRing
+from memwarden.schemas.codec import COMMAND_TYPES, AvroCodec
 
 
 @dataclass(frozen=True)

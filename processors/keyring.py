@@ -13,10 +13,10 @@ import threading
 import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-from memwarden.schemas.codec import AvroCodec
 
 from memwarden.crypto import ContentUnreadable, Kek
 from memwarden.errors import DecodeError, StackUnavailable
+from memwarden.schemas.codec import AvroCodec
 from memwarden.settings import Settings
 
 

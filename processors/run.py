@@ -26,12 +26,12 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     if unknown or not roles:
         raise ValueError(f"role: unknown {sorted(unknown)}; choose from {ROLES}")
     import faust
+
+    from memwarden.bootstrap import Container
     from memwarden.ops.pidfiles import write_pidfile
     from memwarden.ops.topics import ensure_topics
     from memwarden.processors.app import build_app
     from memwarden.projections.pg import migrate
-
-    from memwarden.bootstrap import Container
 
     logging.basicConfig(level=settings.log_level.upper())
     migrate(settings)
@@ -41,6 +41,7 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     if "projector" in roles:
         container.embedder()  # load the model before consuming, not on the first batch
         container.index()
+    (settings.data_dir / "faust" / settings.topic_prefix).mkdir(parents=True, exist_ok=True)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     app = build_app(container, roles)

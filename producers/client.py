@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pydantic
 from confluent_kafka import KafkaError, Producer
+
 from memwarden.commands.model import (
     EncryptedContent,
     Envelope,
@@ -35,11 +36,10 @@ from memwarden.commands.model import (
     WriteAuthority,
     to_avro,
 )
-from memwarden.projections.recall import RecalledMemory, check_query
-from memwarden.schemas.codec import AvroCodec, default_codec
-
 from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
+from memwarden.projections.recall import RecalledMemory, check_query
+from memwarden.schemas.codec import AvroCodec, default_codec
 from memwarden.settings import Settings
 
 

@@ -131,17 +131,13 @@ class EdgeVectorIndex:
         """Insert or replace ``points`` by id, in one update operation (empty input is a no-op)."""
         if not points:
             return
-        edge_points = [
-            qe.Point(canonical_id(p.point_id), plain_vector(p.vector), dict(p.payload)) for p in points
-        ]
+        edge_points = [qe.Point(canonical_id(p.point_id), plain_vector(p.vector), dict(p.payload)) for p in points]
         with self._guard("upsert") as shard:
             shard.update(qe.UpdateOperation.upsert_points(edge_points))
 
     def set_payload(self, where: Filter, payload: Mapping[str, Any]) -> None:
         """Merge ``payload`` keys into every point matching ``where`` (other keys are kept)."""
-        operation = qe.UpdateOperation.set_payload_by_filter(
-            to_edge_filter(where) or qe.Filter(), dict(payload)
-        )
+        operation = qe.UpdateOperation.set_payload_by_filter(to_edge_filter(where) or qe.Filter(), dict(payload))
         with self._guard("set_payload") as shard:
             shard.update(operation)
 
@@ -175,8 +171,9 @@ class EdgeVectorIndex:
         ids = list(dict.fromkeys(canonical_id(pid) for pid in point_ids))
         if not ids:
             return []
+        edge_ids: list[qe.PointId] = list(ids)  # annotation only: PointId exists in the stubs
         with self._guard("retrieve") as shard:
-            records = shard.retrieve(ids, with_payload=True, with_vector=False)
+            records = shard.retrieve(edge_ids, with_payload=True, with_vector=False)
         found = {str(r.id): Hit(str(r.id), 0.0, r.payload or {}) for r in records}
         return [found[i] for i in ids if i in found]
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.profile_projector import EventIn, fresh, load_offsets, save_offsets
 from memwarden.projections.vector_index import OPEN_END_MS, FieldIn, Filter, IndexPoint, VectorIndex

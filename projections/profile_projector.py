@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+
 from memwarden.commands.gate import Position
 
 PROJECTOR = "profile"

@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+
+from memwarden.errors import ValidationError
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.index_projector import to_ms
 from memwarden.projections.vector_index import FieldIn, FieldRange, Filter, VectorIndex
-
-from memwarden.errors import ValidationError
 
 MAX_K = 100
 MAX_QUERY_CHARS = 2_000

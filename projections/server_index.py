@@ -108,22 +108,16 @@ class ServerVectorIndex:
                         f"collection {self._collection!r} has vector config {vectors!r}, expected {dim}"
                     )
             for key in KEYWORD_FIELDS:
-                client.create_payload_index(
-                    self._collection, key, models.PayloadSchemaType.KEYWORD, wait=True
-                )
+                client.create_payload_index(self._collection, key, models.PayloadSchemaType.KEYWORD, wait=True)
             for key in INTEGER_FIELDS:
-                client.create_payload_index(
-                    self._collection, key, models.PayloadSchemaType.INTEGER, wait=True
-                )
+                client.create_payload_index(self._collection, key, models.PayloadSchemaType.INTEGER, wait=True)
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         """Insert or replace ``points`` by id in one request (empty input is a no-op)."""
         if not points:
             return
         structs = [
-            models.PointStruct(
-                id=canonical_id(p.point_id), vector=plain_vector(p.vector), payload=dict(p.payload)
-            )
+            models.PointStruct(id=canonical_id(p.point_id), vector=plain_vector(p.vector), payload=dict(p.payload))
             for p in points
         ]
         with self._guard("upsert"):
@@ -160,10 +154,7 @@ class ServerVectorIndex:
                 with_payload=True,
                 with_vectors=False,
             )
-            return [
-                Hit(point_id=str(p.id), score=float(p.score), payload=p.payload or {})
-                for p in response.points
-            ]
+            return [Hit(point_id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in response.points]
 
         with self._guard("search"):
             return search_with_tie_closure(fetch, limit)
@@ -209,6 +200,4 @@ class ServerVectorIndex:
             except (IndexUnavailable, ValidationError):
                 raise
             except Exception as exc:
-                raise IndexUnavailable(
-                    f"Qdrant {what} on {self._url} / {self._collection!r} failed: {exc}"
-                ) from exc
+                raise IndexUnavailable(f"Qdrant {what} on {self._url} / {self._collection!r} failed: {exc}") from exc

@@ -99,10 +99,11 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
                 for i in range(0, len(items), INGEST_BATCH):
                     client.record_many(items[i:i + INGEST_BATCH])
             console.print(f"published {len(texts)} commands; waiting for the projections")
-            final_lag = wait_caught_up(settings)
+            final_lag = wait_caught_up(settings, alive=worker.alive)
             ingest_s = time.perf_counter() - t0
             with connect(settings) as conn:
-                outcomes = dict(conn.execute("SELECT outcome, count(*) FROM gate_decisions GROUP BY outcome").fetchall())
+                rows = conn.execute("SELECT outcome, count(*) FROM gate_decisions GROUP BY outcome").fetchall()
+                outcomes = dict(rows)
             turns_tab, sessions_tab = RecallTable(ks, turn_recall), RecallTable(ks, session_recall)
             latencies: list[float] = []
             kmax = max(ks)

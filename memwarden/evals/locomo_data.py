@@ -84,7 +84,7 @@ class Conversation:
     questions: tuple[Question, ...]
 
 
-_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august")
+_MONTH_NAMES: tuple[str, ...] = ("january", "february", "march", "april", "may", "june", "july", "august")
 _MONTH_NAMES += ("september", "october", "november", "december")
 #: Full English month names and their 3-letter abbreviations -> month number.
 _MONTHS = {alias: n for n, name in enumerate(_MONTH_NAMES, start=1) for alias in (name, name[:3])}

@@ -13,8 +13,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from confluent_kafka.admin import AdminClient
-from memwarden.ops import pidfiles, stack
 
+from memwarden.ops import pidfiles, stack
 from memwarden.settings import Settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.vector_index import (
     OPEN_END_MS,
@@ -109,9 +110,7 @@ def reference_search(
     mat = np.asarray([p.vector for p in kept], dtype=np.float64)
     q = np.asarray(query, dtype=np.float64)
     scores = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q))
-    ranked = sorted(
-        zip((p.point_id for p in kept), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0])
-    )
+    ranked = sorted(zip((p.point_id for p in kept), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0]))
     return ranked[:limit]
 
 
@@ -148,9 +147,7 @@ class VectorIndexContract:
         index.upsert(points)
         return index
 
-    def test_upsert_then_search_returns_nearest_first(
-        self, loaded: VectorIndex, points: list[IndexPoint]
-    ) -> None:
+    def test_upsert_then_search_returns_nearest_first(self, loaded: VectorIndex, points: list[IndexPoint]) -> None:
         target = points[42]
         query = (np.asarray(target.vector) + 0.05 * np.random.default_rng(1).standard_normal(DIM)).tolist()
         hits = loaded.search(query, Filter(), 5)
@@ -170,13 +167,9 @@ class VectorIndexContract:
         ]
         for where in filters:
             for q in queries:
-                assert_same_ranking(
-                    loaded.search(q.tolist(), where, 10), reference_search(points, q, where, 10)
-                )
+                assert_same_ranking(loaded.search(q.tolist(), where, 10), reference_search(points, q, where, 10))
 
-    def test_owner_filter_isolates_inside_the_search(
-        self, index: VectorIndex, points: list[IndexPoint]
-    ) -> None:
+    def test_owner_filter_isolates_inside_the_search(self, index: VectorIndex, points: list[IndexPoint]) -> None:
         alice = [p for p in points if p.payload["owner"] == "alice"][:20]
         query = points[1].vector  # an exact copy of it will belong to "mallory"
         intruder = IndexPoint(point_id(10_000), query, {"owner": "mallory", "status": "active"})
@@ -189,9 +182,7 @@ class VectorIndexContract:
         assert intruder.point_id not in {h.point_id for h in everything}
         assert len(everything) == len(alice)
 
-    def test_validity_range_filter(
-        self, loaded: VectorIndex, points: list[IndexPoint], queries: np.ndarray
-    ) -> None:
+    def test_validity_range_filter(self, loaded: VectorIndex, points: list[IndexPoint], queries: np.ndarray) -> None:
         for t in (0, 500, 999, 1500):
             where = Filter(must=valid_at(t))
             expected = {p.point_id for p in points if matches(p.payload, where)}
@@ -208,16 +199,12 @@ class VectorIndexContract:
         hits = loaded.search(points[0].vector, where, N_POINTS)
         assert {h.point_id for h in hits} == expected
         either = Filter(must=(FieldIn("purposes", ("billing", "research")),))
-        assert loaded.count(either) == sum(
-            1 for p in points if {"billing", "research"} & set(p.payload["purposes"])
-        )
+        assert loaded.count(either) == sum(1 for p in points if {"billing", "research"} & set(p.payload["purposes"]))
 
     def test_must_not_excludes(self, loaded: VectorIndex, points: list[IndexPoint]) -> None:
         where = Filter(must_not=(FieldIn("owner", ("alice", "bob")),))
         assert loaded.count(where) == sum(1 for p in points if p.payload["owner"] not in ("alice", "bob"))
-        assert all(
-            h.payload["owner"] not in ("alice", "bob") for h in loaded.search(points[0].vector, where, 50)
-        )
+        assert all(h.payload["owner"] not in ("alice", "bob") for h in loaded.search(points[0].vector, where, 50))
 
     def test_set_payload_by_filter_changes_what_filters_match(
         self, loaded: VectorIndex, points: list[IndexPoint]
@@ -259,9 +246,7 @@ class VectorIndexContract:
         (hit,) = index.search(other.vector, Filter(), 5)
         assert hit.point_id == first.point_id and hit.score == pytest.approx(1.0, abs=SCORE_TOL)
 
-    def test_retrieve_unknown_ids_returns_nothing(
-        self, loaded: VectorIndex, points: list[IndexPoint]
-    ) -> None:
+    def test_retrieve_unknown_ids_returns_nothing(self, loaded: VectorIndex, points: list[IndexPoint]) -> None:
         assert loaded.retrieve([str(uuid.uuid4()), str(uuid.uuid4())]) == []
         known = points[7].point_id
         got = loaded.retrieve([str(uuid.uuid4()), known, known])
@@ -284,9 +269,7 @@ class VectorIndexContract:
         assert loaded.count() == N_POINTS
         assert loaded.count(None) == loaded.count(Filter()) == N_POINTS
 
-    def test_search_on_empty_result_and_zero_limit(
-        self, loaded: VectorIndex, points: list[IndexPoint]
-    ) -> None:
+    def test_search_on_empty_result_and_zero_limit(self, loaded: VectorIndex, points: list[IndexPoint]) -> None:
         assert loaded.search(points[0].vector, Filter(must=(FieldIn("owner", ("nobody",)),)), 10) == []
         assert loaded.search(points[0].vector, Filter(), 0) == []
 
@@ -393,8 +376,9 @@ class TestServerIndex(VectorIndexContract):
 
     @pytest.fixture
     def index(self) -> Iterator[VectorIndex]:
-        from memwarden.projections.server_index import ServerVectorIndex
         from qdrant_client import QdrantClient
+
+        from memwarden.projections.server_index import ServerVectorIndex
 
         url = _qdrant_url()
         api_key = os.environ.get("MEMWARDEN_QDRANT_API_KEY")
@@ -417,9 +401,7 @@ class TestServerIndex(VectorIndexContract):
             filters = [
                 Filter(),
                 Filter(must=(FieldIn("owner", ("alice", "dave")), *valid_at(700))),
-                Filter(
-                    must=(FieldIn("purposes", ("research",)),), must_not=(FieldIn("status", ("superseded",)),)
-                ),
+                Filter(must=(FieldIn("purposes", ("research",)),), must_not=(FieldIn("status", ("superseded",)),)),
             ]
             for where in filters:
                 assert loaded.count(where) == edge.count(where)

@@ -43,14 +43,16 @@ def _mini_sample(sample_id: str, evidence: list[str]) -> dict[str, object]:
         "conversation": {
             "speaker_a": "Ann",
             "speaker_b": "Bo",
+            # Out of numeric order on purpose; session_11 has a date but no turns, session_12 no list.
+            "session_10_date_time": "3:00 pm on 2 January, 2021",
+            "session_10": [{"speaker": "Bo", "dia_id": "D10:1", "text": "later"}],
             "session_2_date_time": "12:05 am on 1 January, 2021",
             "session_2": [
                 {"speaker": "Ann", "dia_id": "D2:1", "text": "hello"},
                 {"speaker": "Bo", "dia_id": "D2:2", "text": "hi", "blip_caption": "   "},
             ],
-            "session_10_date_time": "3:00 pm on 2 January, 2021",
-            "session_10": [{"speaker": "Bo", "dia_id": "D10:1", "text": "later"}],
             "session_11_date_time": "4:00 pm on 3 January, 2021",
+            "session_12": None,
         },
         "qa": [{"question": "q?", "answer": 7, "evidence": evidence, "category": 2}],
     }
@@ -103,7 +105,7 @@ def test_sample_questions_normalised(sample: Conversation) -> None:
 
 def test_sessions_counted_by_list_keys_in_numeric_order(tmp_path: Path) -> None:
     (conv,) = load_conversations(_write(tmp_path, [_mini_sample("m-1", ["D2:1"])]))
-    # session_11 has a date but no turn list; session_10 must sort after session_2.
+    # Only keys holding lists are sessions, in numeric (not key or lexical) order.
     assert [t.session for t in conv.turns] == [2, 2, 10]
     assert conv.turns[0].observed_at == datetime(2021, 1, 1, 0, 5, tzinfo=UTC)
     assert conv.turns[1].caption is None  # a blank caption is no caption

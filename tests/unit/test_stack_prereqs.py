@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memwarden.ops import pidfiles, postgres_server, stack
 
 from memwarden.errors import PrerequisiteMissing
+from memwarden.ops import pidfiles, postgres_server, stack
 from memwarden.settings import Settings
 
 
@@ -89,9 +89,7 @@ def test_missing_postgres_binaries_are_named(tmp_path: Path) -> None:
     _java(tmp_path / "bin", "21.0.2")
     _tool(tmp_path / "bin", "mvn")
     with pytest.raises(PrerequisiteMissing) as exc:
-        stack.check_prerequisites(
-            _settings(tmp_path), path=str(tmp_path / "bin"), pg_roots=(tmp_path / "pg",)
-        )
+        stack.check_prerequisites(_settings(tmp_path), path=str(tmp_path / "bin"), pg_roots=(tmp_path / "pg",))
     _assert_one_line(exc, "pg_ctl", "postgresql-15")
 
 
@@ -100,9 +98,7 @@ def test_all_tools_found_picks_newest_postgres(tmp_path: Path) -> None:
     _tool(tmp_path / "bin", "mvn")
     _fake_pg_root(tmp_path / "pg", "15")
     newest = _fake_pg_root(tmp_path / "pg", "16")
-    tools = stack.check_prerequisites(
-        _settings(tmp_path), path=str(tmp_path / "bin"), pg_roots=(tmp_path / "pg",)
-    )
+    tools = stack.check_prerequisites(_settings(tmp_path), path=str(tmp_path / "bin"), pg_roots=(tmp_path / "pg",))
     assert tools.java == str(tmp_path / "bin" / "java")
     assert tools.mvn == str(tmp_path / "bin" / "mvn")
     assert tools.pg_bindir == newest
