@@ -28,6 +28,7 @@ from memwarden.processors.gate_processor import GateProcessor, Inbound, Outbound
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import EventIn, ProfileProjector, save_offsets
 from memwarden.projections.recall import Recaller
+from memwarden.projections.vector_index import FieldIn, Filter
 
 log = logging.getLogger("memwarden.worker")
 BATCH = 256
@@ -120,6 +121,16 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
                 except (ValueError, TypeError) as exc:
                     return self.json({"error": f"bad request: {exc}"}, status=400)
                 return self.json({"memories": [m.to_json() for m in found]})
+
+        @app.page("/index/count")
+        class IndexCountView(View):
+            """Points in the derived index, optionally for one ``memory_id`` or ``command_id``."""
+
+            async def get(self, request: Request) -> Response:
+                conds = tuple(FieldIn(key, (request.query[key],)) for key in ("memory_id", "command_id")
+                              if request.query.get(key))
+                where = Filter(must=conds) if conds else None
+                return self.json({"count": await asyncio.to_thread(container.index().count, where)})
 
         @app.page("/health")
         class HealthView(View):

@@ -1,0 +1,118 @@
+"""Integration fixtures: the real local stack (Kafka, PostgreSQL), a fresh namespace per module and
+a real worker process. Nothing is mocked."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from memwarden.ops.topics import delete_topics, ensure_topics
+from memwarden.ops.worker_process import WorkerProcess
+from memwarden.producers.client import MemwardenClient
+from memwarden.projections.pg import connect, drop_namespace, migrate
+from memwarden.schemas.codec import default_codec
+from memwarden.settings import Settings
+
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def poll(fn: Callable[[], T], timeout_s: float = 60.0, every_s: float = 0.2, what: str = "condition") -> T:
+    """Call ``fn`` until it returns a truthy value; fail after ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout_s}s (last: {value!r})")
+        time.sleep(every_s)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Settings:
+    """The local stack, brought up if it is not (``make test`` brings it up first)."""
+    from memwarden.ops import stack as ops_stack
+
+    settings = Settings()
+    ops_stack.up(settings)
+    return settings
+
+
+def make_namespace(base: Settings) -> Settings:
+    s = base.model_copy(update={"topic_prefix": f"test.{uuid.uuid4().hex[:10]}", "worker_port": free_port()})
+    migrate(s)
+    ensure_topics(s)
+    return s
+
+
+def drop(settings: Settings) -> None:
+    drop_namespace(settings)
+    delete_topics(settings)
+    shutil.rmtree(settings.data_dir / "qdrant" / settings.index_name, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def namespace(stack: Settings) -> Iterator[Settings]:
+    s = make_namespace(stack)
+    yield s
+    drop(s)
+
+
+@pytest.fixture(scope="module")
+def worker(namespace: Settings) -> Iterator[WorkerProcess]:
+    with WorkerProcess(namespace) as w:
+        yield w
+
+
+@pytest.fixture(scope="module")
+def client(namespace: Settings) -> Iterator[MemwardenClient]:
+    with MemwardenClient(namespace) as c:
+        yield c
+
+
+def read_topic(settings: Settings, logical: str) -> list[Any]:
+    """Every record of a namespace topic, from offset 0 (raw confluent-kafka messages)."""
+    consumer = Consumer({"bootstrap.servers": settings.bootstrap_servers, "group.id": f"probe-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    topic = settings.topic(logical)
+    parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+    highs = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+    out: list[Any] = []
+    pending = {p for p, h in highs.items() if h > 0}
+    deadline = time.monotonic() + 20
+    while pending and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            pending.discard(msg.partition())
+            continue
+        out.append(msg)
+        if msg.offset() + 1 >= highs[msg.partition()]:
+            pending.discard(msg.partition())
+    consumer.close()
+    return out
+
+
+def decisions(settings: Settings) -> list[dict[str, Any]]:
+    """Every ``GateDecided`` record of the namespace, decoded."""
+    return [default_codec().decode(m.value())[1] for m in read_topic(settings, "decisions")]
+
+
+def rows(settings: Settings, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with connect(settings) as conn:
+        return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
