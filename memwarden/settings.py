@@ -32,6 +32,8 @@ class Settings(BaseSettings):
         kafka_port / kafka_controller_port / postgres_port: loopback ports of the local stack.
         worker_port: HTTP port of the worker's read endpoint (recall), on 127.0.0.1.
         max_text_chars: largest memory text accepted, in characters (seed 004 "write boundary").
+        session_timeout_s: consumer-group session timeout, in seconds: how long a crashed worker keeps
+            its partitions before the group rebalances them to a live one.
         kek: base64 key-encryption key wrapping per-record data keys; ``None`` uses a key file
             generated once under ``data_dir``.
     """
@@ -57,6 +59,7 @@ class Settings(BaseSettings):
     max_text_chars: int = Field(default=20_000, ge=1)
     kek: str | None = None
     log_level: str = "warning"
+    session_timeout_s: float = Field(default=10.0, gt=0)
 
     @field_validator("topic_prefix")
     @classmethod

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -84,7 +85,5 @@ def delete_topics(settings: Settings, timeout_s: float = 30.0) -> None:
     names = [t for t in admin.list_topics(timeout=timeout_s).topics if t.startswith(settings.topic_prefix + ".")]
     if names:
         for future in admin.delete_topics(names, operation_timeout=timeout_s).values():
-            try:
+            with contextlib.suppress(Exception):  # already gone
                 future.result()
-            except Exception:  # already gone
-                pass

@@ -29,6 +29,7 @@ from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import EventIn, ProfileProjector, save_offsets
 from memwarden.projections.recall import Recaller
 from memwarden.projections.vector_index import FieldIn, Filter
+from memwarden.settings import Settings
 
 log = logging.getLogger("memwarden.worker")
 BATCH = 256
@@ -45,11 +46,16 @@ def _position(event: Any) -> Position:
     return Position(msg.topic, msg.partition, msg.offset)
 
 
+def app_id(settings: Settings, roles: Sequence[str]) -> str:
+    """Faust app id, which is also the consumer group id, of a worker with ``roles``."""
+    return f"{settings.topic_prefix}-{'-'.join(sorted(roles))}"
+
+
 def build_app(container: Container, roles: Sequence[str]) -> faust.App:
     """A Faust app for ``roles`` over the container's clients. Connects nothing until it runs."""
     s = container.settings
     app = faust.App(
-        f"{s.topic_prefix}-{'-'.join(sorted(roles))}",
+        app_id(s, roles),
         broker=f"kafka://{s.bootstrap_servers}",
         store="memory://",
         autodiscover=False,
@@ -62,6 +68,8 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
         web_in_thread=False,
         datadir=str(s.data_dir / "faust" / s.topic_prefix),
         broker_commit_interval=1.0,
+        broker_session_timeout=s.session_timeout_s,
+        broker_heartbeat_interval=min(1.0, s.session_timeout_s / 5),
         stream_wait_empty=False,
     )
     topics = {name: _raw_topic(app, s.topic(name)) for name in ("commands", "decisions", "events", "deadletter",

@@ -55,7 +55,8 @@ class SentenceTransformerEmbedder:
         from sentence_transformers import SentenceTransformer
 
         self._model = SentenceTransformer(str(model_path or packaged_model_path()), device="cpu")
-        self.dim = int(self._model.get_sentence_embedding_dimension() or 384)
+        dim_of = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(dim_of() or 384)
         self._batch_size = batch_size
         self._lock = threading.Lock()
 
