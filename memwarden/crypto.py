@@ -91,11 +91,14 @@ def load_kek(explicit: str | None, data_dir: Path) -> Kek:
     path = data_dir / "keys" / "kek"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".kek-{os.getpid()}-{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(base64.b64encode(secrets.token_bytes(KEY_BYTES)))
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another process created it first
+            os.link(tmp, path)  # atomic: readers never see a partly written key
+        except FileExistsError:  # another process won the race; use its key
             pass
-        else:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(base64.b64encode(secrets.token_bytes(KEY_BYTES)))
+        finally:
+            tmp.unlink()
     return Kek(base64.b64decode(path.read_bytes().strip()))

@@ -11,6 +11,7 @@ Reads: ``recall`` asks the projector worker's read endpoint (the process that ow
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -69,12 +70,28 @@ def check_text(text: Any, max_chars: int, field: str = "text") -> str:
     return text
 
 
-def _build(model: type[pydantic.BaseModel], data: dict[str, Any]) -> Any:
+def _build(model: type[pydantic.BaseModel], data: dict[str, Any], prefix: str = "") -> Any:
     try:
         return model.model_validate(data)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
-        raise ValidationError(".".join(str(p) for p in first["loc"]) or "command", first["msg"]) from None
+        field = ".".join(str(p) for p in first["loc"])
+        msg = str(first["msg"])
+        if not field:  # a model-level rule names its field as "field: reason"
+            named = re.match(r"(?:Value error, )?([a-z_.]+): (.*)", msg)
+            field, msg = (named.group(1), named.group(2)) if named else ("command", msg)
+        raise ValidationError(prefix + field, msg) from None
+
+
+def _names(value: Any, field: str) -> tuple[Any, ...]:
+    """A list of names; a bare string is refused rather than split into characters."""
+    if isinstance(value, str | bytes):
+        raise ValidationError(field, "must be a list of strings, not a single string")
+    return tuple(value)
+
+
+def _fact(fact: Mapping[str, Any] | None) -> Fact | None:
+    return _build(Fact, dict(fact), "fact.") if fact else None
 
 
 class MemwardenClient:
@@ -118,10 +135,10 @@ class MemwardenClient:
             "command_id": command_id or str(uuid.uuid4()),
             "principal": principal, "subject": subject, "scope": scope, "store_kind": store_kind,
             "source": {"kind": source_kind, "reference": source_ref, "uri": source_uri,
-                       "derived_from": tuple(derived_from), "quoted_span": quoted_span},
+                       "derived_from": _names(derived_from, "derived_from"), "quoted_span": quoted_span},
             "observed_at": observed_at if observed_at is not None else now, "issued_at": now,
             "effective_from": effective_from, "effective_to": effective_to, "expires_at": expires_at,
-            "epistemic_status": epistemic_status, "sensitivity": sensitivity, "purposes": tuple(purposes),
+            "epistemic_status": epistemic_status, "sensitivity": sensitivity, "purposes": _names(purposes, "purposes"),
             "supersedes": supersedes,
             "write_authority": dict(write_authority) if write_authority else None,
             "attributes": dict(attributes or {}),
@@ -146,7 +163,7 @@ class MemwardenClient:
         content, data_key = self._encrypt(text, subject)
         command = _build(RecordMemory, {"envelope": env, "memory_id": memory_id or str(uuid.uuid4()),
                                         "content": EncryptedContent(**content),
-                                        "fact": Fact(**fact) if fact else None, "tags": tuple(tags)})
+                                        "fact": _fact(fact), "tags": _names(tags, "tags")})
         return command, data_key
 
     # -- publishing ---------------------------------------------------------------------------
@@ -171,7 +188,7 @@ class MemwardenClient:
         env = _build(Envelope, self._envelope(principal, subject, **_envelope_defaults(envelope, memory_id)))
         content, data_key = self._encrypt(text, subject)
         command = _build(SupersedeMemory, {"envelope": env, "content": EncryptedContent(**content),
-                                           "fact": Fact(**fact) if fact else None, "evidence": tuple(evidence)})
+                                           "fact": _fact(fact), "evidence": _names(evidence, "evidence")})
         return self._publish([(command, command.memory_id, data_key)])[0]
 
     def forget(self, memory_id: str, *, principal: str, subject: str, reason: str = "", **envelope: Any) -> Receipt:

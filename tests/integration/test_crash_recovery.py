@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import httpx
@@ -17,6 +18,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 N = 600
 
 
+class _Stopper:
+    """Stops a worker on exit even when an assertion fails first (no process left behind)."""
+
+    def __init__(self, worker: WorkerProcess) -> None:
+        self.worker = worker
+
+    def close(self) -> None:
+        self.worker.stop()
+
+
 @pytest.fixture()
 def own_namespace(stack: Settings) -> Iterator[Settings]:
     s = make_namespace(stack)
@@ -27,7 +38,7 @@ def own_namespace(stack: Settings) -> Iterator[Settings]:
 def test_worker_killed_mid_batch_and_restarted_loses_and_doubles_nothing(own_namespace: Settings) -> None:
     s = own_namespace
     worker = WorkerProcess(s).start()
-    with MemwardenClient(s) as client:
+    with MemwardenClient(s) as client, contextlib.closing(_Stopper(worker)):
         receipts = client.record_many(
             [{"principal": f"user:p{i % 7}", "subject": f"user:p{i % 7}", "text": f"memory {i} on topic {i % 13}"}
              for i in range(N)])

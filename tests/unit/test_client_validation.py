@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import pydantic
 import pytest
 
 from memwarden.commands.model import RecordMemory, from_avro, to_avro
@@ -174,8 +173,6 @@ def test_effective_to_before_observed_at_is_rejected_and_sends_nothing(client: M
     assert producer.produced == []
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="BUG: Envelope's model validator has no field location, client._build reports 'command'")
 def test_effective_to_before_observed_at_names_effective_to(client: MemwardenClient) -> None:
     observed = datetime(2025, 7, 25, 2, 0, tzinfo=UTC)
     with pytest.raises(ValidationError) as caught:
@@ -190,8 +187,6 @@ def test_one_bad_item_in_a_batch_publishes_nothing(client: MemwardenClient, prod
     assert producer.produced == []
 
 
-@pytest.mark.xfail(strict=True, raises=pydantic.ValidationError,
-                   reason="BUG: client.build_record builds Fact(**fact) outside _build; pydantic's error escapes")
 @pytest.mark.parametrize(("fact", "field"), [
     ({"entity": "user:alice", "attribute": "drink", "value": "tea \ud800"}, "fact.value"),
     ({"entity": "user:alice", "attribute": "drink", "value": "tea", "colour": "green"}, "fact.colour"),
@@ -204,8 +199,6 @@ def test_a_bad_fact_is_a_validation_error_naming_the_field(client: MemwardenClie
     assert caught.value.field == field
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="BUG: client.py tuple(purposes) / tuple(tags) splits a bare string into characters")
 @pytest.mark.parametrize("name", ["purposes", "tags"])
 def test_a_bare_string_is_not_split_into_characters(client: MemwardenClient, name: str) -> None:
     try:
