@@ -15,6 +15,7 @@ import pwd
 import shlex
 import shutil
 import signal
+import stat
 import subprocess
 import time
 from dataclasses import dataclass
@@ -47,10 +48,19 @@ def pg_paths(settings: Settings) -> PgPaths:
     """Paths of the local cluster of ``settings`` (nothing is created). The socket dir moves to
     ``/tmp/memwarden-pg-<hash>`` when the socket path would exceed the 107-byte Unix limit."""
     root = Path(settings.data_dir).resolve() / "postgres"
+    if os.geteuid() == 0 and not _traversable_by_others(root):
+        # the server runs as the `postgres` user, which cannot enter a 0700 ancestor (a CI checkout
+        # under a private folder, pytest's tmp_path): keep the cluster in a world-traversable place
+        root = Path("/var/tmp") / f"memwarden-pg-{hashlib.sha256(str(root).encode()).hexdigest()[:12]}"
     sock = root / "socket"
     if len(f"{sock}/.s.PGSQL.{settings.postgres_port}") > 100:
         sock = Path("/tmp") / f"memwarden-pg-{hashlib.sha256(str(root).encode()).hexdigest()[:12]}"
     return PgPaths(root, root / "data", sock, root / "postgres.log")
+
+
+def _traversable_by_others(path: Path) -> bool:
+    """Whether every existing ancestor of ``path`` lets other users pass (o+x)."""
+    return not any(p.exists() and not p.stat().st_mode & stat.S_IXOTH for p in path.parents)
 
 
 def dsn_target(settings: Settings) -> tuple[str, int, str, str]:
