@@ -36,13 +36,6 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     logging.basicConfig(level=settings.log_level.upper())
     migrate(settings)
     ensure_topics(settings)
-    from memwarden.processors.app import app_id
-    from memwarden.processors.group_offsets import seed_group
-
-    if "gate" in roles:
-        seed_group(settings, app_id(settings, roles), "commands", None)
-    if "projector" in roles:
-        seed_group(settings, app_id(settings, roles), "events", "profile")
     write_pidfile(settings, worker_name(settings, roles), os.getpid())
     container = Container(settings)
     if "projector" in roles:
