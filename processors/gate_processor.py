@@ -108,7 +108,7 @@ class GateProcessor:
             cid = command.envelope.command_id
             prior = priors.get(cid)
             if prior is not None and prior[0].position == item.position:
-                out += self._resend(prior[1], prior[2], command)
+                out += self._publish(command, prior[1], prior[2])  # redelivery: the stored bytes
                 continue
             targets = {m: memories[m] for m in _memory_ids(command) if m in memories}
             decision = decide(command, texts.get(cid), item.position, GateState(prior and prior[0], targets), now,
@@ -147,9 +147,6 @@ class GateProcessor:
         if event is not None:
             out.append(Outbound("events", key, event))
         return out
-
-    def _resend(self, decided: bytes, event: bytes | None, command: Command) -> list[Outbound]:
-        return self._publish(command, decided, event)
 
     async def _decrypt(self, commands: list[Command]) -> dict[str, str | None]:
         wanted = [c for c in commands if not isinstance(c, ForgetMemory)]
