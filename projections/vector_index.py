@@ -58,10 +58,14 @@ Condition = FieldIn | FieldRange
 
 @dataclass(frozen=True)
 class Filter:
-    """Conjunction of ``must`` conditions and negated ``must_not`` conditions."""
+    """``must`` all hold, no ``must_not`` holds, and (when ``should`` is non-empty) at least one
+    ``should`` holds. Any entry may itself be a nested ``Filter``, so an ABAC permission is
+    ``Filter(should=(grant_1, grant_2, ...))`` with one conjunctive sub-filter per grant. An empty
+    ``should`` imposes nothing; to match nothing use ``FieldIn(key, ())`` in ``must``."""
 
-    must: tuple[Condition, ...] = ()
-    must_not: tuple[Condition, ...] = ()
+    must: tuple[Condition | Filter, ...] = ()
+    must_not: tuple[Condition | Filter, ...] = ()
+    should: tuple[Condition | Filter, ...] = ()
 
 
 @dataclass(frozen=True)
