@@ -29,10 +29,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-from memwarden.commands.model import Sensitivity, StoreKind
+from memwarden.commands.model import Right, Sensitivity, StoreKind
 from memwarden.errors import ValidationError
 from memwarden.projections.vector_index import FieldIn, FieldRange, Filter
 
@@ -42,13 +41,6 @@ ROLE_PREFIX = "role:"
 SENSITIVITY_ORDER: tuple[Sensitivity, ...] = (
     Sensitivity.PUBLIC, Sensitivity.INTERNAL, Sensitivity.CONFIDENTIAL, Sensitivity.RESTRICTED,
 )
-
-
-class Right(StrEnum):
-    """What a grant allows on the records it covers."""
-
-    READ = "READ"
-    WRITE = "WRITE"
 
 
 # -- validation helpers ----------------------------------------------------------------------------

@@ -73,7 +73,7 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
         stream_wait_empty=False,
     )
     topics = {name: _raw_topic(app, s.topic(name)) for name in ("commands", "decisions", "events", "deadletter",
-                                                                 "keys")}
+                                                                 "keys", "principals", "audit")}
 
     async def publish(records: Sequence[Outbound]) -> None:
         futures = [await topics[r.topic].send(key=r.key, value=r.value, headers=list(r.headers) or None)
@@ -84,7 +84,8 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
     if "gate" in roles:
         @app.agent(topics["commands"], name="gate")
         async def gate(stream: Any) -> None:
-            processor = GateProcessor(container.codec, container.keyring(), await container.pg(), container.limits)
+            processor = GateProcessor(container.codec, container.keyring(), await container.pg(), container.limits,
+                                      container.trust_anchor, container.digest_key, s.gate_mode)
             tracking = await container.pg()
             async for batch in stream.take_events(BATCH, within=WITHIN_S):
                 items = [Inbound(e.message.key, e.message.value, _position(e)) for e in batch]
