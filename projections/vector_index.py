@@ -28,7 +28,8 @@ KEYWORD_FIELDS: tuple[str, ...] = (
     "purposes",
 )
 #: Payload fields that carry an integer index (epoch milliseconds, UTC).
-INTEGER_FIELDS: tuple[str, ...] = ("valid_from_ms", "valid_to_ms", "expires_ms")
+INTEGER_FIELDS: tuple[str, ...] = ("valid_from_ms", "valid_to_ms", "expires_ms", "decided_ms", "closed_known_ms",
+                                   "fresh_ref_ms")
 
 #: Sentinel "open end" for ``valid_to_ms`` / ``expires_ms`` (year 9999, ms).
 OPEN_END_MS = 253_402_300_799_000

@@ -63,7 +63,8 @@ def principal(principal_id: str, kind: PrincipalKind | None = None, roles: tuple
     if kind is None:
         prefix = principal_id.split(":", 1)[0].upper()
         kind = PrincipalKind[prefix] if prefix in PrincipalKind.__members__ else PrincipalKind.USER
-    return PrincipalRecord(principal_id, kind, frozenset(roles), {}, (KeyRecord(s.key_id, s.public_key, valid_from_ms),))
+    key = KeyRecord(s.key_id, s.public_key, valid_from_ms)
+    return PrincipalRecord(principal_id, kind, frozenset(roles), {}, (key,))
 
 
 def registry(*records: PrincipalRecord) -> dict[str, PrincipalRecord]:

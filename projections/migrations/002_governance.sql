@@ -87,6 +87,7 @@ ALTER TABLE memory_versions ADD COLUMN IF NOT EXISTS tags text[] NOT NULL DEFAUL
 ALTER TABLE memory_versions ADD COLUMN IF NOT EXISTS unverified boolean NOT NULL DEFAULT false;
 ALTER TABLE memory_versions ADD COLUMN IF NOT EXISTS approved_by text;
 ALTER TABLE memory_versions ADD COLUMN IF NOT EXISTS closed_by uuid;  -- memory that superseded it automatically
+ALTER TABLE memory_versions ADD COLUMN IF NOT EXISTS closed_at timestamptz;  -- when the ledger closed its interval
 
 -- Every record a decision published (decision, events, registry entries, key tombstones), so that a
 -- redelivered command re-sends exactly the same records.
