@@ -57,7 +57,7 @@ from memwarden.commands.model import (
 from memwarden.commands.signing import Signer
 from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
-from memwarden.projections.recall import RecalledMemory, check_query
+from memwarden.projections.recall import DEFAULT_PURPOSE, RecalledMemory, check_query
 from memwarden.schemas.codec import AvroCodec, default_codec
 from memwarden.settings import Settings
 
@@ -381,13 +381,20 @@ class MemwardenClient:
         return [r for r in results if isinstance(r, Receipt)]
 
     # -- reading ------------------------------------------------------------------------------
-    def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None) -> list[RecalledMemory]:
-        """Top-``k`` memories ``principal`` may read for ``query``, valid at ``as_of`` (default now).
+    def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
+               known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
+               freshness: bool = True) -> list[RecalledMemory]:
+        """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
+        (default now), as the ledger knew them at ``known_at`` (default now). Every call is audited
+        (ids only) on the audit topic. ``freshness=False`` skips the Eq. 3 horizon (evaluations on old
+        data).
 
         Raises ``ValidationError`` for bad arguments, ``StackUnavailable`` if the worker is down.
         """
-        check_query(principal, query, k, as_of)
-        body = {"principal": principal, "query": query, "k": k, "as_of": as_of.isoformat() if as_of else None}
+        check_query(principal, query, k, as_of, known_at, purpose)
+        body = {"principal": principal, "query": query, "k": k, "as_of": as_of.isoformat() if as_of else None,
+                "known_at": known_at.isoformat() if known_at else None, "purpose": purpose,
+                "freshness": freshness}
         try:
             response = self._http.post("/recall", json=body)
         except httpx.HTTPError as exc:
@@ -397,7 +404,7 @@ class MemwardenClient:
             raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
         if response.status_code != 200:
             raise MemwardenError(f"recall failed with HTTP {response.status_code}: {data}")
-        return [RecalledMemory(**m) for m in data["memories"]]
+        return [RecalledMemory(**{**m, "tags": tuple(m.get("tags") or ())}) for m in data["memories"]]
 
     def close(self) -> None:
         """Flush pending records and close connections."""

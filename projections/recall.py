@@ -30,6 +30,8 @@ from memwarden.projections.index_projector import to_ms
 from memwarden.projections.vector_index import FieldIn, FieldRange, Filter, VectorIndex
 
 DEFAULT_PURPOSE = "general"
+#: Version of the read policy (ABAC rules of :mod:`memwarden.commands.access` + Eq. 5 filter).
+READ_POLICY_VERSION = "abac/1"
 
 MAX_K = 100
 MAX_QUERY_CHARS = 2_000
