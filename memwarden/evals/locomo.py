@@ -65,10 +65,10 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
     is down.
     """
     from memwarden.bootstrap import Container
+    from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
     from memwarden.ops.topics import delete_topics, ensure_topics
     from memwarden.ops.worker_process import WorkerProcess
-    from memwarden.keystore import admin_signer
     from memwarden.producers.client import MemwardenClient, enroll
     from memwarden.projections.pg import connect, drop_namespace, migrate
 
