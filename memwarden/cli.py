@@ -108,6 +108,31 @@ def eval_locomo(
         render(result, Console())
 
 
+@eval_app.command("poisoning")
+def eval_poisoning(
+    data: Annotated[Path | None, typer.Option(help="labelled JSONL (default: the packaged set)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,
+) -> None:
+    """Detector precision/recall on the labelled set; share of injected items reaching reads or procedures."""
+    import json
+
+    from memwarden.errors import MemwardenError
+    from memwarden.evals.poisoning import run_poisoning
+    from memwarden.settings import Settings
+
+    try:
+        result = run_poisoning(Settings(), data, progress=not as_json, keep=keep)
+    except (MemwardenError, ValueError, FileNotFoundError) as exc:
+        _fail(exc)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key in ("items", "precision", "recall", "f1", "reached_read", "reached_procedure", "benign_readable",
+                    "outcomes"):
+            typer.echo(f"{key:>18}: {result[key]}")
+
+
 @audit_app.command("reads")
 def audit_reads(
     memory: Annotated[str, typer.Option(help="memory id")],
