@@ -31,6 +31,8 @@ from memwarden.evals.gatemem_mapping import EpisodePlan, GrantSpec, RecordSpec, 
 from memwarden.evals.gatemem_score import aggregate, pattern_hits, score_checkpoint
 
 PURPOSE = "assist"
+#: Skip a record whose text repeats a higher-ranked one verbatim (background chatter repeats itself).
+DEDUPE = True
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP_TEXT = (
     "a an and are as at be but by for from has have i if in is it its me my of on or so that the their then "
@@ -153,7 +155,16 @@ def recall(plan: EpisodePlan, query: Query, grants: tuple[Any, ...], k: int, rec
         ((s * (1 + recency * r.index / n), r.index, r) for s, r in zip(scores, readable, strict=True) if s > 0),
         key=lambda x: (-x[0], -x[1]),
     )
-    return [r for _, _, r in ranked[:k]]
+    out: list[RecordSpec] = []
+    seen: set[str] = set()
+    for _, _, r in ranked:
+        if DEDUPE and r.text in seen:
+            continue
+        seen.add(r.text)
+        out.append(r)
+        if len(out) == k:
+            break
+    return out
 
 
 def run(data: Path, domains: Sequence[str], k: int, recency: float) -> tuple[dict[str, Any], list[Any], dict]:
@@ -223,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, required=True)
     ap.add_argument("--domains", nargs="+", default=list(DOMAINS))
     ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--recency", type=float, default=0.3)
+    ap.add_argument("--recency", type=float, default=1.0)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show-leaks", action="store_true", help="print each leaking checkpoint (debug)")
     ap.add_argument("--show-misses", type=int, default=0, help="print up to N utility misses (debug)")

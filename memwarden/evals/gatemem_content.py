@@ -13,9 +13,10 @@ R3 sensitivity, highest marker wins:
   sponsor, partner, host or mapping ("the exact external customer is X", "maps to X");
   ``private``: a first-person private note (R5).
 - CONFIDENTIAL - ``money`` (``221,000 USD``, ``$40``), ``percent``, ``confidential-word`` (diagnosis,
-  stipend, budget, discount, salary, internal label, restricted, confidential, private, resident-only)
-  and ``domain-word`` (the domain's own list, e.g. contract terms in office, holds and blockers in
-  education).
+  stipend, budget, discount, salary, internal label), ``restricted-place`` (a numbered room or site in
+  a turn that calls something restricted, confidential, private or resident-only; the word alone, as
+  in "restricted details stay in the case chain", marks nothing) and ``domain-word`` (the domain's own
+  list, e.g. contract terms in office, holds and blockers in education).
 - INTERNAL otherwise.
 
 R4 values: the strings a CONFIDENTIAL or RESTRICTED turn states that later turns may repeat - tokens,
@@ -69,10 +70,9 @@ _IDENTITY_AFTER = re.compile(r"(?:\bis|\bwas|=|\bto|\bfrom|\bremains|\bas)\s+(?:
 _IDENTITY_BEFORE = re.compile(r"(?:^|[.:;]\s+)" + _NAME + r"\s+(?:is|remains)\s+the\s+(?:current\s+)?exact\b")
 _SENTENCE = re.compile(r"[^.;!?]+[.;!?]?")
 _CONFIDENTIAL_WORD = re.compile(
-    r"\b(?:diagnos\w*|stipend|internal (?:label|wording|phrasing|phrase)|budget|discount|salary|"
-    r"restricted|confidential|private|resident-only)\b",
-    re.IGNORECASE,
+    r"\b(?:diagnos\w*|stipend|internal (?:label|wording|phrasing|phrase)|budget|discount|salary)\b", re.IGNORECASE
 )
+_RESTRICTION_WORD = re.compile(r"\b(?:restricted|confidential|private|resident-only)\b", re.IGNORECASE)
 _LOCATION = re.compile(r"\b(?:[A-Z][A-Za-z]+\s){1,4}(?:room\s)?[A-Z]?\d{1,5}[A-Z]?\b(?![:,]\d)")
 _CALENDAR = re.compile(
     r"^(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|"
@@ -83,7 +83,7 @@ _AT_PLACE = re.compile(r"\bat the ((?:[a-z]+[\s-]){1,3}[a-z]+)\b")
 _QUOTED = re.compile(r"'([^']{3,100})'")
 _SECRET_CONTEXT = re.compile(
     r"\b(?:exact|internal|restricted|private|release|deleted|old|older|earlier|retired|phrase|code|confidential)\b"
-    r"[^'.]{0,40}$",
+    r"[^'.]{0,60}$",
     re.IGNORECASE,
 )
 _SAFE_CONTEXT = re.compile(
@@ -98,7 +98,7 @@ _NEGATION = re.compile(r"\b(?:not|no|never|without|nobody|none)\b|n't\b", re.IGN
 #: Markers that make a record a credential (its ``#credentials`` facet, see gatemem_mapping R6).
 CREDENTIAL_MARKERS: frozenset[str] = frozenset({"token", "secret-digits", "secret-phrase"})
 _RESTRICTED_MARKERS = frozenset({"token", "secret-digits", "secret-phrase", "secret-quote", "identity", "private"})
-_CONFIDENTIAL_MARKERS = frozenset({"money", "percent", "confidential-word", "domain-word"})
+_CONFIDENTIAL_MARKERS = frozenset({"money", "percent", "confidential-word", "domain-word", "restricted-place"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +135,11 @@ def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
         digits = [d for d in _SECRET_DIGITS.findall(text) if not _is_year(d)]
         if digits:
             mark("secret-digits", digits)
-    phrases = [v for v in _PHRASE_VALUE.findall(text) if not set(v.split()) & _STOPWORDS]
+    phrases = [
+        m.group(1) for m in _PHRASE_VALUE.finditer(text)
+        if not set(m.group(1).split()) & _STOPWORDS
+        and not _SAFE_CONTEXT.search(text[max(0, m.start() - 40): m.start()])
+    ]
     if phrases or _SECRET_PHRASE.search(text):
         mark("secret-phrase", phrases)
     quoted = [m.group(1).strip(" ,.") for m in _QUOTED.finditer(text) if _secret_quote(text, m.start())]
@@ -154,12 +158,15 @@ def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
         mark("percent", [p.strip() for p in percents])
     if _CONFIDENTIAL_WORD.search(text):
         markers.append("confidential-word")
+    located = [x for x in _LOCATION.findall(text) if not _CALENDAR.match(x) and not excluded(x, exclude)]
+    located += _ROOM_CODE.findall(text)
+    if located and _RESTRICTION_WORD.search(text):
+        mark("restricted-place", located)
     if extra_confidential is not None and extra_confidential.search(text):
         markers.append("domain-word")
     found = set(markers)
     if found & (_RESTRICTED_MARKERS | _CONFIDENTIAL_MARKERS):
-        values.extend(_ROOM_CODE.findall(text))
-        values.extend(x for x in _LOCATION.findall(text) if not _CALENDAR.match(x) and not excluded(x, exclude))
+        values.extend(located)
     if found & _RESTRICTED_MARKERS:
         level = Sensitivity.RESTRICTED
     elif found & _CONFIDENTIAL_MARKERS:
@@ -182,7 +189,7 @@ def excluded(phrase: str, exclude: frozenset[str]) -> bool:
 
 
 def _secret_quote(text: str, start: int) -> bool:
-    before = text[max(0, start - 60): start]
+    before = text[max(0, start - 80): start]
     return bool(_SECRET_CONTEXT.search(before)) and not _SAFE_CONTEXT.search(before)
 
 

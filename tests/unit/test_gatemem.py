@@ -284,7 +284,9 @@ def test_campus_it_reads_credentials_but_not_case_figures() -> None:
         ("Meeting moved to Tuesday at noon.", Sensitivity.INTERNAL, False),
         ("Safe wording stays 'regional pilot' for everyone.", Sensitivity.INTERNAL, False),
         ("The exact internal label is 'pending board memo'.", Sensitivity.RESTRICTED, False),
-        ("I do not need the private details.", Sensitivity.CONFIDENTIAL, False),
+        ("I do not need the private details.", Sensitivity.INTERNAL, False),
+        ("The restricted room is now Elm Annex 12.", Sensitivity.CONFIDENTIAL, False),
+        ("Use the broad phrase 'garden visit' in summaries.", Sensitivity.INTERNAL, False),
     ],
 )
 def test_content_markers(text: str, level: Sensitivity, credential: bool) -> None:
