@@ -53,6 +53,7 @@ def payload_of(record: dict[str, Any]) -> dict[str, Any]:
         "decided_ms": to_ms(record["decided_at"]),
         "closed_known_ms": OPEN_END_MS,  # when the ledger closed this version (known_at reads)
         "fresh_ref_ms": to_ms(env["effective_from"] or env["observed_at"]),  # last use, else validity start
+        "trust": "untrusted" if "untrusted" in (record.get("tags") or ()) else "trusted",
     }
 
 

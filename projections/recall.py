@@ -66,14 +66,16 @@ class RecalledMemory:
 
 def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = DEFAULT_PURPOSE,
                 roles: frozenset[str] = frozenset(), grants: tuple = (), known_at: datetime | None = None,
-                freshness: bool = True) -> Filter:
+                freshness: bool = True, include_untrusted: bool = False) -> Filter:
     """The Eq. 5 admissibility filter, applied inside the vector search.
 
     ``ACL`` (owner, subject or an applicable grant, for ``purpose``), valid at ``at`` (UTC), known to
     the ledger at ``known_at`` (a version decided later is invisible; a version closed later is still
     current as known then), not expired at ``now``, fresh at ``at`` (Eq. 3: last use or validity start
     within the store kind's horizon; skipped for ``known_at`` reads and when ``freshness`` is off),
-    never forgotten or quarantined (they are not in the index at all)."""
+    never forgotten or quarantined (they are not in the index at all), and not tagged ``untrusted``
+    (content from web, email, documents or tool text, kept as quoted data) unless
+    ``include_untrusted`` (seed 004: untrusted content must not steer the agent by default)."""
     t = to_ms(at)
     k = to_ms(known_at or now)
     ctx = ReadContext(principal, roles, purpose, to_ms(now), tuple(grants))
@@ -85,6 +87,8 @@ def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = D
         Filter(should=(FieldRange("valid_to_ms", gt=t), FieldRange("closed_known_ms", gt=k))),
         FieldRange("expires_ms", gt=to_ms(now)),
     ]
+    if not include_untrusted:
+        must.append(FieldIn("trust", ("trusted",)))
     if freshness and known_at is None:
         must.append(Filter(should=tuple(
             Filter(must=(FieldIn("store_kind", (kind.value,)), FieldRange("fresh_ref_ms", gte=fresh_since_ms(kind, t))))
@@ -101,6 +105,7 @@ WHERE command_id = ANY(%(ids)s::uuid[]) AND {acl}
   AND valid_from <= %(at)s AND decided_at <= %(known)s
   AND (valid_to IS NULL OR valid_to > %(at)s OR closed_at > %(known)s)
   AND (expires_at IS NULL OR expires_at > %(now)s)
+  AND (%(untrusted)s OR NOT ('untrusted' = ANY(tags)))
 """
 
 
@@ -144,9 +149,10 @@ class Recaller:
 
     async def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
                      known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
-                     freshness: bool = True) -> list[RecalledMemory]:
+                     freshness: bool = True, include_untrusted: bool = False) -> list[RecalledMemory]:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
-        (default now) as the ledger knew them at ``known_at`` (default now), best first.
+        (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
+        tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
 
         Raises ``ValidationError`` for bad arguments.
         """
@@ -157,7 +163,7 @@ class Recaller:
         async with self._lock:
             roles, grants = await read_context(self._conn, principal)
         where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants, known_at=known_at,
-                            freshness=freshness)
+                            freshness=freshness, include_untrusted=include_untrusted)
         vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
         hits = await asyncio.to_thread(self._index.search, vector.tolist(), where, k)
         if not hits:
@@ -166,7 +172,8 @@ class Recaller:
         acl, acl_params = read_permission_sql(ReadContext(principal, roles, purpose, to_ms(now), grants))
         async with self._lock, self._conn.cursor() as cur:
             await cur.execute(_VERIFY.format(acl=acl),  # type: ignore[arg-type]
-                              {"ids": list(scores), "at": at, "now": now, "known": known, **acl_params})
+                              {"ids": list(scores), "at": at, "now": now, "known": known,
+                               "untrusted": include_untrusted, **acl_params})
             rows = await cur.fetchall()
         await self._conn.commit()
         out = [

@@ -26,6 +26,7 @@ KEYWORD_FIELDS: tuple[str, ...] = (
     "store_kind",
     "sensitivity",
     "purposes",
+    "trust",
 )
 #: Payload fields that carry an integer index (epoch milliseconds, UTC).
 INTEGER_FIELDS: tuple[str, ...] = ("valid_from_ms", "valid_to_ms", "expires_ms", "decided_ms", "closed_known_ms",
