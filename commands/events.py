@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from memwarden.commands.gate import Decision, Outcome, Position, Reason
-from memwarden.commands.model import Command, ForgetMemory, to_avro
+from memwarden.commands.model import Command, ForgetMemory, RecordMemory, SupersedeMemory, to_avro
 
 _NS = uuid.UUID("6f1d3c8e-2a57-4f0b-9d7e-8c4b1a2e5f90")
 
@@ -54,10 +54,13 @@ def rejected_input(code: str, message: str, field: str | None, position: Positio
     return gate_decided(None, Decision(Outcome.REJECTED, (Reason(code, message, field),)), position, now)
 
 
-def memory_recorded(command: Command, decision: Decision, position: Position, now: datetime) -> dict[str, Any]:
-    """``MemoryRecorded`` for an admitted ``RecordMemory`` / ``SupersedeMemory``."""
-    assert decision.memory is not None and not isinstance(command, ForgetMemory)
+def memory_recorded(command: Command, decision: Decision, position: Position, now: datetime,
+                    approved_by: str | None = None) -> dict[str, Any]:
+    """``MemoryRecorded`` for an admitted ``RecordMemory`` / ``SupersedeMemory`` (``command`` is the
+    released original when a reviewer approved it; ``approved_by`` is then the reviewer)."""
+    assert decision.memory is not None and isinstance(command, RecordMemory | SupersedeMemory)
     body = to_avro(command)
+    tags = sorted({*(getattr(command, "tags", ()) or ()), *decision.tags})
     return {
         "event_id": position_id("event", position),
         "command_id": command.envelope.command_id,
@@ -69,6 +72,19 @@ def memory_recorded(command: Command, decision: Decision, position: Position, no
         "fact": body.get("fact"),
         "outcome": decision.outcome.value,
         "position": _position(position),
+        "decided_at": now,
+        "closes": list(decision.closes),
+        "approved_by": approved_by,
+        "tags": tags,
+    }
+
+
+def governance_changed(command: Command, signed: bytes, position: Position, now: datetime) -> dict[str, Any]:
+    """``GovernanceChanged`` for an admitted governance command (the signed command embedded)."""
+    env = command.envelope
+    return {
+        "event_id": position_id("event", position), "command_id": env.command_id, "command_type": command.kind,
+        "principal": env.principal, "subject": env.subject, "command": signed, "position": _position(position),
         "decided_at": now,
     }
 

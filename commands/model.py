@@ -216,11 +216,140 @@ class ForgetMemory(_Frozen):
     reason: Text = ""
 
 
-Command = RecordMemory | SupersedeMemory | ForgetMemory
-COMMAND_MODELS: dict[str, type[RecordMemory] | type[SupersedeMemory] | type[ForgetMemory]] = {
-    "RecordMemory": RecordMemory,
-    "SupersedeMemory": SupersedeMemory,
-    "ForgetMemory": ForgetMemory,
+class PrincipalKind(StrEnum):
+    USER = "USER"
+    AGENT = "AGENT"
+    SERVICE = "SERVICE"
+    REVIEWER = "REVIEWER"
+
+
+class Right(StrEnum):
+    """What a grant allows on the records it covers (issue 4 ABAC)."""
+
+    READ = "READ"
+    WRITE = "WRITE"
+
+
+class PublicKey(_Frozen):
+    """A raw 32-byte Ed25519 public key and its id."""
+
+    key_id: Name
+    algorithm: Literal["Ed25519"] = "Ed25519"
+    public_key: bytes = Field(min_length=32, max_length=32)
+
+
+class RegisterPrincipal(_Frozen):
+    """Command (admin): register ``principal_id`` with kind, roles, attributes and its first key."""
+
+    kind: Literal["RegisterPrincipal"] = "RegisterPrincipal"
+    envelope: Envelope
+    principal_id: Name
+    principal_kind: PrincipalKind = PrincipalKind.USER
+    roles: tuple[Name, ...] = ()
+    attributes: dict[Name, Text] = Field(default_factory=dict)
+    key: PublicKey
+
+
+class RotateKey(_Frozen):
+    """Command: a new signing key for ``principal_id`` (by the principal itself or an admin)."""
+
+    kind: Literal["RotateKey"] = "RotateKey"
+    envelope: Envelope
+    principal_id: Name
+    key: PublicKey
+
+
+class RevokeKey(_Frozen):
+    """Command: revoke ``key_id`` of ``principal_id`` at once."""
+
+    kind: Literal["RevokeKey"] = "RevokeKey"
+    envelope: Envelope
+    principal_id: Name
+    key_id: Name
+    reason: Text = ""
+
+
+class PublishPolicy(_Frozen):
+    """Command (admin): version ``version`` of the write-authority policy ``policy_id`` (JSON text)."""
+
+    kind: Literal["PublishPolicy"] = "PublishPolicy"
+    envelope: Envelope
+    policy_id: Name
+    version: int = Field(ge=1)
+    document: Annotated[str, AfterValidator(_utf8), Field(max_length=1_000_000)]
+
+
+class ProtectFact(_Frozen):
+    """Command: mark the subject's ``(entity, attribute)`` as protected core fact (M_core, Eq. 6)."""
+
+    kind: Literal["ProtectFact"] = "ProtectFact"
+    envelope: Envelope
+    entity: Name
+    attribute: Name
+    protected: bool = True
+
+
+class ApproveQuarantined(_Frozen):
+    """Command (reviewer): admit the quarantined memory command ``quarantined_command_id``."""
+
+    kind: Literal["ApproveQuarantined"] = "ApproveQuarantined"
+    envelope: Envelope
+    quarantined_command_id: Uuid
+    note: Text = ""
+
+
+class RejectQuarantined(_Frozen):
+    """Command (reviewer): reject the quarantined memory command; its data key is shredded."""
+
+    kind: Literal["RejectQuarantined"] = "RejectQuarantined"
+    envelope: Envelope
+    quarantined_command_id: Uuid
+    note: Text = ""
+
+
+class GrantAccess(_Frozen):
+    """Command: an ABAC grant (issue 4). ``grantee`` is a principal id or ``role:<name>``."""
+
+    kind: Literal["GrantAccess"] = "GrantAccess"
+    envelope: Envelope
+    grant_id: Name
+    grantee: Name
+    rights: tuple[Right, ...] = Field(min_length=1)
+    scopes: tuple[Name, ...] = Field(min_length=1)
+    subjects: tuple[Name, ...] = ()
+    purposes: tuple[Name, ...] = ()
+    store_kinds: tuple[StoreKind, ...] = ()
+    sensitivity_ceiling: Sensitivity = Sensitivity.INTERNAL
+    valid_from: UtcTime | None = None
+    valid_to: UtcTime | None = None
+    relationship: Name | None = None
+
+    @model_validator(mode="after")
+    def _interval(self) -> GrantAccess:
+        if self.valid_from and self.valid_to and self.valid_to <= self.valid_from:
+            raise ValueError("valid_to: must be later than valid_from")
+        return self
+
+
+class RevokeAccess(_Frozen):
+    """Command: revoke grant ``grant_id`` from the next read and write on."""
+
+    kind: Literal["RevokeAccess"] = "RevokeAccess"
+    envelope: Envelope
+    grant_id: Name
+    reason: Text = ""
+
+
+MemoryCommand = RecordMemory | SupersedeMemory | ForgetMemory
+GovernanceCommand = (
+    RegisterPrincipal | RotateKey | RevokeKey | PublishPolicy | ProtectFact | ApproveQuarantined | RejectQuarantined
+    | GrantAccess | RevokeAccess
+)
+Command = MemoryCommand | GovernanceCommand
+COMMAND_MODELS: dict[str, type[Any]] = {
+    m.model_fields["kind"].default: m
+    for m in (RecordMemory, SupersedeMemory, ForgetMemory, RegisterPrincipal, RotateKey, RevokeKey, PublishPolicy,
+              ProtectFact, ApproveQuarantined, RejectQuarantined, GrantAccess, RevokeAccess)
 }
 
 

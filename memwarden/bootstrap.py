@@ -3,6 +3,7 @@ each client is created on first use and reused."""
 
 from __future__ import annotations
 
+import hashlib
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ from memwarden.settings import Settings
 if TYPE_CHECKING:
     import psycopg
 
+    from memwarden.commands.principals import PrincipalRecord
     from memwarden.processors.keyring import KeyRing
     from memwarden.projections.embedder import Embedder
     from memwarden.projections.vector_index import VectorIndex
@@ -35,6 +37,18 @@ class Container:
     @cached_property
     def kek(self) -> Kek:
         return load_kek(self.settings.kek, self.settings.data_dir)
+
+    @cached_property
+    def trust_anchor(self) -> PrincipalRecord:
+        """The root admin registry record the gate trusts (:func:`memwarden.keystore.trust_anchor`)."""
+        from memwarden.keystore import trust_anchor
+
+        return trust_anchor(self.settings)
+
+    @cached_property
+    def digest_key(self) -> bytes:
+        """Secret of the keyed content digests (duplicate detection), derived from the KEK."""
+        return hashlib.sha256(b"memwarden-content-digest" + self.kek.key).digest()
 
     @property
     def limits(self) -> GateLimits:

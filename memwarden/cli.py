@@ -18,6 +18,8 @@ stack_app = typer.Typer(no_args_is_help=True, help="The local stack: Kafka (KRaf
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluations on real data.")
 app.add_typer(stack_app, name="stack")
 app.add_typer(eval_app, name="eval")
+audit_app = typer.Typer(no_args_is_help=True, help="The read audit: who read which memory, when, for what.")
+app.add_typer(audit_app, name="audit")
 console = Console(stderr=True)
 
 
@@ -104,6 +106,53 @@ def eval_locomo(
         print(json.dumps(result, indent=2))
     else:
         render(result, Console())
+
+
+@eval_app.command("poisoning")
+def eval_poisoning(
+    data: Annotated[Path | None, typer.Option(help="labelled JSONL (default: the packaged set)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,
+) -> None:
+    """Detector precision/recall on the labelled set; share of injected items reaching reads or procedures."""
+    import json
+
+    from memwarden.errors import MemwardenError
+    from memwarden.evals.poisoning import run_poisoning
+    from memwarden.settings import Settings
+
+    try:
+        result = run_poisoning(Settings(), data, progress=not as_json, keep=keep)
+    except (MemwardenError, ValueError, FileNotFoundError) as exc:
+        _fail(exc)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key in ("items", "precision", "recall", "f1", "reached_read", "reached_procedure", "benign_readable",
+                    "outcomes"):
+            typer.echo(f"{key:>18}: {result[key]}")
+
+
+@audit_app.command("reads")
+def audit_reads(
+    memory: Annotated[str, typer.Option(help="memory id")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON lines")] = False,
+) -> None:
+    """List every audited read that returned memory ``--memory``: when, who, for what purpose."""
+    import json
+
+    from memwarden.ops.audit import reads_of
+    from memwarden.settings import Settings
+
+    try:
+        found = reads_of(Settings(), memory)
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        _fail(exc)
+    for r in found:
+        typer.echo(json.dumps(r) if as_json else f"{r['read_at']}  {r['principal']:<30} purpose={r['purpose']:<16}"
+                   f" rank={r['rank']} policy={r['policy_version']}")
+    if not found and not as_json:
+        typer.echo(f"no audited read returned {memory}")
 
 
 def main() -> None:

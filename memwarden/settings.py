@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -36,6 +37,12 @@ class Settings(BaseSettings):
             its partitions before the group rebalances them to a live one.
         kek: base64 key-encryption key wrapping per-record data keys; ``None`` uses a key file
             generated once under ``data_dir``.
+        admin_principal: id of the root admin principal, the trust anchor of the registry.
+        admin_public_key: base64 raw Ed25519 public key of the root admin; ``None`` uses (and on
+            first use creates) the key pair in ``data_dir/keys/``. In production set this and keep
+            the private key offline.
+        gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
+            contradiction checks: the walking-skeleton baseline of the gate benchmark only).
     """
 
     model_config = SettingsConfigDict(env_prefix="MEMWARDEN_", extra="ignore")
@@ -60,6 +67,9 @@ class Settings(BaseSettings):
     kek: str | None = None
     log_level: str = "warning"
     session_timeout_s: float = Field(default=10.0, gt=0)
+    admin_principal: str = "service:admin"
+    admin_public_key: str | None = None
+    gate_mode: Literal["full", "skeleton"] = "full"
 
     @field_validator("topic_prefix")
     @classmethod

@@ -7,6 +7,8 @@
 | events | delete, retention -1 | admitted events; projections rebuild from it |
 | keys | compact | per-record data keys; a tombstone shreds a key (crypto-shredding) |
 | deadletter | delete, 30 days | undecodable or invalid input with the reason, never dropped silently |
+| principals | compact | the principal registry: latest ``PrincipalState`` per principal id (issue 3) |
+| audit | delete, retention -1 | one ``ReadAudited`` record per recall: ids only, never content (issue 4) |
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ def topic_specs() -> tuple[TopicSpec, ...]:
             },
         ),
         TopicSpec("deadletter", {"cleanup.policy": "delete", "retention.ms": str(30 * 24 * 3600 * 1000)}),
+        TopicSpec("principals", {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
+                                 "segment.ms": "60000", "delete.retention.ms": "86400000"}),
+        TopicSpec("audit", dict(_FOREVER)),
     )
 
 

@@ -13,21 +13,24 @@ Agents only wire: every decision is in :mod:`memwarden.commands.gate`, every pro
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import faust
 from faust.web import Request, Response, View
 
 from memwarden.bootstrap import Container
+from memwarden.commands.freshness import UsageBatcher
 from memwarden.commands.gate import Position
 from memwarden.errors import DecodeError, ValidationError
 from memwarden.processors.gate_processor import GateProcessor, Inbound, Outbound
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import EventIn, ProfileProjector, save_offsets
-from memwarden.projections.recall import Recaller
+from memwarden.projections.recall import DEFAULT_PURPOSE, READ_POLICY_VERSION, Recaller
 from memwarden.projections.vector_index import FieldIn, Filter
 from memwarden.settings import Settings
 
@@ -73,7 +76,7 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
         stream_wait_empty=False,
     )
     topics = {name: _raw_topic(app, s.topic(name)) for name in ("commands", "decisions", "events", "deadletter",
-                                                                 "keys")}
+                                                                 "keys", "principals", "audit")}
 
     async def publish(records: Sequence[Outbound]) -> None:
         futures = [await topics[r.topic].send(key=r.key, value=r.value, headers=list(r.headers) or None)
@@ -84,7 +87,8 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
     if "gate" in roles:
         @app.agent(topics["commands"], name="gate")
         async def gate(stream: Any) -> None:
-            processor = GateProcessor(container.codec, container.keyring(), await container.pg(), container.limits)
+            processor = GateProcessor(container.codec, container.keyring(), await container.pg(), container.limits,
+                                      container.trust_anchor, container.digest_key, s.gate_mode)
             tracking = await container.pg()
             async for batch in stream.take_events(BATCH, within=WITHIN_S):
                 items = [Inbound(e.message.key, e.message.value, _position(e)) for e in batch]
@@ -115,19 +119,61 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
                 recaller_box["r"] = Recaller(container.embedder(), container.index(), await container.pg())
             return recaller_box["r"]
 
+        usage = UsageBatcher(max_items=256, max_wait_ms=1000)
+
+        async def audit_and_use(principal: str, purpose: str, query: str, found: list[Any],
+                                as_of: datetime | None, known_at: datetime | None) -> None:
+            """Append the read to the audit topic (ids only) and batch the uses (MemoryUsed, Eq. 3)."""
+            now = datetime.now(UTC)
+            now_ms = int(now.timestamp() * 1000)
+            record = {
+                "read_id": str(uuid.uuid4()), "principal": principal, "purpose": purpose,
+                "query_hash": hashlib.sha256(query.encode()).hexdigest(), "returned": [m.memory_id for m in found],
+                "positions": [{"topic": m.ledger_topic, "partition": m.ledger_partition, "offset": m.ledger_offset}
+                              for m in found],
+                "policy_version": READ_POLICY_VERSION, "as_of": as_of, "known_at": known_at, "read_at": now,
+            }
+            out = [Outbound("audit", principal.encode(), container.codec.encode("ReadAudited", record))]
+            batches = []
+            if known_at is None and as_of is None:  # a use of current memory resets its freshness clock
+                batches = usage.add_many([m.memory_id for m in found], now_ms, now_ms)
+            await publish(out + used_events([*batches, usage.poll(now_ms)]))
+
+        def used_events(batches: list[Any]) -> list[Outbound]:
+            return [Outbound("events", b"usage", container.codec.encode("MemoryUsed", {
+                "event_id": str(uuid.uuid4()),
+                "uses": [{"memory_id": u.memory_id, "used_at": datetime.fromtimestamp(u.used_at_ms / 1000, UTC)}
+                         for u in batch]})) for batch in batches if batch]
+
+        @app.timer(1.0)
+        async def flush_usage() -> None:
+            """Publish the pending ``MemoryUsed`` batch once it is due, even without further reads."""
+            await publish(used_events([usage.poll(int(datetime.now(UTC).timestamp() * 1000))]))
+
+        def _time(body: dict[str, Any], key: str) -> datetime | None:
+            value = body.get(key)
+            if value is None:
+                return None
+            try:
+                return datetime.fromisoformat(value)
+            except (TypeError, ValueError):
+                raise ValidationError(key, "must be an ISO-8601 time with a UTC offset") from None
+
         @app.page("/recall")
         class RecallView(View):
             async def post(self, request: Request) -> Response:
                 try:
                     body = await request.json()
-                    as_of = body.get("as_of")
+                    as_of, known_at = _time(body, "as_of"), _time(body, "known_at")
+                    purpose = body.get("purpose") or DEFAULT_PURPOSE
                     found = await (await recaller()).recall(
-                        body.get("principal"), body.get("query"), body.get("k", 10),
-                        datetime.fromisoformat(as_of) if as_of else None)
+                        body.get("principal"), body.get("query"), body.get("k", 10), as_of, known_at, purpose,
+                        freshness=body.get("freshness", True) is not False)
                 except ValidationError as exc:
                     return self.json({"error": str(exc), "field": exc.field}, status=400)
                 except (ValueError, TypeError) as exc:
                     return self.json({"error": f"bad request: {exc}"}, status=400)
+                await audit_and_use(body["principal"], purpose, body["query"], found, as_of, known_at)
                 return self.json({"memories": [m.to_json() for m in found]})
 
         @app.page("/index/count")

@@ -6,6 +6,12 @@ topic and delivered, then the command published to the ledger with confluent-kaf
 producer (``acks=all``), keyed by subject so one subject's history stays ordered in one partition.
 The ledger position (topic, partition, offset) comes back once delivered.
 
+Signing: every command carries σ(μ) (SSGM Principle 2), an Ed25519 signature by a key of its
+``envelope.principal`` over the canonical unsigned bytes. The client signs transparently with the
+:class:`~memwarden.commands.signing.Signer` it holds for that principal (``signers=`` or
+:meth:`MemwardenClient.add_signer`); without one it refuses to publish (``sign=False`` publishes an
+unsigned command on purpose, which the gate rejects).
+
 Reads: ``recall`` asks the projector worker's read endpoint (the process that owns the index).
 """
 
@@ -23,12 +29,23 @@ import pydantic
 from confluent_kafka import KafkaError, Producer
 
 from memwarden.commands.model import (
+    ApproveQuarantined,
     EncryptedContent,
     Envelope,
     EpistemicStatus,
     Fact,
     ForgetMemory,
+    GrantAccess,
+    PrincipalKind,
+    ProtectFact,
+    PublicKey,
+    PublishPolicy,
     RecordMemory,
+    RegisterPrincipal,
+    RejectQuarantined,
+    RevokeAccess,
+    RevokeKey,
+    RotateKey,
     Sensitivity,
     Source,
     SourceKind,
@@ -37,9 +54,10 @@ from memwarden.commands.model import (
     WriteAuthority,
     to_avro,
 )
+from memwarden.commands.signing import Signer
 from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
-from memwarden.projections.recall import RecalledMemory, check_query
+from memwarden.projections.recall import DEFAULT_PURPOSE, RecalledMemory, check_query
 from memwarden.schemas.codec import AvroCodec, default_codec
 from memwarden.settings import Settings
 
@@ -102,8 +120,10 @@ class MemwardenClient:
         kek: key-encryption key (default: from settings / the data folder).
     """
 
-    def __init__(self, settings: Settings, kek: Kek | None = None, codec: AvroCodec | None = None) -> None:
+    def __init__(self, settings: Settings, kek: Kek | None = None, codec: AvroCodec | None = None,
+                 signers: Iterable[Signer] = ()) -> None:
         self.settings = settings
+        self._signers: dict[str, Signer] = {sg.principal_id: sg for sg in signers}
         self._kek = kek or load_kek(settings.kek, settings.data_dir)
         self._codec = codec or default_codec()
         self._producer = Producer({
@@ -115,6 +135,10 @@ class MemwardenClient:
             "message.max.bytes": 1_048_576,
         })
         self._http = httpx.Client(base_url=settings.worker_url, timeout=30.0)
+
+    def add_signer(self, signer: Signer) -> None:
+        """Sign commands of ``signer.principal_id`` with it from now on."""
+        self._signers[signer.principal_id] = signer
 
     def __enter__(self) -> MemwardenClient:
         return self
@@ -167,46 +191,166 @@ class MemwardenClient:
         return command, data_key
 
     # -- publishing ---------------------------------------------------------------------------
-    def record(self, **kwargs: Any) -> Receipt:
+    def record(self, sign: bool = True, **kwargs: Any) -> Receipt:
         """Publish one ``RecordMemory``; see :meth:`build_record` for the arguments.
 
         Returns the ``Receipt`` once the broker acknowledged it (acks=all). Raises
         ``ValidationError`` for bad arguments, ``StackUnavailable`` if Kafka does not acknowledge.
         """
-        return self.record_many([kwargs])[0]
+        return self.record_many([kwargs], sign)[0]
 
-    def record_many(self, items: Iterable[Mapping[str, Any]]) -> list[Receipt]:
+    def record_many(self, items: Iterable[Mapping[str, Any]], sign: bool = True) -> list[Receipt]:
         """Validate every item first (nothing is published if one is bad), then publish all data keys,
         wait for them, publish all commands and wait: two round trips for a whole batch."""
         built = [self.build_record(**dict(item)) for item in items]
-        return self._publish([(c, c.memory_id, k) for c, k in built])
+        return self._publish([(c, c.memory_id, k) for c, k in built], sign)
 
     def supersede(self, memory_id: str, *, principal: str, subject: str, text: str,
-                  evidence: Sequence[str] = (), fact: Mapping[str, str] | None = None, **envelope: Any) -> Receipt:
+                  evidence: Sequence[str] = (), fact: Mapping[str, str] | None = None, sign: bool = True,
+                  **envelope: Any) -> Receipt:
         """Publish a ``SupersedeMemory``: a new version of ``memory_id`` with ``text``."""
         check_text(text, self.settings.max_text_chars)
         env = _build(Envelope, self._envelope(principal, subject, **_envelope_defaults(envelope, memory_id)))
         content, data_key = self._encrypt(text, subject)
         command = _build(SupersedeMemory, {"envelope": env, "content": EncryptedContent(**content),
                                            "fact": _fact(fact), "evidence": _names(evidence, "evidence")})
-        return self._publish([(command, command.memory_id, data_key)])[0]
+        return self._publish([(command, command.memory_id, data_key)], sign)[0]
 
-    def forget(self, memory_id: str, *, principal: str, subject: str, reason: str = "", **envelope: Any) -> Receipt:
+    def forget(self, memory_id: str, *, principal: str, subject: str, reason: str = "", sign: bool = True,
+               **envelope: Any) -> Receipt:
         """Publish a ``ForgetMemory`` for every version of ``memory_id``."""
         env = _build(Envelope, self._envelope(principal, subject, **_envelope_defaults(envelope)))
         command = _build(ForgetMemory, {"envelope": env, "memory_id": memory_id, "reason": reason})
-        return self._publish([(command, command.memory_id, None)])[0]
+        return self._publish([(command, command.memory_id, None)], sign)[0]
+
+    # -- governance (issue 3 and 4) -------------------------------------------------------------
+    def _governance(self, model: type[pydantic.BaseModel], principal: str, subject: str, sign: bool,
+                    fields: dict[str, Any], **envelope: Any) -> Receipt:
+        envelope.setdefault("scope", "governance")
+        envelope.setdefault("source_kind", SourceKind.APPROVED_RULE)
+        env = _build(Envelope, self._envelope(principal, subject, **_envelope_defaults(envelope)))
+        command = _build(model, {"envelope": env, **fields})
+        return self._publish([(command, "", None)], sign)[0]
+
+    def register_principal(self, principal_id: str, *, by: str, kind: PrincipalKind | str = PrincipalKind.USER,
+                           roles: Sequence[str] = (), attributes: Mapping[str, str] | None = None,
+                           public_key: bytes, key_id: str, sign: bool = True) -> Receipt:
+        """``RegisterPrincipal`` issued by admin ``by``: kind, roles, attributes and first key."""
+        return self._governance(RegisterPrincipal, by, principal_id, sign, {
+            "principal_id": principal_id, "principal_kind": kind, "roles": _names(roles, "roles"),
+            "attributes": dict(attributes or {}), "key": PublicKey(key_id=key_id, public_key=public_key)})
+
+    def rotate_key(self, principal_id: str, *, by: str, public_key: bytes, key_id: str, sign: bool = True) -> Receipt:
+        """``RotateKey``: a new key for ``principal_id`` (by itself or an admin)."""
+        return self._governance(RotateKey, by, principal_id, sign, {
+            "principal_id": principal_id, "key": PublicKey(key_id=key_id, public_key=public_key)})
+
+    def revoke_key(self, principal_id: str, key_id: str, *, by: str, reason: str = "", sign: bool = True) -> Receipt:
+        """``RevokeKey``: ``key_id`` verifies nothing decided from now on."""
+        return self._governance(RevokeKey, by, principal_id, sign, {
+            "principal_id": principal_id, "key_id": key_id, "reason": reason})
+
+    def publish_policy(self, document: str, *, by: str, sign: bool = True) -> Receipt:
+        """``PublishPolicy`` of a JSON write-policy document (policy id and version read from it)."""
+        import json
+
+        try:
+            head = json.loads(document)
+            policy_id, version = str(head["policy_id"]), int(head["version"])
+        except (ValueError, KeyError, TypeError):
+            policy_id, version = "unparsed", 1  # the gate rejects it with the parse error, on the ledger
+        return self._governance(PublishPolicy, by, "policy", sign, {
+            "policy_id": policy_id, "version": version, "document": document})
+
+    def protect_fact(self, subject: str, entity: str, attribute: str, *, by: str, protected: bool = True,
+                     sign: bool = True) -> Receipt:
+        """``ProtectFact``: mark ``subject``'s (entity, attribute) as protected core fact."""
+        return self._governance(ProtectFact, by, subject, sign, {
+            "entity": entity, "attribute": attribute, "protected": protected})
+
+    def approve_quarantined(self, command_id: str, *, by: str, subject: str, note: str = "",
+                            sign: bool = True) -> Receipt:
+        """``ApproveQuarantined`` by reviewer ``by`` (keyed by the memory's ``subject``)."""
+        return self._governance(ApproveQuarantined, by, subject, sign, {
+            "quarantined_command_id": command_id, "note": note})
+
+    def reject_quarantined(self, command_id: str, *, by: str, subject: str, note: str = "",
+                           sign: bool = True) -> Receipt:
+        """``RejectQuarantined`` by reviewer ``by``: the quarantined content's key is shredded."""
+        return self._governance(RejectQuarantined, by, subject, sign, {
+            "quarantined_command_id": command_id, "note": note})
+
+    def grant_access(self, grantee: str, *, by: str, rights: Sequence[str], scopes: Sequence[str],
+                     subjects: Sequence[str] = (), purposes: Sequence[str] = (), store_kinds: Sequence[str] = (),
+                     sensitivity_ceiling: Sensitivity | str = Sensitivity.INTERNAL,
+                     valid_from: datetime | None = None, valid_to: datetime | None = None,
+                     relationship: str | None = None, grant_id: str | None = None, sign: bool = True) -> Receipt:
+        """``GrantAccess``: ``grantee`` (principal id or ``role:<name>``) gets ``rights`` on records in
+        ``scopes`` (and ``subjects``), for ``purposes`` and ``store_kinds``, up to the ceiling."""
+        gid = grant_id or str(uuid.uuid4())
+        receipt = self._governance(GrantAccess, by, grantee, sign, {
+            "grant_id": gid, "grantee": grantee, "rights": _names(rights, "rights"),
+            "scopes": _names(scopes, "scopes"), "subjects": _names(subjects, "subjects"),
+            "purposes": _names(purposes, "purposes"), "store_kinds": _names(store_kinds, "store_kinds"),
+            "sensitivity_ceiling": sensitivity_ceiling, "valid_from": valid_from, "valid_to": valid_to,
+            "relationship": relationship})
+        return Receipt(receipt.command_id, gid, receipt.topic, receipt.partition, receipt.offset)
+
+    def revoke_access(self, grant_id: str, *, by: str, grantee: str, reason: str = "", sign: bool = True) -> Receipt:
+        """``RevokeAccess``: the grant stops applying from the next read and write on."""
+        return self._governance(RevokeAccess, by, grantee, sign, {"grant_id": grant_id, "reason": reason})
+
+    def decisions(self, command_ids: Sequence[str], timeout_s: float = 60.0) -> dict[str, str]:
+        """Wait until the gate decided every command id; returns ``command_id -> outcome``.
+
+        Reads the gate's decision rows (the same outcomes as the decisions topic). Raises
+        ``StackUnavailable`` after ``timeout_s`` seconds.
+        """
+        import time
+
+        from memwarden.projections.pg import connect
+
+        deadline = time.monotonic() + timeout_s
+        with connect(self.settings) as conn:
+            while True:
+                rows = conn.execute("SELECT command_id::text, outcome FROM gate_decisions"
+                                    " WHERE command_id = ANY(%s::uuid[])", (list(command_ids),)).fetchall()
+                conn.commit()
+                if len(rows) >= len(set(command_ids)):
+                    return dict(rows)
+                if time.monotonic() > deadline:
+                    raise StackUnavailable(f"{len(set(command_ids)) - len(rows)} commands not decided in {timeout_s}s")
+                time.sleep(0.1)
 
     def publish_raw(self, key: bytes | None, value: bytes | None) -> Receipt:
         """Publish arbitrary bytes to the commands topic (tests and tools; no validation at all)."""
         return self._send([(self.settings.topic("commands"), key, value)], [""])[0]
 
-    def _publish(self, commands: Sequence[tuple[Any, str, tuple[str, bytes] | None]]) -> list[Receipt]:
+    def encode_signed(self, command: Any, sign: bool = True) -> bytes:
+        """Single-object bytes of ``command``, signed by its principal's signer when ``sign``.
+
+        Raises ``ValidationError`` (field ``principal``) when ``sign`` and no signer is held.
+        """
+        unsigned = self._codec.encode(command.kind, to_avro(command))
+        if not sign:
+            return unsigned
+        signer = self._signers.get(command.envelope.principal)
+        if signer is None:
+            raise ValidationError("principal", f"no signing key held for {command.envelope.principal!r};"
+                                  " add one with add_signer()")
+        signature = {"key_id": signer.key_id, "algorithm": "Ed25519", "value": signer.sign(unsigned)}
+        record = to_avro(command)
+        record["envelope"]["signature"] = signature
+        return self._codec.encode(command.kind, record)
+
+    def _publish(self, commands: Sequence[tuple[Any, str, tuple[str, bytes] | None]],
+                 sign: bool = True) -> list[Receipt]:
+        encoded = [self.encode_signed(c, sign) for c, _, _ in commands]  # refuse before sending anything
         keys = [(self.settings.topic("keys"), k[0].encode(), k[1]) for _, _, k in commands if k is not None]
         if keys:
             self._send(keys, [""] * len(keys))
-        records = [(self.settings.topic("commands"), c.envelope.subject.encode(),
-                    self._codec.encode(c.kind, to_avro(c))) for c, _, _ in commands]
+        records = [(self.settings.topic("commands"), c.envelope.subject.encode(), value)
+                   for (c, _, _), value in zip(commands, encoded, strict=True)]
         receipts = self._send(records, [c.envelope.command_id for c, _, _ in commands])
         return [Receipt(c.envelope.command_id, mid, r.topic, r.partition, r.offset)
                 for (c, mid, _), r in zip(commands, receipts, strict=True)]
@@ -237,13 +381,20 @@ class MemwardenClient:
         return [r for r in results if isinstance(r, Receipt)]
 
     # -- reading ------------------------------------------------------------------------------
-    def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None) -> list[RecalledMemory]:
-        """Top-``k`` memories ``principal`` may read for ``query``, valid at ``as_of`` (default now).
+    def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
+               known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
+               freshness: bool = True) -> list[RecalledMemory]:
+        """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
+        (default now), as the ledger knew them at ``known_at`` (default now). Every call is audited
+        (ids only) on the audit topic. ``freshness=False`` skips the Eq. 3 horizon (evaluations on old
+        data).
 
         Raises ``ValidationError`` for bad arguments, ``StackUnavailable`` if the worker is down.
         """
-        check_query(principal, query, k, as_of)
-        body = {"principal": principal, "query": query, "k": k, "as_of": as_of.isoformat() if as_of else None}
+        check_query(principal, query, k, as_of, known_at, purpose)
+        body = {"principal": principal, "query": query, "k": k, "as_of": as_of.isoformat() if as_of else None,
+                "known_at": known_at.isoformat() if known_at else None, "purpose": purpose,
+                "freshness": freshness}
         try:
             response = self._http.post("/recall", json=body)
         except httpx.HTTPError as exc:
@@ -253,7 +404,7 @@ class MemwardenClient:
             raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
         if response.status_code != 200:
             raise MemwardenError(f"recall failed with HTTP {response.status_code}: {data}")
-        return [RecalledMemory(**m) for m in data["memories"]]
+        return [RecalledMemory(**{**m, "tags": tuple(m.get("tags") or ())}) for m in data["memories"]]
 
     def close(self) -> None:
         """Flush pending records and close connections."""
@@ -280,4 +431,26 @@ def _envelope_defaults(given: Mapping[str, Any], supersedes: str | None = None) 
     return merged
 
 
-__all__ = ["MemwardenClient", "Receipt", "ValidationError", "WriteAuthority", "Source", "check_text"]
+def enroll(client: MemwardenClient, admin: Signer, principals: Iterable[tuple[str, PrincipalKind | str, Sequence[str]]],
+           attributes: Mapping[str, Mapping[str, str]] | None = None, timeout_s: float = 60.0) -> dict[str, Signer]:
+    """Generate keys for ``(principal_id, kind, roles)`` items, register them through ``admin`` and wait
+    for the gate to decide; returns the signers (also added to ``client``). Raises ``MemwardenError``
+    when a registration is not accepted."""
+    client.add_signer(admin)
+    signers: dict[str, Signer] = {}
+    receipts = []
+    for principal_id, kind, roles in principals:
+        signer = Signer.generate(principal_id)
+        signers[principal_id] = signer
+        client.add_signer(signer)
+        receipts.append(client.register_principal(
+            principal_id, by=admin.principal_id, kind=kind, roles=roles,
+            attributes=(attributes or {}).get(principal_id), public_key=signer.public_key, key_id=signer.key_id))
+    outcomes = client.decisions([r.command_id for r in receipts], timeout_s)
+    refused = {cid: o for cid, o in outcomes.items() if o != "ACCEPTED"}
+    if refused:
+        raise MemwardenError(f"registrations not accepted: {refused}")
+    return signers
+
+
+__all__ = ["MemwardenClient", "Receipt", "ValidationError", "WriteAuthority", "Source", "check_text", "enroll"]

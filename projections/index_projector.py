@@ -50,10 +50,13 @@ def payload_of(record: dict[str, Any]) -> dict[str, Any]:
         "status": "active",
         "store_kind": env["store_kind"],
         "sensitivity": env["sensitivity"],
-        "purposes": list(env["purposes"]),
+        "purposes": list(env["purposes"]) or ["*"],  # "*" = no purpose tag: readable for any purpose
         "valid_from_ms": to_ms(env["effective_from"] or env["observed_at"]),
         "valid_to_ms": to_ms(env["effective_to"]),
         "expires_ms": to_ms(env["expires_at"]),
+        "decided_ms": to_ms(record["decided_at"]),
+        "closed_known_ms": OPEN_END_MS,  # when the ledger closed this version (known_at reads)
+        "fresh_ref_ms": to_ms(env["effective_from"] or env["observed_at"]),  # last use, else validity start
     }
 
 
@@ -87,13 +90,14 @@ class EmbeddingProjector:
             r = e.record
             if e.name == "MemoryRecorded":
                 target = r["envelope"]["supersedes"]
-                if target is not None:
+                closed = ([target] if target is not None else []) + list(r.get("closes") or ())
+                if closed:
                     self._flush(pending)
                     valid_from = to_ms(r["envelope"]["effective_from"] or r["envelope"]["observed_at"])
                     self._index.set_payload(
-                        Filter(must=(FieldIn("memory_id", (target,)), FieldIn("status", ("active",))),
+                        Filter(must=(FieldIn("memory_id", tuple(closed)), FieldIn("status", ("active",))),
                                must_not=(FieldIn("command_id", (r["command_id"],)),)),
-                        {"status": "superseded", "valid_to_ms": valid_from},
+                        {"status": "superseded", "valid_to_ms": valid_from, "closed_known_ms": to_ms(r["decided_at"])},
                     )
                 if e.text is None:
                     continue
@@ -101,6 +105,12 @@ class EmbeddingProjector:
                 pending.append(IndexPoint(pid, list(map(float, vectors[i])), payload_of(r),
                                           self._lexical.document(e.text, key=pid)))
                 i += 1
+            elif e.name == "MemoryUsed":
+                self._flush(pending)
+                for use in r["uses"]:
+                    self._index.set_payload(Filter(must=(FieldIn("memory_id", (use["memory_id"],)),
+                                                         FieldIn("status", ("active",)))),
+                                            {"fresh_ref_ms": to_ms(use["used_at"])})
             elif e.name == "MemoryForgotten":
                 self._flush(pending)
                 self._index.delete(Filter(must=(FieldIn("memory_id", (r["memory_id"],)),)))

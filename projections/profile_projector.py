@@ -59,19 +59,25 @@ _INSERT = """
 INSERT INTO memory_versions (memory_id, version, command_id, event_id, principal, subject, scope, store_kind,
   source_kind, source_ref, source_uri, derived_from, epistemic_status, sensitivity, purposes, content,
   content_key_id, fact_entity, fact_attribute, fact_value, observed_at, valid_from, valid_to, expires_at,
-  status, ledger_topic, ledger_partition, ledger_offset, decided_at)
+  status, ledger_topic, ledger_partition, ledger_offset, decided_at, tags, unverified, approved_by)
 VALUES (%(memory_id)s, %(version)s, %(command_id)s, %(event_id)s, %(principal)s, %(subject)s, %(scope)s,
   %(store_kind)s, %(source_kind)s, %(source_ref)s, %(source_uri)s, %(derived_from)s::uuid[], %(epistemic_status)s,
   %(sensitivity)s, %(purposes)s, %(content)s, %(content_key_id)s, %(fact_entity)s, %(fact_attribute)s,
   %(fact_value)s, %(observed_at)s, %(valid_from)s, %(valid_to)s, %(expires_at)s, %(status)s, %(ledger_topic)s,
-  %(ledger_partition)s, %(ledger_offset)s, %(decided_at)s)
+  %(ledger_partition)s, %(ledger_offset)s, %(decided_at)s, %(tags)s, %(unverified)s, %(approved_by)s)
 ON CONFLICT DO NOTHING
 """
 
 _CLOSE = """
-UPDATE memory_versions SET status = 'superseded', superseded_by = %(command_id)s,
+UPDATE memory_versions SET status = 'superseded', superseded_by = %(command_id)s, closed_at = %(decided_at)s,
+  closed_by = %(closed_by)s,
   valid_to = CASE WHEN valid_to IS NULL OR valid_to > %(valid_from)s THEN %(valid_from)s ELSE valid_to END
 WHERE memory_id = %(target)s AND status = 'active' AND command_id <> %(command_id)s
+"""
+
+_USED = """
+UPDATE memory_versions SET last_used_at = GREATEST(COALESCE(last_used_at, %(used_at)s), %(used_at)s)
+WHERE memory_id = %(memory_id)s AND status = 'active'
 """
 
 _FORGET = """
@@ -99,7 +105,8 @@ def row_of(event: EventIn) -> dict[str, Any]:
         "valid_to": env["effective_to"], "expires_at": env["expires_at"],
         "status": "active" if event.text is not None else "forgotten",
         "ledger_topic": pos["topic"], "ledger_partition": pos["partition"], "ledger_offset": pos["offset"],
-        "decided_at": r["decided_at"],
+        "decided_at": r["decided_at"], "tags": list(r.get("tags") or []),
+        "unverified": r.get("outcome") == "ACCEPTED_UNVERIFIED", "approved_by": r.get("approved_by"),
     }
 
 
@@ -119,10 +126,16 @@ class ProfileProjector:
                 if e.name == "MemoryRecorded":
                     row = row_of(e)
                     target = e.record["envelope"]["supersedes"]
-                    if target is not None:
+                    closes = [(target, None)] if target is not None else []
+                    closes += [(m, row["memory_id"]) for m in e.record.get("closes") or ()]
+                    for closed, by in closes:  # explicit supersession, then contradicted memories (Eq. 6)
                         await cur.execute(_CLOSE, {"command_id": row["command_id"], "valid_from": row["valid_from"],
-                                                   "target": target})
+                                                   "target": closed, "decided_at": row["decided_at"],
+                                                   "closed_by": by})
                     await cur.execute(_INSERT, row)
+                elif e.name == "MemoryUsed":
+                    await cur.executemany(_USED, [{"memory_id": u["memory_id"], "used_at": u["used_at"]}
+                                                  for u in e.record["uses"]])
                 elif e.name == "MemoryForgotten":
                     await cur.execute(_FORGET, {"command_id": e.record["command_id"],
                                                 "memory_id": e.record["memory_id"]})

@@ -1,9 +1,14 @@
-"""The read path (SSGM Eq. 5): ``recall(principal, query, k, as_of)``.
+"""The read path (SSGM Eq. 5): ``recall(principal, query, k, as_of, known_at, purpose)``.
 
-Isolation before candidate generation: what the principal may read (owner-only in this version) and
-what is valid at ``as_of`` become a filter *inside* the vector search; nothing is filtered after
-ranking. Candidates are then verified against Postgres (status, validity, owner) before return, and
-each result carries its score, provenance and ledger position.
+Isolation before candidate generation: what the principal may read for the requested purpose (ABAC
+over owner, subject and grants, :mod:`memwarden.commands.access`), what was valid at ``as_of``, what
+the ledger knew at ``known_at``, expiry, and freshness (Eq. 3 horizon per store kind) become one
+filter *inside* the vector search; nothing is filtered after ranking. Candidates are then verified
+against Postgres with the same permission as SQL (status, validity, known time, expiry) before
+return, and each result carries its score, provenance and ledger position.
+
+Grants and roles are read from Postgres on every recall, so a ``RevokeAccess`` holds from the next
+read on.
 """
 
 from __future__ import annotations
@@ -15,11 +20,19 @@ from typing import Any
 
 import psycopg
 
+from memwarden.commands.access import ReadContext, read_permission_filter, read_permission_sql
+from memwarden.commands.freshness import fresh_since_ms
+from memwarden.commands.model import StoreKind
 from memwarden.errors import ValidationError
+from memwarden.processors.gate_state import load_grants
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.index_projector import to_ms
 from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import PREFETCH_FACTOR, FieldIn, FieldRange, Filter, VectorIndex
+
+DEFAULT_PURPOSE = "general"
+#: Version of the read policy (ABAC rules of :mod:`memwarden.commands.access` + Eq. 5 filter).
+READ_POLICY_VERSION = "abac/1"
 
 MAX_K = 100
 MAX_QUERY_CHARS = 2_000
@@ -46,38 +59,70 @@ class RecalledMemory:
     ledger_topic: str
     ledger_partition: int
     ledger_offset: int
+    unverified: bool = False
+    tags: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def read_filter(principal: str, at: datetime, now: datetime) -> Filter:
-    """The Eq. 5 admissibility filter: owner-only ACL, valid at ``at``, not expired at ``now``,
-    never forgotten or quarantined (superseded versions stay readable for past ``as_of`` only,
-    because their ``valid_to`` closes the interval)."""
+def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = DEFAULT_PURPOSE,
+                roles: frozenset[str] = frozenset(), grants: tuple = (), known_at: datetime | None = None,
+                freshness: bool = True) -> Filter:
+    """The Eq. 5 admissibility filter, applied inside the vector search.
+
+    ``ACL`` (owner, subject or an applicable grant, for ``purpose``), valid at ``at`` (UTC), known to
+    the ledger at ``known_at`` (a version decided later is invisible; a version closed later is still
+    current as known then), not expired at ``now``, fresh at ``at`` (Eq. 3: last use or validity start
+    within the store kind's horizon; skipped for ``known_at`` reads and when ``freshness`` is off),
+    never forgotten or quarantined (they are not in the index at all)."""
     t = to_ms(at)
-    return Filter(must=(
-        FieldIn("owner", (principal,)),
+    k = to_ms(known_at or now)
+    ctx = ReadContext(principal, roles, purpose, to_ms(now), tuple(grants))
+    must: list = [
+        read_permission_filter(ctx),
         FieldIn("status", ("active", "superseded")),
         FieldRange("valid_from_ms", lte=t),
-        FieldRange("valid_to_ms", gt=t),
+        FieldRange("decided_ms", lte=k),
+        Filter(should=(FieldRange("valid_to_ms", gt=t), FieldRange("closed_known_ms", gt=k))),
         FieldRange("expires_ms", gt=to_ms(now)),
-    ))
+    ]
+    if freshness and known_at is None:
+        must.append(Filter(should=tuple(
+            Filter(must=(FieldIn("store_kind", (kind.value,)), FieldRange("fresh_ref_ms", gte=fresh_since_ms(kind, t))))
+            for kind in StoreKind)))
+    return Filter(must=tuple(must))
 
 
 _VERIFY = """
 SELECT memory_id::text, version, command_id::text, content, principal, subject, scope, source_kind, source_ref,
-       observed_at, valid_from, valid_to, status, ledger_topic, ledger_partition, ledger_offset
+       observed_at, valid_from, valid_to, status, ledger_topic, ledger_partition, ledger_offset, unverified, tags
 FROM memory_versions
-WHERE command_id = ANY(%(ids)s::uuid[]) AND principal = %(principal)s
+WHERE command_id = ANY(%(ids)s::uuid[]) AND {acl}
   AND status IN ('active', 'superseded') AND content IS NOT NULL
-  AND valid_from <= %(at)s AND (valid_to IS NULL OR valid_to > %(at)s)
+  AND valid_from <= %(at)s AND decided_at <= %(known)s
+  AND (valid_to IS NULL OR valid_to > %(at)s OR closed_at > %(known)s)
   AND (expires_at IS NULL OR expires_at > %(now)s)
 """
 
 
-def check_query(principal: str, query: str, k: int, as_of: datetime | None) -> None:
+async def read_context(conn: psycopg.AsyncConnection, principal: str) -> tuple[frozenset[str], tuple]:
+    """Roles of ``principal`` (from the registry) and every grant, read in one short transaction."""
+    async with conn.cursor() as cur:
+        await cur.execute("SELECT record -> 'roles' FROM gate_principals WHERE principal_id = %s", (principal,))
+        row = await cur.fetchone()
+        grants = await load_grants(cur)
+    await conn.commit()
+    return frozenset(row[0]) if row else frozenset(), grants
+
+
+def check_query(principal: str, query: str, k: int, as_of: datetime | None, known_at: datetime | None = None,
+                purpose: str = DEFAULT_PURPOSE) -> None:
     """Validate recall arguments; raises ``ValidationError`` naming the field."""
+    if not isinstance(purpose, str) or not purpose.strip() or purpose == "*":
+        raise ValidationError("purpose", "must name one purpose")
+    if known_at is not None and (not isinstance(known_at, datetime) or known_at.tzinfo is None):
+        raise ValidationError("known_at", "must be a timezone-aware datetime")
     if not isinstance(principal, str) or not principal.strip():
         raise ValidationError("principal", "must be a non-empty string")
     if not isinstance(query, str) or not query.strip():
@@ -101,23 +146,32 @@ class Recaller:
         self._conn = conn
         self._lock = asyncio.Lock()
 
-    async def recall(self, principal: str, query: str, k: int = 10,
-                     as_of: datetime | None = None) -> list[RecalledMemory]:
-        """Top-``k`` memories of ``principal`` for ``query`` valid at ``as_of`` (default now), best first.
+    async def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
+                     known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
+                     freshness: bool = True) -> list[RecalledMemory]:
+        """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
+        (default now) as the ledger knew them at ``known_at`` (default now), best first.
 
         Raises ``ValidationError`` for bad arguments.
         """
-        check_query(principal, query, k, as_of)
+        check_query(principal, query, k, as_of, known_at, purpose)
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
+        known = (known_at or now).astimezone(UTC)
+        async with self._lock:
+            roles, grants = await read_context(self._conn, principal)
+        where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants, known_at=known_at,
+                            freshness=freshness)
         vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
-        hits = await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query),
-                                       read_filter(principal, at, now), k, PREFETCH_FACTOR * k)
+        hits = await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query), where, k,
+                                       PREFETCH_FACTOR * k)
         if not hits:
             return []
         scores = {h.payload["command_id"]: h.score for h in hits}
+        acl, acl_params = read_permission_sql(ReadContext(principal, roles, purpose, to_ms(now), grants))
         async with self._lock, self._conn.cursor() as cur:
-            await cur.execute(_VERIFY, {"ids": list(scores), "principal": principal, "at": at, "now": now})
+            await cur.execute(_VERIFY.format(acl=acl),  # type: ignore[arg-type]
+                              {"ids": list(scores), "at": at, "now": now, "known": known, **acl_params})
             rows = await cur.fetchall()
         await self._conn.commit()
         out = [
@@ -125,7 +179,7 @@ class Recaller:
                 memory_id=r[0], version=r[1], text=r[3], score=float(scores[r[2]]), principal=r[4], subject=r[5],
                 scope=r[6], source_kind=r[7], source_ref=r[8], observed_at=r[9].isoformat(),
                 valid_from=r[10].isoformat(), valid_to=r[11].isoformat() if r[11] else None, status=r[12],
-                ledger_topic=r[13], ledger_partition=r[14], ledger_offset=r[15],
+                ledger_topic=r[13], ledger_partition=r[14], ledger_offset=r[15], unverified=r[16], tags=tuple(r[17]),
             )
             for r in rows
         ]

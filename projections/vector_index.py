@@ -9,7 +9,7 @@ Layout (version :data:`LAYOUT_VERSION`): every point holds the unnamed dense vec
 named sparse vector :data:`LEXICAL` (BM25 term-frequency weights from
 :mod:`memwarden.projections.sparse`; the engine applies the IDF modifier). :meth:`VectorIndex.query`
 is the hybrid read: a dense and a lexical prefetch stage, *each* carrying the permission filter (and
-the root carrying it too), fused inside the engine (reciprocal rank fusion by default).
+the root carrying it too), fused inside the engine (distribution-based score fusion by default).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ KEYWORD_FIELDS: tuple[str, ...] = (
     "purposes",
 )
 #: Payload fields that carry an integer index (epoch milliseconds, UTC).
-INTEGER_FIELDS: tuple[str, ...] = ("valid_from_ms", "valid_to_ms", "expires_ms")
+INTEGER_FIELDS: tuple[str, ...] = ("valid_from_ms", "valid_to_ms", "expires_ms", "decided_ms", "closed_known_ms",
+                                   "fresh_ref_ms")
 
 #: Sentinel "open end" for ``valid_to_ms`` / ``expires_ms`` (year 9999, ms).
 OPEN_END_MS = 253_402_300_799_000

@@ -35,8 +35,28 @@ MESSAGE_TYPES: tuple[str, ...] = (
     "MemoryRecorded",
     "MemoryForgotten",
     "DataKey",
+    "RegisterPrincipal",
+    "RotateKey",
+    "RevokeKey",
+    "PublishPolicy",
+    "ProtectFact",
+    "ApproveQuarantined",
+    "RejectQuarantined",
+    "GrantAccess",
+    "RevokeAccess",
+    "GovernanceChanged",
+    "PrincipalState",
+    "MemoryUsed",
+    "ReadAudited",
 )
-COMMAND_TYPES: tuple[str, ...] = ("RecordMemory", "SupersedeMemory", "ForgetMemory")
+#: Memory commands (they carry content) and governance commands (principals, keys, policy, core
+#: facts, review, grants). Every one is signed and decided by the gate.
+MEMORY_COMMANDS: tuple[str, ...] = ("RecordMemory", "SupersedeMemory", "ForgetMemory")
+GOVERNANCE_COMMANDS: tuple[str, ...] = (
+    "RegisterPrincipal", "RotateKey", "RevokeKey", "PublishPolicy", "ProtectFact", "ApproveQuarantined",
+    "RejectQuarantined", "GrantAccess", "RevokeAccess",
+)
+COMMAND_TYPES: tuple[str, ...] = MEMORY_COMMANDS + GOVERNANCE_COMMANDS
 
 
 def schema_fingerprint(schema: Any) -> bytes:
@@ -111,6 +131,31 @@ class AvroCodec:
             fastavro.schemaless_writer(buf, schema, dict(record))
         except (UnicodeEncodeError, ValueError, TypeError, OverflowError) as exc:
             raise ValidationError(name, f"cannot encode: {exc}") from None
+        return buf.getvalue()
+
+    def unsigned_bytes(self, data: bytes) -> bytes:
+        """The canonical signed bytes σ(μ) covers (SSGM Principle 2): the command re-encoded with its
+        own *writer* schema after setting ``envelope.signature`` to null.
+
+        Avro binary encoding is deterministic for a given schema, so a client that encodes the
+        unsigned command and the gate that re-derives it from the signed bytes get the same bytes,
+        whatever reader schema the gate runs. Raises ``DecodeError`` as :meth:`decode` does.
+        """
+        if data is None or len(data) < 10 or data[:2] != MAGIC:
+            raise DecodeError("NOT_SINGLE_OBJECT", "missing the Avro single-object marker C3 01")
+        fp = bytes(data[2:10])
+        known = self._writers.get(fp)
+        if known is None:
+            raise DecodeError("UNKNOWN_SCHEMA", f"unknown writer schema fingerprint {fp.hex()}")
+        _, writer = known
+        try:
+            record = fastavro.schemaless_reader(io.BytesIO(data[10:]), writer, writer)
+            record["envelope"]["signature"] = None
+            buf = io.BytesIO()
+            buf.write(data[:10])
+            fastavro.schemaless_writer(buf, writer, record)
+        except Exception as exc:  # garbage input: never anything but DecodeError
+            raise DecodeError("MALFORMED_BODY", f"cannot derive the signed bytes: {type(exc).__name__}") from None
         return buf.getvalue()
 
     def decode(self, data: bytes | None) -> tuple[str, dict[str, Any]]:

@@ -38,3 +38,50 @@ def supersede(target: str, text: str = "prefers coffee", **env: Any) -> Supersed
 
 def forget(target: str, **env: Any) -> ForgetMemory:
     return ForgetMemory(envelope=envelope(**env), memory_id=target, reason="user asked")
+
+
+# -- principals and signatures (issue 3) -----------------------------------------------------------
+from memwarden.commands.model import PrincipalKind  # noqa: E402
+from memwarden.commands.principals import ADMIN_ROLE, KeyRecord, PrincipalRecord  # noqa: E402
+from memwarden.commands.signing import Signer  # noqa: E402
+from memwarden.schemas.codec import default_codec  # noqa: E402
+
+SIGNERS: dict[str, Signer] = {}
+
+
+def signer(principal: str) -> Signer:
+    """A stable per-test-session signer for ``principal``."""
+    if principal not in SIGNERS:
+        SIGNERS[principal] = Signer.generate(principal)
+    return SIGNERS[principal]
+
+
+def principal(principal_id: str, kind: PrincipalKind | None = None, roles: tuple[str, ...] = (),
+              valid_from_ms: int = 0) -> PrincipalRecord:
+    """Registry record of ``principal_id`` with its factory signer's key."""
+    s = signer(principal_id)
+    if kind is None:
+        prefix = principal_id.split(":", 1)[0].upper()
+        kind = PrincipalKind[prefix] if prefix in PrincipalKind.__members__ else PrincipalKind.USER
+    key = KeyRecord(s.key_id, s.public_key, valid_from_ms)
+    return PrincipalRecord(principal_id, kind, frozenset(roles), {}, (key,))
+
+
+def registry(*records: PrincipalRecord) -> dict[str, PrincipalRecord]:
+    """A registry with an admin, alice, bob, a reviewer, an approver and agent:helper, plus ``records``."""
+    base = [principal("service:admin", PrincipalKind.SERVICE, (ADMIN_ROLE,)), principal("user:alice"),
+            principal("user:bob"), principal("user:rita", PrincipalKind.REVIEWER, ("reviewer",)),
+            principal("user:ada", PrincipalKind.USER, ("approver",)), principal("agent:helper", PrincipalKind.AGENT)]
+    return {p.principal_id: p for p in (*base, *records)}
+
+
+def sign(command: Any, by: Signer | None = None) -> tuple[Any, bytes]:
+    """``command`` with σ(μ) by its principal's factory signer (or ``by``), and the signed bytes."""
+    from memwarden.commands.model import Signature, to_avro
+
+    codec = default_codec()
+    unsigned = codec.encode(command.kind, to_avro(command))
+    s = by or signer(command.envelope.principal)
+    env = command.envelope.model_copy(update={"signature": Signature(key_id=s.key_id, value=s.sign(unsigned))})
+    signed = command.model_copy(update={"envelope": env})
+    return signed, codec.unsigned_bytes(codec.encode(signed.kind, to_avro(signed)))

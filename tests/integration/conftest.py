@@ -7,15 +7,18 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from memwarden.commands.model import PrincipalKind
+from memwarden.commands.signing import Signer
+from memwarden.keystore import admin_signer
 from memwarden.ops.topics import delete_topics, ensure_topics
 from memwarden.ops.worker_process import WorkerProcess
-from memwarden.producers.client import MemwardenClient
+from memwarden.producers.client import MemwardenClient, enroll
 from memwarden.projections.pg import connect, drop_namespace, migrate
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
@@ -116,3 +119,28 @@ def decisions(settings: Settings) -> list[dict[str, Any]]:
 def rows(settings: Settings, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     with connect(settings) as conn:
         return conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+
+
+def kind_of(principal_id: str) -> PrincipalKind:
+    """Principal kind named by the id's prefix (``user:``, ``agent:``, ``service:``, ``reviewer:``)."""
+    return PrincipalKind[principal_id.split(":", 1)[0].upper()]
+
+
+def enroll_ids(client: MemwardenClient, settings: Settings, *principal_ids: str,
+               roles: Sequence[str] = ()) -> dict[str, Signer]:
+    """Register ``principal_ids`` (kind from the id prefix, the same ``roles`` each) through the real
+    gate, signed by the namespace's root admin, and wait until every registration is ACCEPTED. The
+    client signs for them from then on. Raises ``MemwardenError`` if one is refused."""
+    return enroll(client, admin_signer(settings), [(p, kind_of(p), tuple(roles)) for p in principal_ids])
+
+
+@pytest.fixture(scope="module")
+def principal(namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> Callable[..., str]:
+    """Factory: ``principal(kind="user", roles=())`` registers a fresh principal and returns its id."""
+
+    def make(kind: str = "user", roles: Sequence[str] = ()) -> str:
+        pid = f"{kind}:{uuid.uuid4().hex[:8]}"
+        enroll_ids(client, namespace, pid, roles=roles)
+        return pid
+
+    return make

@@ -12,7 +12,7 @@ from memwarden.ops.progress import wait_caught_up
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.producers.client import MemwardenClient
 from memwarden.settings import Settings
-from tests.integration.conftest import drop, make_namespace, poll, rows
+from tests.integration.conftest import drop, enroll_ids, make_namespace, poll, rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 N = 600
@@ -39,8 +39,10 @@ def test_worker_killed_mid_batch_and_restarted_loses_and_doubles_nothing(own_nam
     s = own_namespace
     worker = WorkerProcess(s).start()
     with MemwardenClient(s) as client, contextlib.closing(_Stopper(worker)):
+        writers = [f"user:p{i}" for i in range(7)]
+        enroll_ids(client, s, *writers)  # 7 ACCEPTED registrations before any memory
         receipts = client.record_many(
-            [{"principal": f"user:p{i % 7}", "subject": f"user:p{i % 7}", "text": f"memory {i} on topic {i % 13}"}
+            [{"principal": writers[i % 7], "subject": writers[i % 7], "text": f"memory {i} on topic {i % 13}"}
              for i in range(N)])
         count = "SELECT count(*) FROM memory_versions"
         poll(lambda: 0 < rows(s, count)[0][0] < N, timeout_s=120, every_s=0.02, what="a first batch projected")
@@ -53,4 +55,5 @@ def test_worker_killed_mid_batch_and_restarted_loses_and_doubles_nothing(own_nam
             assert httpx.get(f"{s.worker_url}/index/count", timeout=10).json()["count"] == N
             ids = {r[0] for r in rows(s, "SELECT command_id::text FROM memory_versions")}
             assert ids == {r.command_id for r in receipts}
-            assert rows(s, "SELECT outcome, count(*) FROM gate_decisions GROUP BY outcome") == [("ACCEPTED", N)]
+            assert rows(s, "SELECT outcome, count(*) FROM gate_decisions GROUP BY outcome") == [
+                ("ACCEPTED", N + len(writers))]

@@ -1,9 +1,11 @@
 """The walking skeleton end to end, against the real broker, the real database and a real worker:
-command → gate decision → projections → recall; dead letters; idempotency; tombstones; forgetting."""
+command → gate decision → projections → recall; dead letters; idempotency; tombstones; forgetting.
+Every writer is a registered principal and every command is signed (issue 3)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -20,17 +22,14 @@ from tests.integration.conftest import decisions, poll, read_topic, rows
 pytestmark = pytest.mark.integration
 
 
-def _principal() -> str:
-    return f"user:{uuid.uuid4().hex[:8]}"
-
-
 def _index_count(settings: Settings, **query: str) -> int:
     return int(httpx.get(f"{settings.worker_url}/index/count", params=query, timeout=10).json()["count"])
 
 
 def test_command_is_decided_projected_and_recalled_with_provenance(
-        namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> None:
-    alice, bob = _principal(), _principal()
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
+    alice, bob = principal(), principal()
     receipt = client.record(principal=alice, subject=alice, text="Alice prefers green tea in the morning",
                             source_ref="chat:42", observed_at=datetime(2025, 7, 25, 2, 0, tzinfo=UTC))
     client.record(principal=bob, subject=bob, text="Bob prefers green tea in the morning")
@@ -48,7 +47,8 @@ def test_command_is_decided_projected_and_recalled_with_provenance(
 
 
 def test_malformed_input_goes_to_the_dead_letter_topic_and_the_worker_keeps_going(
-        namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> None:
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
     codec = default_codec()
     good = client.build_record(principal="user:x", subject="user:x", text="valid")[0]
     bad_uuid = to_avro(good)
@@ -66,7 +66,7 @@ def test_malformed_input_goes_to_the_dead_letter_topic_and_the_worker_keeps_goin
             "decided_at": datetime.now(UTC)}),
     }
     receipts = {code: client.publish_raw(f"k-{code}".encode(), value) for code, value in bad.items()}
-    after = _principal()
+    after = principal()
     later = client.record(principal=after, subject=after, text="recorded after the garbage")
     poll(lambda: client.recall(after, "after the garbage"), what="a later command is still processed")
     letters = [dict(m.headers()) for m in read_topic(namespace, "deadletter") if m.key() and m.key().startswith(b"k-")]
@@ -84,8 +84,9 @@ def test_malformed_input_goes_to_the_dead_letter_topic_and_the_worker_keeps_goin
 
 
 def test_empty_and_oversize_text_published_past_the_client_is_rejected_with_no_row(
-        namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> None:
-    who = _principal()
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
+    who = principal()
     ids = []
     for text in ("   ", "x" * (namespace.max_text_chars + 1)):
         command, data_key = client.build_record(principal=who, subject=who, text="placeholder")
@@ -110,8 +111,9 @@ def test_empty_and_oversize_text_published_past_the_client_is_rejected_with_no_r
 
 
 def test_the_same_command_published_twice_gives_one_row_and_one_point(
-        namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> None:
-    who = _principal()
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
+    who = principal()
     command, data_key = client.build_record(principal=who, subject=who, text="prefers tea")
     first = client._publish([(command, command.memory_id, data_key)])[0]
     second = client._publish([(command, command.memory_id, None)])[0]
@@ -127,8 +129,9 @@ def test_the_same_command_published_twice_gives_one_row_and_one_point(
 
 
 def test_supersession_closes_the_old_version_and_as_of_reads_history(
-        namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> None:
-    who = _principal()
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
+    who = principal()
     t1 = datetime(2025, 1, 1, tzinfo=UTC)
     t2 = t1 + timedelta(days=30)
     first = client.record(principal=who, subject=who, text="lives in Lyon", observed_at=t1)
@@ -146,8 +149,9 @@ def test_supersession_closes_the_old_version_and_as_of_reads_history(
 
 
 def test_tombstones_never_crash_a_consumer_and_forget_shreds_the_key(
-        namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> None:
-    who = _principal()
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
+    who = principal()
     kept = client.record(principal=who, subject=who, text="likes chess")
     gone = client.record(principal=who, subject=who, text="badge number 4411")
     poll(lambda: len(client.recall(who, "badge chess")) == 2, what="both memories")

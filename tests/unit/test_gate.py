@@ -1,11 +1,13 @@
-"""The pure write gate (SSGM Eq. 6, skeleton rules): every rule, with the reason code it gives."""
+"""The pure write gate (SSGM Eq. 6), walking-skeleton rules on signed commands: every rule, with its reason code."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
+from memwarden.commands import gate
 from memwarden.commands.gate import (
     GateLimits,
     GateState,
@@ -13,9 +15,15 @@ from memwarden.commands.gate import (
     Outcome,
     Position,
     PriorDecision,
-    decide,
 )
 from tests import factories as f
+
+
+def decide(cmd, text, pos, state, now, limits=GateLimits(), **kw):  # noqa: ANN001, ANN201
+    """The gate on ``cmd`` signed by its principal, with the factory registry in the state."""
+    signed, data = f.sign(cmd)
+    state = replace(state, principals={**f.registry(), **state.principals})
+    return gate.decide(signed, text, pos, state, now, limits, signed_bytes=data, **kw)
 
 NOW = f.T0 + timedelta(days=1)
 POS = Position("mw.commands", 0, 10)
@@ -29,7 +37,8 @@ def test_new_record_is_accepted_as_version_1_owned_by_its_principal() -> None:
     cmd = f.record()
     d = decide(cmd, "prefers tea", POS, GateState(), NOW)
     assert d.outcome is Outcome.ACCEPTED and d.admitted
-    assert d.memory == MemoryState(cmd.memory_id, "user:alice", "user:alice", 1) and d.version == 1
+    assert d.memory == MemoryState(cmd.memory_id, "user:alice", "user:alice", 1, scope="account:default")
+    assert d.version == 1
 
 
 def test_redelivery_at_the_same_position_is_not_a_duplicate_but_a_new_position_is() -> None:

@@ -1,0 +1,378 @@
+"""Read and write permission (ABAC with relationship grants): the ``ACL(mu, u_id)`` of SSGM Eq. 5.
+
+SSGM Principle 3 ("Access-Scoped Retrieval") and seed 004 "Shared memory needs principal-aware
+isolation": the permission is decided from the principal, its roles, the grants known at ``now_ms``
+and the requested purpose, and it is injected *into* every query (vector filter, SQL predicate) so
+that candidate generation only ever sees permitted records. Nothing here does I/O.
+
+Rules (see /work/notes/access-contract.md):
+
+- Purpose limitation applies to every read: a record with purpose tags is readable only for one of
+  them (own records included). No tags = any purpose.
+- A principal reads what it owns (``owner``) or what is about it (``subject``).
+- Otherwise only through an applicable grant: grantee is the principal or ``role:<r>`` for one of
+  its roles, READ in rights, valid at now (``valid_from_ms <= now < valid_to_ms`` and ``now <
+  revoked_at_ms``: a revocation holds from the next read on), requested purpose covered, and the
+  record's scope, subject, store kind and sensitivity (``<= ceiling``) within the grant.
+
+Wildcards: ``"*"`` in a grant's ``scopes``, ``subjects`` or ``purposes`` means "any" (like ``()`` for
+subjects and purposes); ``"*"`` among a record's purpose tags means "any purpose" — it is the payload
+form of "no tags" (payload convention: ``purposes == ["*"]`` when the record has no tags).
+
+Three equivalent forms: :func:`may_read` (the oracle), :func:`read_permission_filter` (the
+``VectorIndex`` Filter AST) and :func:`read_permission_sql` (a WHERE fragment over
+``memory_versions``); :func:`evaluate` is the reference evaluator of the AST used to prove them equal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.errors import ValidationError
+from memwarden.projections.vector_index import FieldIn, FieldRange, Filter
+
+ANY = "*"
+ROLE_PREFIX = "role:"
+#: Sensitivity levels from least to most sensitive.
+SENSITIVITY_ORDER: tuple[Sensitivity, ...] = (
+    Sensitivity.PUBLIC, Sensitivity.INTERNAL, Sensitivity.CONFIDENTIAL, Sensitivity.RESTRICTED,
+)
+
+
+# -- validation helpers ----------------------------------------------------------------------------
+
+
+def _name(field: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _names(field: str, value: Any, *, nonempty: bool = False) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise ValidationError(field, f"must be a sequence of names, not {type(value).__name__}")
+    out = tuple(_name(f"{field}[{i}]", v) for i, v in enumerate(value))
+    if nonempty and not out:
+        raise ValidationError(field, "must not be empty")
+    return out
+
+
+def _enum(field: str, cls: type[Any], value: Any) -> Any:
+    try:
+        return cls(value)
+    except ValueError:
+        raise ValidationError(field, f"unknown {cls.__name__} {value!r}") from None
+
+
+def _ms(field: str, value: Any, *, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be integer epoch milliseconds, got {value!r}")
+    return value
+
+
+def _allowed_levels(ceiling: Sensitivity) -> tuple[str, ...]:
+    return tuple(s.value for s in SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(ceiling) + 1])
+
+
+# -- the data --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grant:
+    """An ABAC grant (command ``GrantAccess``); times are epoch ms, ``valid_to_ms`` exclusive.
+
+    ``grantee`` is a principal id (``"user:bob"``) or a role (``"role:clinician"``). ``scopes`` are
+    exact scope names or ``("*",)``; ``subjects``/``purposes``/``store_kinds`` empty = any. A grant
+    with ``revoked_at_ms = t`` no longer applies to reads or writes at ``now >= t``.
+    Raises ``ValidationError`` (a ``ValueError`` naming the field) for an empty id, grantee, rights
+    or scopes, an unknown right, store kind or sensitivity, or ``valid_to_ms <= valid_from_ms``.
+    Strings are accepted for the enum fields and lists for the tuple fields (normalised)."""
+
+    grant_id: str
+    grantee: str
+    rights: frozenset[Right]
+    scopes: tuple[str, ...]
+    subjects: tuple[str, ...] = ()
+    purposes: tuple[str, ...] = ()
+    store_kinds: tuple[StoreKind, ...] = ()
+    sensitivity_ceiling: Sensitivity = Sensitivity.INTERNAL
+    valid_from_ms: int = 0
+    valid_to_ms: int | None = None
+    revoked_at_ms: int | None = None
+    granted_by: str = ""
+    relationship: str | None = None
+
+    def __post_init__(self) -> None:
+        _name("grant_id", self.grant_id)
+        _name("grantee", self.grantee)
+        if self.grantee.startswith(ROLE_PREFIX) and not self.grantee[len(ROLE_PREFIX):].strip():
+            raise ValidationError("grantee", "role grantee needs a role name after 'role:'")
+        if isinstance(self.rights, str) or not isinstance(self.rights, Iterable):
+            raise ValidationError("rights", "must be a set of rights")
+        rights = frozenset(_enum(f"rights[{i}]", Right, r) for i, r in enumerate(self.rights))
+        if not rights:
+            raise ValidationError("rights", "must not be empty")
+        set_ = object.__setattr__
+        set_(self, "rights", rights)
+        set_(self, "scopes", _names("scopes", self.scopes, nonempty=True))
+        set_(self, "subjects", _names("subjects", self.subjects))
+        set_(self, "purposes", _names("purposes", self.purposes))
+        if isinstance(self.store_kinds, str) or not isinstance(self.store_kinds, Iterable):
+            raise ValidationError("store_kinds", "must be a sequence of store kinds")
+        set_(self, "store_kinds",
+             tuple(_enum(f"store_kinds[{i}]", StoreKind, k) for i, k in enumerate(self.store_kinds)))
+        set_(self, "sensitivity_ceiling", _enum("sensitivity_ceiling", Sensitivity, self.sensitivity_ceiling))
+        _ms("valid_from_ms", self.valid_from_ms)
+        _ms("valid_to_ms", self.valid_to_ms, optional=True)
+        _ms("revoked_at_ms", self.revoked_at_ms, optional=True)
+        if self.valid_to_ms is not None and self.valid_to_ms <= self.valid_from_ms:
+            raise ValidationError("valid_to_ms", "must be later than valid_from_ms")
+
+    def valid_at(self, now_ms: int) -> bool:
+        """True when ``valid_from_ms <= now_ms < valid_to_ms`` and not revoked at or before ``now_ms``."""
+        return (self.valid_from_ms <= now_ms
+                and (self.valid_to_ms is None or now_ms < self.valid_to_ms)
+                and (self.revoked_at_ms is None or now_ms < self.revoked_at_ms))
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """Who reads, for what purpose, when (epoch ms), and every grant known at that time.
+
+    ``roles`` are bare role names (``"clinician"``; grantee ``"role:clinician"`` matches). Raises
+    ``ValidationError`` for an empty principal or purpose, a principal or role written as
+    ``"role:..."`` (a principal cannot be a role; roles are bare), or ``purpose == "*"`` (a read
+    names one purpose)."""
+
+    principal: str
+    roles: frozenset[str]
+    purpose: str
+    now_ms: int
+    grants: tuple[Grant, ...]
+
+    def __post_init__(self) -> None:
+        _name("principal", self.principal)
+        if self.principal.startswith(ROLE_PREFIX):
+            raise ValidationError("principal", f"a principal id cannot be a role: {self.principal!r}")
+        roles = _names("roles", self.roles)
+        for i, role in enumerate(roles):
+            if role.startswith(ROLE_PREFIX):
+                raise ValidationError(f"roles[{i}]", f"bare role names only, got {role!r}")
+        _name("purpose", self.purpose)
+        if self.purpose == ANY:
+            raise ValidationError("purpose", "a read names one purpose, not '*'")
+        _ms("now_ms", self.now_ms)
+        grants = tuple(self.grants)
+        for i, g in enumerate(grants):
+            if not isinstance(g, Grant):
+                raise ValidationError(f"grants[{i}]", f"must be a Grant, got {type(g).__name__}")
+        object.__setattr__(self, "roles", frozenset(roles))
+        object.__setattr__(self, "grants", grants)
+
+
+@dataclass(frozen=True)
+class RecordAttrs:
+    """The access attributes a stored memory version carries (``owner`` = the writing principal).
+
+    ``purposes`` empty (or containing ``"*"``) = readable for any purpose. Raises ``ValidationError``
+    for empty names or unknown store kind / sensitivity (strings are accepted and normalised)."""
+
+    owner: str
+    subject: str
+    scope: str
+    store_kind: StoreKind
+    sensitivity: Sensitivity
+    purposes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _name("owner", self.owner)
+        _name("subject", self.subject)
+        _name("scope", self.scope)
+        object.__setattr__(self, "store_kind", _enum("store_kind", StoreKind, self.store_kind))
+        object.__setattr__(self, "sensitivity", _enum("sensitivity", Sensitivity, self.sensitivity))
+        object.__setattr__(self, "purposes", _names("purposes", self.purposes))
+
+
+# -- decisions -------------------------------------------------------------------------------------
+
+
+def _is_grantee(grant: Grant, principal: str, roles: frozenset[str]) -> bool:
+    if grant.grantee.startswith(ROLE_PREFIX):
+        return grant.grantee[len(ROLE_PREFIX):] in roles
+    return grant.grantee == principal
+
+
+def _covers(values: tuple[str, ...], value: str) -> bool:
+    return not values or ANY in values or value in values
+
+
+def _grant_covers(grant: Grant, subject: str, scope: str, store_kind: StoreKind) -> bool:
+    return (ANY in grant.scopes or scope in grant.scopes) and _covers(grant.subjects, subject) \
+        and (not grant.store_kinds or store_kind in grant.store_kinds)
+
+
+def applicable_grants(ctx: ReadContext, right: Right = Right.READ) -> tuple[Grant, ...]:
+    """The grants of ``ctx`` that apply to this principal now, for ``right`` and ``ctx.purpose``:
+    grantee match (principal or one of its roles), ``right`` held, valid at ``ctx.now_ms`` (revoked
+    grants drop out from ``revoked_at_ms`` on), purpose covered. Order as in ``ctx.grants``."""
+    right = _enum("right", Right, right)
+    return tuple(
+        g for g in ctx.grants
+        if right in g.rights and _is_grantee(g, ctx.principal, ctx.roles) and g.valid_at(ctx.now_ms)
+        and _covers(g.purposes, ctx.purpose)
+    )
+
+
+def _purpose_ok(record: RecordAttrs, purpose: str) -> bool:
+    return _covers(record.purposes, purpose)
+
+
+def may_read(ctx: ReadContext, record: RecordAttrs) -> bool:
+    """The read-permission oracle ``ACL(record, ctx.principal)`` for ``ctx.purpose`` at ``ctx.now_ms``."""
+    if not _purpose_ok(record, ctx.purpose):
+        return False
+    if ctx.principal in (record.owner, record.subject):
+        return True
+    return any(
+        _grant_covers(g, record.subject, record.scope, record.store_kind)
+        and SENSITIVITY_ORDER.index(record.sensitivity) <= SENSITIVITY_ORDER.index(g.sensitivity_ceiling)
+        for g in applicable_grants(ctx)
+    )
+
+
+def may_write(principal: str, roles: Iterable[str], now_ms: int, grants: Iterable[Grant], subject: str, scope: str,
+              store_kind: StoreKind, sensitivity: Sensitivity | None = None) -> Grant | None:
+    """The first grant (in ``grants`` order) that lets ``principal`` write a ``store_kind`` record
+    about ``subject`` in ``scope`` at ``now_ms``: grantee match, WRITE right, valid at now, scope,
+    subject and store kind covered, and (when ``sensitivity`` is given) ``sensitivity <= ceiling``.
+    ``None`` when no grant does. Purposes do not restrict writes. A principal writing about itself
+    needs no grant; that is the gate's rule, not this function's (it only looks up grants).
+    Raises ``ValidationError`` for empty names, a non-integer ``now_ms`` or a non-``Grant`` entry;
+    a principal id written like a role (``"role:x"``) matches no grant (grantee ``role:`` is a role)."""
+    _name("principal", principal)
+    _name("subject", subject)
+    _name("scope", scope)
+    _ms("now_ms", now_ms)
+    role_set = frozenset(_names("roles", roles))
+    store_kind = _enum("store_kind", StoreKind, store_kind)
+    level = None if sensitivity is None else SENSITIVITY_ORDER.index(_enum("sensitivity", Sensitivity, sensitivity))
+    for i, g in enumerate(grants):
+        if not isinstance(g, Grant):
+            raise ValidationError(f"grants[{i}]", f"must be a Grant, got {type(g).__name__}")
+        if (Right.WRITE in g.rights and _is_grantee(g, principal, role_set) and g.valid_at(now_ms)
+                and _grant_covers(g, subject, scope, store_kind)
+                and (level is None or level <= SENSITIVITY_ORDER.index(g.sensitivity_ceiling))):
+            return g
+    return None
+
+
+# -- the same predicate for the vector index and for SQL -------------------------------------------
+
+
+def _grant_filter(g: Grant) -> Filter:
+    must: list[FieldIn] = []
+    if ANY not in g.scopes:
+        must.append(FieldIn("scope", tuple(dict.fromkeys(g.scopes))))
+    if g.subjects and ANY not in g.subjects:
+        must.append(FieldIn("subject", tuple(dict.fromkeys(g.subjects))))
+    if g.store_kinds:
+        must.append(FieldIn("store_kind", tuple(dict.fromkeys(k.value for k in g.store_kinds))))
+    must.append(FieldIn("sensitivity", _allowed_levels(g.sensitivity_ceiling)))
+    return Filter(must=tuple(must))
+
+
+def read_permission_filter(ctx: ReadContext) -> Filter:
+    """The read permission as a ``VectorIndex`` filter over the point payload (keys ``owner``,
+    ``subject``, ``scope``, ``store_kind``, ``sensitivity``, ``purposes``; ``purposes == ["*"]``
+    when the record has no tags). Shape: ``Filter(must=(FieldIn("purposes", ("*", purpose)),),
+    should=(owner, subject, one conjunctive sub-filter per applicable grant))``; identical grant
+    sub-filters are emitted once. Combine it with other conditions by nesting it in ``must``."""
+    ways: list[FieldIn | Filter] = [FieldIn("owner", (ctx.principal,)), FieldIn("subject", (ctx.principal,))]
+    ways.extend(dict.fromkeys(_grant_filter(g) for g in applicable_grants(ctx)))
+    return Filter(must=(FieldIn("purposes", (ANY, ctx.purpose)),), should=tuple(ways))
+
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def read_permission_sql(ctx: ReadContext, alias: str | None = None, param_prefix: str = "acl_") -> tuple[str, dict]:
+    """The read permission as a parenthesised SQL boolean over ``memory_versions`` columns
+    (``principal`` = owner, ``subject``, ``scope``, ``store_kind``, ``sensitivity``, ``purposes
+    text[]``, empty array = any purpose) with named psycopg parameters (``%(acl_...)s``).
+
+    ``alias`` qualifies the columns (``"mv"`` -> ``mv.scope``); ``param_prefix`` keeps the parameter
+    names apart from the caller's. Returns ``(sql, params)``; use as ``WHERE ... AND <sql>``.
+    Raises ``ValidationError`` when ``alias`` or ``param_prefix`` is not a plain identifier."""
+    if alias is not None and not _IDENT.match(alias):
+        raise ValidationError("alias", f"not a plain SQL identifier: {alias!r}")
+    if not _IDENT.match(param_prefix):
+        raise ValidationError("param_prefix", f"not a plain identifier: {param_prefix!r}")
+    col = (lambda c: f"{alias}.{c}") if alias else (lambda c: c)
+    p = param_prefix
+    params: dict[str, Any] = {f"{p}principal": ctx.principal, f"{p}purpose": ctx.purpose, f"{p}any": ANY}
+    ways = [f"{col('principal')} = %({p}principal)s", f"{col('subject')} = %({p}principal)s"]
+    for i, sub in enumerate(dict.fromkeys(_grant_filter(g) for g in applicable_grants(ctx))):
+        terms = []
+        for cond in sub.must:
+            assert isinstance(cond, FieldIn)
+            name = f"{p}g{i}_{cond.key}"
+            params[name] = list(cond.values)
+            terms.append(f"{col(cond.key)} = ANY(%({name})s::text[])")
+        ways.append("(" + " AND ".join(terms) + ")")
+    purposes = col("purposes")
+    purpose_sql = (f"(cardinality({purposes}) = 0 OR %({p}purpose)s = ANY({purposes})"
+                   f" OR %({p}any)s = ANY({purposes}))")
+    return f"({purpose_sql} AND ({' OR '.join(ways)}))", params
+
+
+def payload_of(record: RecordAttrs) -> dict[str, Any]:
+    """The permission-relevant payload of a record in the index convention (tests and projectors)."""
+    return {"owner": record.owner, "subject": record.subject, "scope": record.scope,
+            "store_kind": record.store_kind.value, "sensitivity": record.sensitivity.value,
+            "purposes": list(record.purposes) or [ANY]}
+
+
+def _holds(entry: FieldIn | FieldRange | Filter, payload: Mapping[str, Any]) -> bool:
+    if isinstance(entry, Filter):
+        return evaluate(entry, payload)
+    if not isinstance(entry, FieldIn | FieldRange):
+        raise ValidationError("filter", f"unsupported entry {type(entry).__name__}")
+    if entry.key not in payload or payload[entry.key] is None:
+        return False
+    raw = payload[entry.key]
+    values = list(raw) if isinstance(raw, list | tuple) else [raw]
+    if isinstance(entry, FieldIn):
+        return any(_same(v, w) for v in values for w in entry.values)
+    return any(_in_range(entry, v) for v in values)
+
+
+def _same(v: Any, w: Any) -> bool:
+    """Engine equality: str with str, int with int (bools and floats never match a keyword)."""
+    if isinstance(v, str) and isinstance(w, str):
+        return v == w
+    return (isinstance(v, int) and isinstance(w, int) and not isinstance(v, bool) and not isinstance(w, bool)
+            and v == w)
+
+
+def _in_range(r: FieldRange, v: Any) -> bool:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    return ((r.gt is None or v > r.gt) and (r.gte is None or v >= r.gte)
+            and (r.lt is None or v < r.lt) and (r.lte is None or v <= r.lte))
+
+
+def evaluate(filter: Filter, payload: Mapping[str, Any]) -> bool:
+    """Reference evaluation of the Filter AST on one payload, with the engines' semantics: every
+    ``must`` holds, no ``must_not`` holds, and at least one ``should`` holds when ``should`` is
+    non-empty. ``FieldIn`` on a list payload matches when any element is among ``values``; a missing
+    or null key matches no condition (so it satisfies every ``must_not``). ``FieldRange`` matches
+    numbers only. Raises ``ValidationError`` for an entry that is not a condition or Filter."""
+    return (all(_holds(e, payload) for e in filter.must)
+            and not any(_holds(e, payload) for e in filter.must_not)
+            and (not filter.should or any(_holds(e, payload) for e in filter.should)))

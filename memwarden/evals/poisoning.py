@@ -1,0 +1,106 @@
+"""``memwarden eval poisoning``: the instruction detector on the labelled set, and whether injected
+items reach any read or the procedure registry through the real pipeline (issue 3; SSGM Table 2,
+memory poisoning; seed 004 "Poisoning turns memory into a delayed attack").
+
+1. Detector: precision and recall of :data:`memwarden.commands.injection.DEFAULT_DETECTOR` on the
+   hand-written labelled set (``memwarden/evals/data/injection_labelled.jsonl``).
+2. Pipeline: in a fresh namespace, ``agent:reader`` (holding a WRITE grant from ``user:victim``)
+   records every labelled item about ``user:victim`` with the item's source kind, signed, through
+   Kafka and the real gate. Every injected item is also tried as a procedure, by the agent (as an
+   approved rule) and by an approver principal (with the item's own source kind).
+3. ``reached_read``: share of injected items that became readable: projected into the read store
+   (``memory_versions``) or returned by a recall for the victim or the agent with the item's own
+   text as query. ``reached_procedure``: share of injected items in the procedure store.
+   ``benign_readable``: share of benign items readable (the cost of the gate).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memwarden.settings import Settings
+
+VICTIM = "user:victim"
+AGENT = "agent:reader"
+APPROVER = "user:approver"
+_STATUS = {"MODEL_INFERENCE": "INFERRED"}
+
+
+def run_poisoning(base: Settings, data: Path | None = None, progress: bool = True, keep: bool = False,
+                  recall_k: int = 5) -> dict[str, Any]:
+    """Run the evaluation; returns the JSON-ready result (see the module docstring for the keys).
+
+    Raises ``StackUnavailable`` when the stack is down, ``ValueError`` for a malformed labelled set.
+    """
+    from memwarden.commands.injection import DEFAULT_DETECTOR, DETECTOR_VERSION
+    from memwarden.evals.harness import eval_namespace
+    from memwarden.evals.injection_set import load_labelled, score_detector
+    from memwarden.keystore import admin_signer
+    from memwarden.ops.progress import wait_caught_up
+    from memwarden.producers.client import MemwardenClient, enroll
+    from memwarden.projections.pg import connect
+
+    items = load_labelled(data)
+    score = score_detector(DEFAULT_DETECTOR, items)
+    injected = [i for i in items if i.label == "injected"]
+    benign = [i for i in items if i.label == "benign"]
+    with eval_namespace(base, "poison", keep, progress) as run, MemwardenClient(run.settings) as client:
+        s = run.settings
+        enroll(client, admin_signer(s), [(VICTIM, "USER", ()), (AGENT, "AGENT", ()), (APPROVER, "USER", ("approver",))])
+        grant = client.grant_access(AGENT, by=VICTIM, rights=("READ", "WRITE"), scopes=("account:default",),
+                                    subjects=(VICTIM,))
+        client.decisions([grant.command_id])
+        memory_of: dict[str, str] = {}
+        command_label: dict[str, str] = {}
+        receipts = client.record_many([
+            {"principal": AGENT, "subject": VICTIM, "text": i.text, "source_kind": i.source_kind,
+             "store_kind": "EXPERIENCE", "epistemic_status": _STATUS.get(i.source_kind, "QUOTED"),
+             "source_ref": i.id} for i in items])
+        for i, r in zip(items, receipts, strict=True):
+            memory_of[i.id] = r.memory_id
+            command_label[r.command_id] = i.label
+        procedure_tries = client.record_many(
+            [{"principal": AGENT, "subject": VICTIM, "text": i.text, "source_kind": "APPROVED_RULE",
+              "store_kind": "PROCEDURE", "source_ref": i.id} for i in injected]
+            + [{"principal": APPROVER, "subject": APPROVER, "text": i.text, "source_kind": i.source_kind,
+                "store_kind": "PROCEDURE", "epistemic_status": _STATUS.get(i.source_kind, "QUOTED"),
+                "source_ref": i.id} for i in injected])
+        outcomes = client.decisions([r.command_id for r in (*receipts, *procedure_tries)], timeout_s=300)
+        wait_caught_up(s, alive=run.worker.alive)
+        with connect(s) as conn:
+            projected = {r[0] for r in conn.execute("SELECT memory_id::text FROM memory_versions"
+                                                    " WHERE status = 'active'").fetchall()}
+            procedures = {r[0] for r in conn.execute("SELECT source_ref FROM memory_versions"
+                                                     " WHERE store_kind = 'PROCEDURE'").fetchall()}
+            reasons = dict(conn.execute(
+                "SELECT outcome, count(*) FROM gate_decisions GROUP BY outcome").fetchall())
+        recalled: set[str] = set()
+        for i in injected:
+            for reader in (VICTIM, AGENT):
+                for m in client.recall(reader, i.text[:2000], k=recall_k):
+                    if m.source_ref == i.id:
+                        recalled.add(i.id)
+    reached = {i.id for i in injected if memory_of[i.id] in projected} | recalled
+    by_outcome: dict[str, dict[str, int]] = {"injected": {}, "benign": {}}
+    for cid, outcome in outcomes.items():
+        label = command_label.get(cid)
+        if label is not None:
+            by_outcome[label][outcome] = by_outcome[label].get(outcome, 0) + 1
+    return {
+        "detector": DETECTOR_VERSION,
+        "items": {"injected": len(injected), "benign": len(benign)},
+        "precision": round(score.precision, 4),
+        "recall": round(score.recall, 4),
+        "f1": round(score.f1, 4),
+        "confusion": {"tp": score.tp, "fp": score.fp, "fn": score.fn, "tn": score.tn},
+        "recall_by_kind": {k: round(v, 4) for k, v in score.by_kind.items()},
+        "reached_read": round(len(reached) / len(injected), 4) if injected else 0.0,
+        "reached_read_items": sorted(reached),
+        "reached_procedure": round(len({i.id for i in injected} & procedures) / len(injected), 4)
+        if injected else 0.0,
+        "benign_readable": round(sum(memory_of[i.id] in projected for i in benign) / len(benign), 4)
+        if benign else 0.0,
+        "outcomes": by_outcome,
+        "gate_outcomes_all_commands": {k: int(v) for k, v in reasons.items()},
+    }

@@ -1,0 +1,74 @@
+"""Local storage of principals' Ed25519 signing keys, and the registry's trust anchor.
+
+A key file holds ``<key_id>\\n<base64 raw private key>\\n`` and is created atomically with mode 0600,
+under ``data_dir/keys/principals/``. The root admin's key (``Settings.admin_principal``) is the
+trust anchor: the gate trusts its public key (``Settings.admin_public_key``, or the local key file)
+and every other principal is registered by an admin through ``RegisterPrincipal``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import secrets
+from pathlib import Path
+
+from memwarden.commands.model import PrincipalKind
+from memwarden.commands.principals import ADMIN_ROLE, KeyRecord, PrincipalRecord
+from memwarden.commands.signing import Signer
+from memwarden.errors import MemwardenError
+from memwarden.settings import Settings
+
+
+def key_path(data_dir: Path, principal_id: str) -> Path:
+    """File of ``principal_id``'s signing key (the id made file-name safe)."""
+    return data_dir / "keys" / "principals" / (re.sub(r"[^A-Za-z0-9._-]", "_", principal_id) + ".ed25519")
+
+
+def load_or_create_signer(path: Path, principal_id: str) -> Signer:
+    """The signer stored at ``path``, created once (0600, atomic) if absent.
+
+    Raises ``MemwardenError`` when the file exists but is malformed.
+    """
+    if not path.exists():
+        fresh = Signer.generate(principal_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}-{os.getpid()}-{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{fresh.key_id}\n{base64.b64encode(fresh.private_bytes()).decode()}\n")
+        try:
+            os.link(tmp, path)
+        except FileExistsError:  # another process won the race; use its key
+            pass
+        finally:
+            tmp.unlink()
+    try:
+        key_id, raw = path.read_text().split()
+        return Signer.from_private_bytes(principal_id, key_id, base64.b64decode(raw))
+    except ValueError as exc:
+        raise MemwardenError(f"{path}: not a memwarden signing key file ({exc})") from None
+
+
+def admin_signer(settings: Settings) -> Signer:
+    """The root admin's signer from the local key file (created on first use)."""
+    return load_or_create_signer(key_path(settings.data_dir, settings.admin_principal), settings.admin_principal)
+
+
+def trust_anchor(settings: Settings) -> PrincipalRecord:
+    """The root admin as a registry record: SERVICE kind, ``admin`` role, its public key valid from
+    the epoch. From ``Settings.admin_public_key`` when set, else from the local key file."""
+    if settings.admin_public_key:
+        try:
+            public = base64.b64decode(settings.admin_public_key, validate=True)
+        except ValueError:
+            raise MemwardenError("MEMWARDEN_ADMIN_PUBLIC_KEY: not base64") from None
+        key_id = f"{settings.admin_principal}#anchor"
+    else:
+        signer = admin_signer(settings)
+        public, key_id = signer.public_key, signer.key_id
+    if len(public) != 32:
+        raise MemwardenError("admin public key: must be 32 raw bytes")
+    return PrincipalRecord(settings.admin_principal, PrincipalKind.SERVICE, frozenset({ADMIN_ROLE}), {},
+                           (KeyRecord(key_id, public, 0),))

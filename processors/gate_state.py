@@ -1,0 +1,199 @@
+"""Postgres persistence of the gate's governed state (issue 3 part 7).
+
+Why Postgres and not a Faust table: the gate's decision rows, the exact bytes it publishes and the
+state its rules read (principals and keys, policy, grants, protected facts, fact slots, claims,
+content digests, quarantine) live in one database and change in **one transaction** per batch. A
+crash or rebalance between "decided" and "stored" leaves no half-state: the batch is redelivered,
+the stored decisions are re-sent byte for byte and nothing is decided on stale state, even when
+another gate worker took over the partition (a Faust table's changelog is per partition and would
+let a new owner decide before it has caught up with keys and policy written elsewhere).
+
+Everything here is plain I/O mapping between rows and the pure types of :mod:`memwarden.commands`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import psycopg
+
+from memwarden.commands.access import Grant
+from memwarden.commands.facts import FactKey, FactState
+from memwarden.commands.gate import (
+    ClaimState,
+    Effect,
+    GrantUpsert,
+    MemoryCleared,
+    MemoryFacts,
+    MemoryState,
+    PolicySet,
+    PrincipalUpsert,
+    ProtectionSet,
+    QuarantineSet,
+    QuarantineState,
+)
+from memwarden.commands.model import PrincipalKind
+from memwarden.commands.policy import WritePolicy, default_policy, parse_policy
+from memwarden.commands.principals import KeyRecord, PrincipalRecord
+
+
+def principal_to_json(p: PrincipalRecord) -> dict[str, Any]:
+    """JSON form of a registry record (public keys base64)."""
+    return {
+        "principal_id": p.principal_id, "kind": p.kind.value, "roles": sorted(p.roles),
+        "attributes": dict(p.attributes),
+        "keys": [{"key_id": k.key_id, "public_key": base64.b64encode(k.public_key).decode(),
+                  "valid_from_ms": k.valid_from_ms, "valid_to_ms": k.valid_to_ms, "revoked_at_ms": k.revoked_at_ms}
+                 for k in p.keys],
+    }
+
+
+def principal_from_json(d: dict[str, Any]) -> PrincipalRecord:
+    return PrincipalRecord(
+        d["principal_id"], PrincipalKind(d["kind"]), frozenset(d["roles"]), dict(d["attributes"]),
+        tuple(KeyRecord(k["key_id"], base64.b64decode(k["public_key"]), k["valid_from_ms"], k["valid_to_ms"],
+                        k["revoked_at_ms"]) for k in d["keys"]))
+
+
+def grant_to_json(g: Grant) -> dict[str, Any]:
+    return {
+        "grant_id": g.grant_id, "grantee": g.grantee, "rights": sorted(r.value for r in g.rights),
+        "scopes": list(g.scopes), "subjects": list(g.subjects), "purposes": list(g.purposes),
+        "store_kinds": [k.value for k in g.store_kinds], "sensitivity_ceiling": g.sensitivity_ceiling.value,
+        "valid_from_ms": g.valid_from_ms, "valid_to_ms": g.valid_to_ms, "revoked_at_ms": g.revoked_at_ms,
+        "granted_by": g.granted_by, "relationship": g.relationship,
+    }
+
+
+def grant_from_json(d: dict[str, Any]) -> Grant:
+    return Grant(**d)
+
+
+async def load_grants(cur: psycopg.AsyncCursor) -> tuple[Grant, ...]:
+    """Every grant (revoked ones included: the rules look at ``revoked_at_ms``)."""
+    await cur.execute("SELECT record FROM grants ORDER BY grant_id")
+    return tuple(grant_from_json(r[0]) for r in await cur.fetchall())
+
+
+async def load_principals(cur: psycopg.AsyncCursor) -> dict[str, PrincipalRecord]:
+    await cur.execute("SELECT record FROM gate_principals")
+    return {p.principal_id: p for p in (principal_from_json(r[0]) for r in await cur.fetchall())}
+
+
+async def load_policy(cur: psycopg.AsyncCursor) -> WritePolicy:
+    """The latest adopted policy, or the packaged default."""
+    await cur.execute("SELECT policy_id, version, document FROM gate_policies ORDER BY adopted_at DESC, version DESC"
+                      " LIMIT 1")
+    row = await cur.fetchone()
+    return default_policy() if row is None else parse_policy(row[2], row[0], row[1])
+
+
+async def load_memories(cur: psycopg.AsyncCursor, ids: Sequence[str]) -> dict[str, MemoryState]:
+    if not ids:
+        return {}
+    await cur.execute("SELECT memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute"
+                      " FROM gate_memories WHERE memory_id = ANY(%s::uuid[])", (list(ids),))
+    return {r[0]: MemoryState(r[0], r[1], r[2], r[3], r[4], r[5], (r[1], r[6], r[7]) if r[6] is not None else None)
+            for r in await cur.fetchall()}
+
+
+async def load_subject_state(cur: psycopg.AsyncCursor, subjects: Sequence[str]) -> tuple[
+        dict[FactKey, FactState], frozenset[FactKey], dict[tuple[str, str], tuple[ClaimState, ...]],
+        dict[tuple[str, str], str]]:
+    """Fact slots, protected slots, claims and content digests of ``subjects``."""
+    subjects = list(subjects)
+    await cur.execute("SELECT subject, entity, attribute, value, memory_id::text FROM gate_facts"
+                      " WHERE subject = ANY(%s)", (subjects,))
+    facts = {(r[0], r[1], r[2]): FactState((r[0], r[1], r[2]), r[3], r[4]) for r in await cur.fetchall()}
+    await cur.execute("SELECT subject, entity, attribute FROM gate_protected_facts WHERE subject = ANY(%s)",
+                      (subjects,))
+    protected = frozenset((r[0], r[1], r[2]) for r in await cur.fetchall())
+    await cur.execute("SELECT subject, key_digest, value_digest, positive, memory_id::text FROM gate_claims"
+                      " WHERE subject = ANY(%s)", (subjects,))
+    claims: dict[tuple[str, str], tuple[ClaimState, ...]] = {}
+    for r in await cur.fetchall():
+        claims[(r[0], r[1])] = (*claims.get((r[0], r[1]), ()), ClaimState(r[0], r[1], r[2], r[3], r[4]))
+    await cur.execute("SELECT subject, digest, memory_id::text FROM gate_twins WHERE subject = ANY(%s)", (subjects,))
+    twins = {(r[0], r[1]): r[2] for r in await cur.fetchall()}
+    return facts, protected, claims, twins
+
+
+async def load_quarantine(cur: psycopg.AsyncCursor, command_ids: Sequence[str]) -> dict[str, tuple[QuarantineState,
+                                                                                                  bytes]]:
+    """Quarantine rows (state and the quarantined command's bytes) by command id."""
+    if not command_ids:
+        return {}
+    await cur.execute("SELECT command_id::text, memory_id::text, principal, subject, status, key_id::text, command"
+                      " FROM gate_quarantine WHERE command_id = ANY(%s::uuid[])", (list(command_ids),))
+    return {r[0]: (QuarantineState(r[0], r[1], r[2], r[3], r[4], r[5]), bytes(r[6])) for r in await cur.fetchall()}
+
+
+async def load_current_events(cur: psycopg.AsyncCursor, memory_ids: Sequence[str]) -> dict[str, bytes]:
+    """The ``MemoryRecorded`` bytes of each memory's current version (sources of derived records)."""
+    if not memory_ids:
+        return {}
+    await cur.execute("SELECT m.memory_id::text, d.event FROM gate_memories m JOIN gate_decisions d"
+                      " ON d.command_id = m.current_command_id WHERE m.memory_id = ANY(%s::uuid[])"
+                      " AND NOT m.forgotten AND d.event IS NOT NULL", (list(memory_ids),))
+    return {r[0]: bytes(r[1]) for r in await cur.fetchall()}
+
+
+async def store_effects(cur: psycopg.AsyncCursor, effects: Iterable[tuple[Effect, dict[str, Any]]]) -> None:
+    """Persist decision effects in order. Each comes with context: ``position`` for quarantine rows
+    and ``command`` (bytes) and ``reasons`` for quarantine, ``reviewer`` for review outcomes."""
+    for effect, ctx in effects:
+        if isinstance(effect, PrincipalUpsert):
+            p = effect.record
+            await cur.execute("INSERT INTO gate_principals (principal_id, record) VALUES (%s, %s) ON CONFLICT"
+                              " (principal_id) DO UPDATE SET record = EXCLUDED.record, updated_at = now()",
+                              (p.principal_id, json.dumps(principal_to_json(p))))
+        elif isinstance(effect, PolicySet):
+            await cur.execute("INSERT INTO gate_policies (policy_id, version, document, adopted_at)"
+                              " VALUES (%s, %s, %s, clock_timestamp()) ON CONFLICT DO NOTHING",
+                              (effect.policy.policy_id, effect.policy.version, effect.document))
+        elif isinstance(effect, GrantUpsert):
+            g = effect.grant
+            await cur.execute("INSERT INTO grants (grant_id, grantee, record, valid_from_ms, valid_to_ms,"
+                              " revoked_at_ms) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (grant_id) DO UPDATE SET"
+                              " record = EXCLUDED.record, revoked_at_ms = EXCLUDED.revoked_at_ms",
+                              (g.grant_id, g.grantee, json.dumps(grant_to_json(g)), g.valid_from_ms, g.valid_to_ms,
+                               g.revoked_at_ms))
+        elif isinstance(effect, ProtectionSet):
+            subject, entity, attribute = effect.key
+            if effect.protected:
+                await cur.execute("INSERT INTO gate_protected_facts VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                                  (subject, entity, attribute))
+            else:
+                await cur.execute("DELETE FROM gate_protected_facts WHERE subject = %s AND entity = %s"
+                                  " AND attribute = %s", (subject, entity, attribute))
+        elif isinstance(effect, MemoryCleared):
+            for table in ("gate_facts", "gate_claims", "gate_twins"):
+                await cur.execute(f"DELETE FROM {table} WHERE memory_id = %s", (effect.memory_id,))  # noqa: S608
+        elif isinstance(effect, MemoryFacts):
+            if effect.fact is not None:
+                s, e, a = effect.fact.key
+                await cur.execute("INSERT INTO gate_facts VALUES (%s, %s, %s, %s, %s) ON CONFLICT (subject, entity,"
+                                  " attribute) DO UPDATE SET value = EXCLUDED.value, memory_id = EXCLUDED.memory_id",
+                                  (s, e, a, effect.fact.value, effect.fact.memory_id))
+            for c in effect.claims:
+                await cur.execute("INSERT INTO gate_claims VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                                  (c.subject, c.key_digest, c.value_digest, c.positive, c.memory_id))
+            if effect.digest is not None:
+                await cur.execute("INSERT INTO gate_twins VALUES (%s, %s, %s) ON CONFLICT (subject, digest) DO UPDATE"
+                                  " SET memory_id = EXCLUDED.memory_id", (*effect.digest, effect.memory_id))
+        elif isinstance(effect, QuarantineSet):
+            q = effect.state
+            if q.status == "pending":
+                pos = ctx["position"]
+                await cur.execute(
+                    "INSERT INTO gate_quarantine (command_id, memory_id, principal, subject, status, key_id, command,"
+                    " reasons, ledger_partition, ledger_offset, quarantined_at) VALUES (%s, %s, %s, %s, 'pending',"
+                    " %s, %s, %s, %s, %s, now()) ON CONFLICT (command_id) DO NOTHING",
+                    (q.command_id, q.memory_id, q.principal, q.subject, q.key_id, ctx["command"],
+                     json.dumps(ctx["reasons"]), pos.partition, pos.offset))
+            else:
+                await cur.execute("UPDATE gate_quarantine SET status = %s, reviewed_by = %s, reviewed_at = now()"
+                                  " WHERE command_id = %s", (q.status, ctx.get("reviewer"), q.command_id))
