@@ -40,13 +40,13 @@ from typing import Any
 
 import numpy as np
 
-from memwarden.evals.locomo import principal_of
+from memwarden.evals.locomo import PURPOSE, principal_of
 from memwarden.evals.locomo_data import Conversation, RecallTable, Turn, load_conversations, memory_text, turn_recall
 from memwarden.projections import recall as recall_mod
 from memwarden.projections import sparse
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.embedder import SentenceTransformerEmbedder
-from memwarden.projections.index_projector import OPEN_END_MS, point_id, to_ms
+from memwarden.projections.index_projector import payload_of, point_id
 from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import (
     DEFAULT_FUSION,
@@ -72,14 +72,17 @@ TEXT_FORMS: dict[str, Callable[[Turn], str]] = {"memory_text": memory_text, "spe
 
 
 def payload(conv: Conversation, turn: Turn, command_id: str) -> dict[str, Any]:
-    """The payload ``payload_of`` gives the turn's ``MemoryRecorded`` (as ``eval locomo`` records it)."""
+    """The payload :func:`payload_of` gives the turn's ``MemoryRecorded`` (as ``eval locomo`` records
+    it), plus ``source_ref`` (the ``dia_id``) for scoring."""
     principal = principal_of(conv.conversation_id, turn.speaker)
-    return {
-        "memory_id": command_id, "command_id": command_id, "version": 1, "owner": principal, "subject": principal,
-        "scope": f"conversation:{conv.conversation_id}", "status": "active", "store_kind": "episodic",
-        "sensitivity": "internal", "purposes": ["evaluation"], "valid_from_ms": to_ms(turn.observed_at),
-        "valid_to_ms": OPEN_END_MS, "expires_ms": OPEN_END_MS, "source_ref": turn.dia_id,
+    envelope = {
+        "principal": principal, "subject": principal, "scope": f"conversation:{conv.conversation_id}",
+        "store_kind": "episodic", "sensitivity": "internal", "purposes": [PURPOSE], "effective_from": None,
+        "observed_at": turn.observed_at, "effective_to": None, "expires_at": None,
     }
+    record = {"memory_id": command_id, "command_id": command_id, "version": 1, "envelope": envelope,
+              "decided_at": turn.observed_at}
+    return {**payload_of(record), "source_ref": turn.dia_id}
 
 
 def embed_cached(embedder: SentenceTransformerEmbedder, texts: list[str], cache: Path, tag: str) -> np.ndarray:
@@ -95,8 +98,9 @@ def embed_cached(embedder: SentenceTransformerEmbedder, texts: list[str], cache:
 
 
 def read_filter_for(principals: Sequence[str], now: datetime) -> Filter:
-    """The production read filter of one principal, or an OR over several (a grant-like union)."""
-    filters = [recall_mod.read_filter(p, now, now) for p in principals]
+    """The production read filter of one principal (``eval locomo``'s purpose, no freshness horizon:
+    the data is years old), or an OR over several (what a grant covering both would admit)."""
+    filters = [recall_mod.read_filter(p, now, now, purpose=PURPOSE, freshness=False) for p in principals]
     return filters[0] if len(filters) == 1 else Filter(should=tuple(filters))
 
 
