@@ -1,8 +1,15 @@
 """``VectorIndex`` on embedded Qdrant Edge (``qdrant_edge`` from PyPI ``qdrant-edge-py``).
 
 One Edge shard lives in the directory ``path / name``. It holds one *unnamed* dense vector (cosine
-distance) per point, a keyword payload index on every :data:`KEYWORD_FIELDS` entry and an integer
-index on every :data:`INTEGER_FIELDS` entry. Point ids are UUID strings (canonical lower-case form).
+distance) and the named sparse vector :data:`LEXICAL` (IDF modifier) per point, a keyword payload
+index on every :data:`KEYWORD_FIELDS` entry and an integer index on every :data:`INTEGER_FIELDS`
+entry. Point ids are UUID strings (canonical lower-case form).
+
+Layout migration: a shard created by layout 1 (dense only, before the lexical vector) cannot be
+opened with the layout-2 config; :meth:`EdgeVectorIndex.ensure` then raises ``IndexUnavailable``
+saying so. The shard is a derived projection: stop the worker, delete the shard directory (or call
+:meth:`EdgeVectorIndex.recreate`) and the ``index:edge`` rows of ``projection_offsets``, and replay
+the events topic into it (a fresh namespace does all of this by construction).
 
 Things worth knowing about Edge (0.9):
 
@@ -13,10 +20,15 @@ Things worth knowing about Edge (0.9):
   ``IndexUnavailable``.
 * Every engine error surfaces as a bare ``Exception``; this adapter wraps them in
   ``IndexUnavailable``. Malformed ids and filter values raise ``ValidationError`` first.
+* Hybrid queries (:meth:`EdgeVectorIndex.query`) run as one ``QueryRequest`` with two ``Prefetch``
+  stages (dense ``Nearest`` and sparse ``Nearest(using=LEXICAL)``), each with the filter, and a
+  ``Fusion.Rrf`` / ``Fusion.Dbsf`` root query with the filter too: Edge 0.9 applies the IDF modifier
+  (``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` over the shard) and fuses in the engine.
 """
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,16 +40,23 @@ import qdrant_edge as qe
 from memwarden.errors import ValidationError
 
 from .vector_index import (
+    DEFAULT_FUSION,
     INTEGER_FIELDS,
     KEYWORD_FIELDS,
+    LEXICAL,
+    RRF_K,
     Condition,
     FieldIn,
     FieldRange,
     Filter,
+    FusionMethod,
     Hit,
     IndexPoint,
     IndexUnavailable,
+    SparseVector,
     canonical_id,
+    check_hybrid_limits,
+    filter_is_empty,
     match_values,
     plain_vector,
     search_with_tie_closure,
@@ -49,8 +68,10 @@ __all__ = ["EdgeVectorIndex"]
 _CONFIG_FILE = "edge_config.json"
 
 
-def _condition(cond: Condition) -> qe.FieldCondition:
-    """One port condition -> one Edge ``FieldCondition``."""
+def _condition(cond: Condition | Filter) -> qe.FieldCondition | qe.Filter:
+    """One port filter entry -> one Edge ``FieldCondition`` (or a nested Edge ``Filter``)."""
+    if isinstance(cond, Filter):
+        return _filter(cond)
     if isinstance(cond, FieldIn):
         return qe.FieldCondition(key=cond.key, match=qe.MatchAny(match_values(cond)))
     if isinstance(cond, FieldRange):
@@ -65,11 +86,47 @@ def to_edge_filter(where: Filter | None) -> qe.Filter | None:
     Ranges use ``RangeFloat``: integer payload values (epoch ms up to 2.5e14) are exact in float64.
     An empty ``FieldIn.values`` in ``must`` matches nothing; in ``must_not`` it excludes nothing.
     """
-    if where is None or (not where.must and not where.must_not):
+    if where is None or filter_is_empty(where):
         return None
+    return _filter(where)
+
+
+def _filter(where: Filter) -> qe.Filter:
+    """Recursive translation; an empty nested ``Filter`` becomes ``Filter()``, which matches all."""
     return qe.Filter(
         must=[_condition(c) for c in where.must] or None,
         must_not=[_condition(c) for c in where.must_not] or None,
+        should=[_condition(c) for c in where.should] or None,
+    )
+
+
+def to_edge_sparse(sparse: SparseVector) -> qe.SparseVector:
+    """The port's sparse vector as an Edge ``SparseVector``."""
+    return qe.SparseVector(list(sparse.indices), [float(v) for v in sparse.values])
+
+
+def _edge_point(point: IndexPoint) -> qe.Point:
+    """Dense vector under the default name, the lexical sparse vector (when present), payload."""
+    dense = plain_vector(point.vector)
+    vector: dict[str, list[float] | qe.SparseVector] = {"": dense}
+    if point.sparse is not None and point.sparse.indices:
+        vector[LEXICAL] = to_edge_sparse(point.sparse)
+    return qe.Point(canonical_id(point.point_id), vector, dict(point.payload))
+
+
+def _fusion(fusion: FusionMethod) -> qe.Fusion.Rrf | qe.Fusion.Dbsf:
+    if fusion == "rrf":
+        return qe.Fusion.Rrf(k=RRF_K)
+    if fusion == "dbsf":
+        return qe.Fusion.Dbsf()
+    raise ValidationError("fusion", f"unknown fusion method {fusion!r}")
+
+
+def _config(dim: int) -> qe.EdgeConfig:
+    """Layout 2: unnamed dense vector (cosine, ``dim``) + :data:`LEXICAL` sparse vector with IDF."""
+    return qe.EdgeConfig(
+        vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
+        sparse_vectors={LEXICAL: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
     )
 
 
@@ -113,7 +170,7 @@ class EdgeVectorIndex:
         payload indexes (idempotent)."""
         if dim <= 0:
             raise ValidationError("dim", f"must be positive, got {dim}")
-        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine))
+        config = _config(dim)
         with self._guard("ensure", need_shard=False):
             if self._shard is None:
                 self._dir.mkdir(parents=True, exist_ok=True)
@@ -121,7 +178,15 @@ class EdgeVectorIndex:
             else:
                 old, self._shard = self._shard, None
                 old.close()
-                self._shard = qe.EdgeShard.load(str(self._dir), config)
+                try:
+                    self._shard = qe.EdgeShard.load(str(self._dir), config)
+                except Exception as exc:
+                    if LEXICAL in str(exc):
+                        raise IndexUnavailable(
+                            f"Edge shard at {self._dir} predates the {LEXICAL!r} sparse vector (layout 1); it is"
+                            " derived: delete it (or call recreate()) and replay the events topic into it"
+                        ) from exc
+                    raise
             for key in KEYWORD_FIELDS:
                 self._shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
             for key in INTEGER_FIELDS:
@@ -131,7 +196,7 @@ class EdgeVectorIndex:
         """Insert or replace ``points`` by id, in one update operation (empty input is a no-op)."""
         if not points:
             return
-        edge_points = [qe.Point(canonical_id(p.point_id), plain_vector(p.vector), dict(p.payload)) for p in points]
+        edge_points = [_edge_point(p) for p in points]
         with self._guard("upsert") as shard:
             shard.update(qe.UpdateOperation.upsert_points(edge_points))
 
@@ -162,6 +227,38 @@ class EdgeVectorIndex:
                 request = qe.QueryRequest(
                     limit=n, query=query, filter=flt, with_payload=True, with_vector=False, params=params
                 )
+                return [Hit(str(p.id), float(p.score), p.payload or {}) for p in shard.query(request)]
+
+            return search_with_tie_closure(fetch, limit)
+
+    def query(
+        self,
+        dense: Sequence[float],
+        sparse: SparseVector,
+        where: Filter | None,
+        limit: int,
+        prefetch_limit: int,
+        fusion: FusionMethod = DEFAULT_FUSION,
+    ) -> list[Hit]:
+        """Hybrid top-``limit`` (see :meth:`VectorIndex.query`): one ``QueryRequest`` whose dense and
+        lexical ``Prefetch`` stages each carry the filter, fused by ``fusion`` in the engine with
+        the filter at the root too. Sorted by ``(-score, point_id)``, boundary ties closed."""
+        check_hybrid_limits(limit, prefetch_limit)
+        if limit <= 0:
+            return []
+        flt = to_edge_filter(where)
+        params = qe.SearchParams(exact=True) if self._exact else None
+        stages = [qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(plain_vector(dense)), filter=flt,
+                              params=params)]
+        if sparse.indices:
+            lexical = qe.Query.Nearest(to_edge_sparse(sparse), using=LEXICAL)
+            stages.append(qe.Prefetch(limit=prefetch_limit, query=lexical, filter=flt, params=params))
+        root = _fusion(fusion)
+        with self._guard("query") as shard:
+
+            def fetch(n: int) -> list[Hit]:
+                request = qe.QueryRequest(limit=n, prefetches=stages, query=root, filter=flt, with_payload=True,
+                                          with_vector=False)
                 return [Hit(str(p.id), float(p.score), p.payload or {}) for p in shard.query(request)]
 
             return search_with_tie_closure(fetch, limit)
@@ -200,6 +297,16 @@ class EdgeVectorIndex:
         """Persist pending segment changes to disk (the WAL already makes each update durable)."""
         with self._guard("flush") as shard:
             shard.flush()
+
+    def recreate(self, dim: int) -> None:
+        """Delete the shard directory and create an empty shard of the current layout. For a shard
+        of an older layout (see the module notes); the caller replays the ledger into it."""
+        with self._lock:
+            shard, self._shard = self._shard, None
+            if shard is not None:
+                shard.close()
+            shutil.rmtree(self._dir, ignore_errors=True)
+        self.ensure(dim)
 
     def optimize(self) -> bool:
         """Run Edge's optimizers synchronously (merge segments, build HNSW above the indexing

@@ -3,7 +3,10 @@
 Point ids are deterministic (uuid5 of memory id and command id), so a redelivered event rewrites the
 same point. The payload carries every field the read filter needs (owner, subject, scope, status,
 validity interval in UTC ms, expiry, store kind, sensitivity, purposes) and no content: the text is
-read from Postgres after candidates are found. Embeddings run in a worker thread, in batches.
+read from Postgres after candidates are found. Each point also carries the lexical sparse vector of
+its text (:class:`Bm25Encoder`, hashed term ids and BM25 term weights: the text's terms can be
+probed through it, like through the embedding, so it stays inside the derived index). Embeddings run
+in a worker thread, in batches.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import psycopg
 
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.profile_projector import EventIn, fresh, load_offsets, save_offsets
+from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import OPEN_END_MS, FieldIn, Filter, IndexPoint, VectorIndex
 
 _POINT_NS = uuid.UUID("b3c2f7a4-51e9-4d0c-8a6b-2f4e9d7c1a35")
@@ -61,8 +65,9 @@ class EmbeddingProjector:
     """Applies events to a ``VectorIndex``; tracks its offsets in Postgres under ``projector``."""
 
     def __init__(self, embedder: Embedder, index: VectorIndex, conn: psycopg.AsyncConnection, topic: str,
-                 projector: str) -> None:
+                 projector: str, lexical: Bm25Encoder | None = None) -> None:
         self._embedder = embedder
+        self._lexical = lexical or Bm25Encoder()
         self._index = index
         self._conn = conn
         self._topic = topic
@@ -97,8 +102,9 @@ class EmbeddingProjector:
                     )
                 if e.text is None:
                     continue
-                pending.append(IndexPoint(point_id(r["memory_id"], r["command_id"]), list(map(float, vectors[i])),
-                                          payload_of(r)))
+                pid = point_id(r["memory_id"], r["command_id"])
+                pending.append(IndexPoint(pid, list(map(float, vectors[i])), payload_of(r),
+                                          self._lexical.document(e.text, key=pid)))
                 i += 1
             elif e.name == "MemoryUsed":
                 self._flush(pending)

@@ -27,7 +27,8 @@ from memwarden.errors import ValidationError
 from memwarden.processors.gate_state import load_grants
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.index_projector import to_ms
-from memwarden.projections.vector_index import FieldIn, FieldRange, Filter, VectorIndex
+from memwarden.projections.sparse import Bm25Encoder
+from memwarden.projections.vector_index import PREFETCH_FACTOR, FieldIn, FieldRange, Filter, VectorIndex
 
 DEFAULT_PURPOSE = "general"
 #: Version of the read policy (ABAC rules of :mod:`memwarden.commands.access` + Eq. 5 filter).
@@ -39,7 +40,8 @@ MAX_QUERY_CHARS = 2_000
 
 @dataclass(frozen=True)
 class RecalledMemory:
-    """One recalled memory version: content, similarity score, provenance and ledger position."""
+    """One recalled memory version: content, fused relevance score (dense + lexical, comparable within
+    one recall only), provenance and ledger position."""
 
     memory_id: str
     version: int
@@ -141,8 +143,10 @@ def check_query(principal: str, query: str, k: int, as_of: datetime | None, know
 class Recaller:
     """Runs recall over an ``Embedder``, a ``VectorIndex`` and the profile state in Postgres."""
 
-    def __init__(self, embedder: Embedder, index: VectorIndex, conn: psycopg.AsyncConnection) -> None:
+    def __init__(self, embedder: Embedder, index: VectorIndex, conn: psycopg.AsyncConnection,
+                 lexical: Bm25Encoder | None = None) -> None:
         self._embedder = embedder
+        self._lexical = lexical or Bm25Encoder()
         self._index = index
         self._conn = conn
         self._lock = asyncio.Lock()
@@ -165,7 +169,8 @@ class Recaller:
         where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants, known_at=known_at,
                             freshness=freshness, include_untrusted=include_untrusted)
         vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
-        hits = await asyncio.to_thread(self._index.search, vector.tolist(), where, k)
+        hits = await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query), where, k,
+                                       PREFETCH_FACTOR * k)
         if not hits:
             return []
         scores = {h.payload["command_id"]: h.score for h in hits}

@@ -1,10 +1,13 @@
 """``VectorIndex`` on a Qdrant server, through ``qdrant_client.QdrantClient(url=...)`` (REST).
 
-Same layout as the Edge adapter: one collection with one *unnamed* dense vector (cosine distance), a
-keyword payload index on every :data:`KEYWORD_FIELDS` entry and an integer index on every
-:data:`INTEGER_FIELDS` entry. Filters become a ``models.Filter`` passed as ``query_filter`` of
-``query_points``, so isolation happens inside the search. Writes use ``wait=True`` (visible to the
-next read). The client's local mode (``:memory:`` / ``path=``) is deliberately not supported.
+Same layout as the Edge adapter: one collection with one *unnamed* dense vector (cosine distance) and
+the named sparse vector :data:`LEXICAL` (``Modifier.IDF``), a keyword payload index on every
+:data:`KEYWORD_FIELDS` entry and an integer index on every :data:`INTEGER_FIELDS` entry. Filters
+become a ``models.Filter`` passed as ``query_filter`` of ``query_points`` (and as the ``filter`` of
+every ``Prefetch`` of a hybrid query), so isolation happens inside the search. Writes use
+``wait=True`` (visible to the next read). The client's local mode (``:memory:`` / ``path=``) is
+deliberately not supported. A collection of layout 1 (no sparse vector) is refused by :meth:`ensure`
+with ``IndexUnavailable``; drop it and replay the ledger (it is a derived projection).
 """
 
 from __future__ import annotations
@@ -19,16 +22,23 @@ from qdrant_client import QdrantClient, models
 from memwarden.errors import ValidationError
 
 from .vector_index import (
+    DEFAULT_FUSION,
     INTEGER_FIELDS,
     KEYWORD_FIELDS,
+    LEXICAL,
+    RRF_K,
     Condition,
     FieldIn,
     FieldRange,
     Filter,
+    FusionMethod,
     Hit,
     IndexPoint,
     IndexUnavailable,
+    SparseVector,
     canonical_id,
+    check_hybrid_limits,
+    filter_is_empty,
     match_values,
     plain_vector,
     search_with_tie_closure,
@@ -37,8 +47,10 @@ from .vector_index import (
 __all__ = ["ServerVectorIndex"]
 
 
-def _condition(cond: Condition) -> models.FieldCondition:
-    """One port condition -> one ``models.FieldCondition``."""
+def _condition(cond: Condition | Filter) -> models.FieldCondition | models.Filter:
+    """One port filter entry -> one ``models.FieldCondition`` (or a nested ``models.Filter``)."""
+    if isinstance(cond, Filter):
+        return _filter(cond)
     if isinstance(cond, FieldIn):
         return models.FieldCondition(key=cond.key, match=models.MatchAny(any=match_values(cond)))
     if isinstance(cond, FieldRange):
@@ -49,12 +61,39 @@ def _condition(cond: Condition) -> models.FieldCondition:
 
 def to_server_filter(where: Filter | None) -> models.Filter | None:
     """Translate the port's filter AST into ``models.Filter`` (``None`` when it has no conditions)."""
-    if where is None or (not where.must and not where.must_not):
+    if where is None or filter_is_empty(where):
         return None
+    return _filter(where)
+
+
+def _filter(where: Filter) -> models.Filter:
+    """Recursive translation; an empty nested ``Filter`` becomes ``Filter()``, which matches all."""
     return models.Filter(
         must=[_condition(c) for c in where.must] or None,
         must_not=[_condition(c) for c in where.must_not] or None,
+        should=[_condition(c) for c in where.should] or None,
     )
+
+
+def to_server_sparse(sparse: SparseVector) -> models.SparseVector:
+    """The port's sparse vector as ``models.SparseVector``."""
+    return models.SparseVector(indices=list(sparse.indices), values=[float(v) for v in sparse.values])
+
+
+def _struct(point: IndexPoint) -> models.PointStruct:
+    """Dense vector under the default name, the lexical sparse vector (when present), payload."""
+    vector: dict[str, list[float] | models.SparseVector] = {"": plain_vector(point.vector)}
+    if point.sparse is not None and point.sparse.indices:
+        vector[LEXICAL] = to_server_sparse(point.sparse)
+    return models.PointStruct(id=canonical_id(point.point_id), vector=vector, payload=dict(point.payload))
+
+
+def _fusion(fusion: FusionMethod) -> models.RrfQuery | models.FusionQuery:
+    if fusion == "rrf":
+        return models.RrfQuery(rrf=models.Rrf(k=RRF_K))
+    if fusion == "dbsf":
+        return models.FusionQuery(fusion=models.Fusion.DBSF)
+    raise ValidationError("fusion", f"unknown fusion method {fusion!r}")
 
 
 class ServerVectorIndex:
@@ -99,13 +138,21 @@ class ServerVectorIndex:
                 client.create_collection(
                     self._collection,
                     vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
+                    sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)},
                 )
             else:
-                vectors = client.get_collection(self._collection).config.params.vectors
+                params = client.get_collection(self._collection).config.params
+                vectors = params.vectors
                 size = vectors.size if isinstance(vectors, models.VectorParams) else None
                 if size != dim:
                     raise IndexUnavailable(
                         f"collection {self._collection!r} has vector config {vectors!r}, expected {dim}"
+                    )
+                sparse = (params.sparse_vectors or {}).get(LEXICAL)
+                if sparse is None or sparse.modifier != models.Modifier.IDF:
+                    raise IndexUnavailable(
+                        f"collection {self._collection!r} has no {LEXICAL!r} sparse vector with IDF (layout 1);"
+                        " it is derived: drop it and replay the events topic into it"
                     )
             for key in KEYWORD_FIELDS:
                 client.create_payload_index(self._collection, key, models.PayloadSchemaType.KEYWORD, wait=True)
@@ -116,10 +163,7 @@ class ServerVectorIndex:
         """Insert or replace ``points`` by id in one request (empty input is a no-op)."""
         if not points:
             return
-        structs = [
-            models.PointStruct(id=canonical_id(p.point_id), vector=plain_vector(p.vector), payload=dict(p.payload))
-            for p in points
-        ]
+        structs = [_struct(p) for p in points]
         with self._guard("upsert"):
             self._client.upsert(self._collection, points=structs, wait=True)
 
@@ -157,6 +201,44 @@ class ServerVectorIndex:
             return [Hit(point_id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in response.points]
 
         with self._guard("search"):
+            return search_with_tie_closure(fetch, limit)
+
+    def query(
+        self,
+        dense: Sequence[float],
+        sparse: SparseVector,
+        where: Filter | None,
+        limit: int,
+        prefetch_limit: int,
+        fusion: FusionMethod = DEFAULT_FUSION,
+    ) -> list[Hit]:
+        """Hybrid top-``limit`` (see :meth:`VectorIndex.query`): ``query_points`` with a dense and a
+        lexical ``Prefetch``, each with the filter, fused by ``fusion`` on the server with the filter
+        as ``query_filter`` too. Sorted by ``(-score, point_id)``, boundary ties closed."""
+        check_hybrid_limits(limit, prefetch_limit)
+        if limit <= 0:
+            return []
+        flt = to_server_filter(where)
+        params = models.SearchParams(exact=True) if self._exact else None
+        stages = [models.Prefetch(query=plain_vector(dense), filter=flt, params=params, limit=prefetch_limit)]
+        if sparse.indices:
+            stages.append(models.Prefetch(query=to_server_sparse(sparse), using=LEXICAL, filter=flt, params=params,
+                                          limit=prefetch_limit))
+        root = _fusion(fusion)
+
+        def fetch(n: int) -> list[Hit]:
+            response = self._client.query_points(
+                self._collection,
+                prefetch=stages,
+                query=root,
+                query_filter=flt,
+                limit=n,
+                with_payload=True,
+                with_vectors=False,
+            )
+            return [Hit(point_id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in response.points]
+
+        with self._guard("query"):
             return search_with_tie_closure(fetch, limit)
 
     def retrieve(self, point_ids: Sequence[str]) -> list[Hit]:

@@ -4,6 +4,12 @@ Two adapters implement it with identical results: :mod:`memwarden.projections.ed
 Qdrant Edge, the default) and :mod:`memwarden.projections.server_index` (a Qdrant server through
 qdrant-client). Filters are a tiny AST translated by each adapter *into* the vector search, so that
 isolation happens before candidate generation (SSGM Principle 3, Eq. 5), never after ranking.
+
+Layout (version :data:`LAYOUT_VERSION`): every point holds the unnamed dense vector (cosine) and the
+named sparse vector :data:`LEXICAL` (BM25 term-frequency weights from
+:mod:`memwarden.projections.sparse`; the engine applies the IDF modifier). :meth:`VectorIndex.query`
+is the hybrid read: a dense and a lexical prefetch stage, *each* carrying the permission filter (and
+the root carrying it too), fused inside the engine (distribution-based score fusion by default).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from memwarden.errors import MemwardenError, ValidationError
 
@@ -34,6 +40,25 @@ INTEGER_FIELDS: tuple[str, ...] = ("valid_from_ms", "valid_to_ms", "expires_ms",
 
 #: Sentinel "open end" for ``valid_to_ms`` / ``expires_ms`` (year 9999, ms).
 OPEN_END_MS = 253_402_300_799_000
+
+#: Name of the sparse lexical vector of every point (BM25 term weights, IDF applied by the engine).
+LEXICAL = "lexical"
+#: Version of the point layout: 1 = dense only; 2 = dense + :data:`LEXICAL` sparse vector with IDF.
+LAYOUT_VERSION = 2
+
+#: How :meth:`VectorIndex.query` fuses its prefetch stages: reciprocal rank fusion (``"rrf"``,
+#: score = sum over stages of 1 / (RRF_K + rank), rank from 0 as the engine counts) or
+#: distribution-based score fusion (``"dbsf"``: each stage's scores mapped linearly so that its
+#: mean - 3 sd .. mean + 3 sd becomes 0 .. 1, then summed over the stages a point appears in).
+FusionMethod = Literal["rrf", "dbsf"]
+#: The ``k`` constant of reciprocal rank fusion (the usual 60).
+RRF_K = 60
+#: Default fusion. DBSF scored best on LoCoMo (bench/locomo_hybrid_offline.py) and, being a function
+#: of scores rather than of positions, does not depend on how an engine orders equal scores inside
+#: a prefetch stage, so both adapters fuse to the same result.
+DEFAULT_FUSION: FusionMethod = "dbsf"
+#: Prefetch stage length as a multiple of the requested ``limit`` (``prefetch_limit = 2 * limit``).
+PREFETCH_FACTOR = 2
 
 
 @dataclass(frozen=True)
@@ -71,12 +96,31 @@ class Filter:
 
 
 @dataclass(frozen=True)
+class SparseVector:
+    """A sparse vector: distinct non-negative 32-bit term ids (``indices``) and their weights
+    (``values``, same length). Built by :mod:`memwarden.projections.sparse`."""
+
+    indices: tuple[int, ...] = ()
+    values: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.indices) != len(self.values):
+            raise ValidationError("sparse", "indices and values differ in length")
+        if len(set(self.indices)) != len(self.indices):
+            raise ValidationError("sparse", "duplicate indices")
+        if any(not 0 <= i < 2**32 for i in self.indices):
+            raise ValidationError("sparse", "indices must be 32-bit unsigned integers")
+
+
+@dataclass(frozen=True)
 class IndexPoint:
-    """One point: deterministic UUID string id, dense vector (384 floats for MiniLM), payload."""
+    """One point: deterministic UUID string id, dense vector (384 floats for MiniLM), payload, and
+    the lexical sparse vector (``None`` stores an empty one: the point is never a lexical match)."""
 
     point_id: str
     vector: Sequence[float]
     payload: Mapping[str, Any] = field(default_factory=dict)
+    sparse: SparseVector | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +151,26 @@ class VectorIndex(Protocol):
     def search(self, vector: Sequence[float], where: Filter, limit: int) -> list[Hit]:
         """Top-``limit`` points by cosine similarity among those matching ``where`` (filter applied
         inside the search, not after it). Ties are broken by point id so adapters agree."""
+
+    def query(
+        self,
+        dense: Sequence[float],
+        sparse: SparseVector,
+        where: Filter | None,
+        limit: int,
+        prefetch_limit: int,
+        fusion: FusionMethod = DEFAULT_FUSION,
+    ) -> list[Hit]:
+        """Hybrid top-``limit``: a dense prefetch (cosine, ``prefetch_limit`` points) and a lexical
+        prefetch (``sparse`` against :data:`LEXICAL` with IDF, ``prefetch_limit`` points), each
+        filtered by ``where`` inside the stage, fused by ``fusion`` inside the engine with ``where``
+        at the root as well. ``Hit.score`` is the fused score (not comparable across queries); ties
+        broken by point id. Adapters agree on the result as long as no prefetch stage is cut inside a
+        group of equal scores: lexical ties are broken at write time (``Bm25Encoder.document(key=)``);
+        exact duplicate dense vectors straddling the ``prefetch_limit`` boundary remain engine-ordered.
+        An empty
+        ``sparse`` leaves only the dense stage. Raises ``ValidationError`` for ``prefetch_limit <
+        limit``."""
 
     def retrieve(self, point_ids: Sequence[str]) -> list[Hit]:
         """Points by id (score 0.0); missing ids are absent from the result."""
@@ -176,3 +240,54 @@ def search_with_tie_closure(fetch: Callable[[int], list[Hit]], limit: int) -> li
         if len(ranked) < n or ranked[-1].score < ranked[limit - 1].score:
             return ranked[:limit]
         n *= 2
+
+
+def condition_holds(payload: Mapping[str, Any], cond: Condition | Filter) -> bool:
+    """Reference semantics of one filter entry on one payload (what both engines implement).
+
+    A missing key satisfies no condition; a list payload satisfies a condition when any element
+    does; a nested :class:`Filter` holds per :func:`filter_matches`."""
+    if isinstance(cond, Filter):
+        return filter_matches(payload, cond)
+    value = payload.get(cond.key)
+    if value is None:
+        return False
+    values = value if isinstance(value, list) else [value]
+    if isinstance(cond, FieldIn):
+        return any(v in cond.values for v in values)
+    if isinstance(cond, FieldRange):
+        return any(
+            isinstance(v, int | float)
+            and not isinstance(v, bool)
+            and (cond.gt is None or v > cond.gt)
+            and (cond.gte is None or v >= cond.gte)
+            and (cond.lt is None or v < cond.lt)
+            and (cond.lte is None or v <= cond.lte)
+            for v in values
+        )
+    raise ValidationError("where", f"unsupported condition {type(cond).__name__}")
+
+
+def filter_matches(payload: Mapping[str, Any], where: Filter | None) -> bool:
+    """Reference semantics of the filter AST: every ``must`` entry holds, no ``must_not`` entry
+    holds, and at least one ``should`` entry holds when ``should`` is non-empty. ``None`` and
+    ``Filter()`` match every payload. Pure; used by tests and property checks as the oracle."""
+    if where is None:
+        return True
+    return (
+        all(condition_holds(payload, c) for c in where.must)
+        and not any(condition_holds(payload, c) for c in where.must_not)
+        and (not where.should or any(condition_holds(payload, c) for c in where.should))
+    )
+
+
+def filter_is_empty(where: Filter | None) -> bool:
+    """True when ``where`` imposes nothing at the top level (``None`` or no entries at all)."""
+    return where is None or not (where.must or where.must_not or where.should)
+
+
+def check_hybrid_limits(limit: int, prefetch_limit: int) -> None:
+    """Validate :meth:`VectorIndex.query` limits: ``prefetch_limit`` must be ``>= limit`` (a
+    prefetch stage shorter than the result cannot fill it). Raises ``ValidationError``."""
+    if limit > 0 and prefetch_limit < limit:
+        raise ValidationError("prefetch_limit", f"must be >= limit ({limit}), got {prefetch_limit}")

@@ -7,11 +7,15 @@ with ``exact=True`` so that results are compared with a NumPy brute-force refere
 and, when a server is there, with each other (ids equal, scores within 1e-5).
 
 Data: 300 seeded random 384-d points over 5 owners, validity windows in ms, list payload
-``purposes``.
+``purposes``, and a lexical sparse vector of a few words from a 40-word vocabulary (real
+``Bm25Encoder``). Hybrid queries are checked against a NumPy reference of the engine's semantics:
+IDF ``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the points holding a sparse vector, and DBSF (each
+stage's scores mapped so that mean -+ 3 sample standard deviations become 0 and 1, summed).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import uuid
@@ -22,7 +26,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from memwarden.errors import ValidationError
 from memwarden.projections.edge_index import EdgeVectorIndex
+from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import (
     OPEN_END_MS,
     Condition,
@@ -32,7 +38,9 @@ from memwarden.projections.vector_index import (
     Hit,
     IndexPoint,
     IndexUnavailable,
+    SparseVector,
     VectorIndex,
+    filter_matches,
 )
 
 DIM = 384
@@ -41,6 +49,11 @@ SEED = 20240611
 OWNERS = ("alice", "bob", "carol", "dave", "erin")
 PURPOSES = ("support", "billing", "research")
 SCORE_TOL = 1e-5
+#: Fused scores: the engine normalises and sums float32 stage scores.
+FUSED_TOL = 1e-4
+#: Word ``w<i>`` appears with a probability falling in ``i`` (a few common words, many rare ones).
+VOCAB = tuple(f"w{i:02d}" for i in range(40))
+ENCODER = Bm25Encoder()
 
 # -- deterministic data and a NumPy reference ---------------------------------------------------
 
@@ -55,8 +68,11 @@ def make_points(n: int = N_POINTS, seed: int = SEED) -> list[IndexPoint]:
     a validity window ``[valid_from_ms, valid_to_ms)`` inside [0, 2000) or open-ended."""
     rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((n, DIM)).astype(np.float32)
+    word_p = 1.0 / np.arange(1, len(VOCAB) + 1)
+    word_p /= word_p.sum()
     points = []
     for i in range(n):
+        words = rng.choice(VOCAB, size=int(rng.integers(2, 9)), p=word_p)
         start = int(rng.integers(0, 1000))
         end = OPEN_END_MS if rng.random() < 0.3 else start + int(rng.integers(1, 1000))
         purposes = sorted(str(p) for p in rng.choice(PURPOSES, size=int(rng.integers(1, 3)), replace=False))
@@ -68,7 +84,8 @@ def make_points(n: int = N_POINTS, seed: int = SEED) -> list[IndexPoint]:
             "valid_from_ms": start,
             "valid_to_ms": end,
         }
-        points.append(IndexPoint(point_id(i), vectors[i].tolist(), payload))
+        sparse = ENCODER.document(" ".join(words), key=point_id(i))
+        points.append(IndexPoint(point_id(i), vectors[i].tolist(), payload, sparse))
     return points
 
 
@@ -77,27 +94,9 @@ def valid_at(t_ms: int) -> tuple[Condition, ...]:
     return (FieldRange("valid_from_ms", lte=t_ms), FieldRange("valid_to_ms", gt=t_ms))
 
 
-def _holds(payload: Mapping[str, Any], cond: Condition) -> bool:
-    value = payload.get(cond.key)
-    if value is None:
-        return False
-    values = value if isinstance(value, list) else [value]
-    if isinstance(cond, FieldIn):
-        return any(v in cond.values for v in values)
-    bounds = (
-        (cond.gt, lambda v, b: v > b),
-        (cond.gte, lambda v, b: v >= b),
-        (cond.lt, lambda v, b: v < b),
-        (cond.lte, lambda v, b: v <= b),
-    )
-    return any(all(b is None or op(v, b) for b, op in bounds) for v in values)
-
-
 def matches(payload: Mapping[str, Any], where: Filter | None) -> bool:
-    """Reference semantics of the filter AST (list payloads match when any element does)."""
-    if where is None:
-        return True
-    return all(_holds(payload, c) for c in where.must) and not any(_holds(payload, c) for c in where.must_not)
+    """Reference semantics of the filter AST (the port's pure oracle)."""
+    return filter_matches(payload, where)
 
 
 def reference_search(
@@ -114,11 +113,60 @@ def reference_search(
     return ranked[:limit]
 
 
-def assert_same_ranking(hits: Sequence[Hit], expected: Sequence[tuple[str, float]]) -> None:
-    """Same ids in the same order, scores within ``SCORE_TOL``."""
+def lexical_scores(points: Sequence[IndexPoint], query: SparseVector) -> dict[str, float]:
+    """BM25 score of every point with a non-zero overlap: sum of idf * query weight * doc weight."""
+    with_sparse = [p for p in points if p.sparse is not None and p.sparse.indices]
+    df: dict[int, int] = {}
+    for p in with_sparse:
+        for t in p.sparse.indices:  # type: ignore[union-attr]
+            df[t] = df.get(t, 0) + 1
+    n_total = len(with_sparse)
+    idf = {t: math.log(1 + (n_total - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+    q = dict(zip(query.indices, query.values, strict=True))
+    out = {}
+    for p in with_sparse:
+        d = dict(zip(p.sparse.indices, p.sparse.values, strict=True))  # type: ignore[union-attr]
+        score = sum(idf[t] * w * d[t] for t, w in q.items() if t in d)
+        if score > 0:
+            out[p.point_id] = score
+    return out
+
+
+def _dbsf(stage: Sequence[tuple[str, float]]) -> dict[str, float]:
+    scores = np.asarray([s for _, s in stage], dtype=np.float64)
+    if len(scores) < 2 or scores.std(ddof=1) == 0:
+        return {pid: 0.5 for pid, _ in stage}
+    mean, sd = scores.mean(), scores.std(ddof=1)
+    return {pid: (s - (mean - 3 * sd)) / (6 * sd) for pid, s in stage}
+
+
+def reference_hybrid(
+    points: Sequence[IndexPoint],
+    dense: Sequence[float],
+    sparse: SparseVector,
+    where: Filter | None,
+    limit: int,
+    prefetch_limit: int,
+) -> list[tuple[str, float]]:
+    """DBSF of the filtered dense top-``prefetch_limit`` and the filtered lexical top-``prefetch_limit``
+    (IDF over every point with a sparse vector), as ``(point_id, fused score)``, top ``limit``."""
+    stages = [reference_search(points, dense, where, prefetch_limit)]
+    if sparse.indices:
+        payloads = {p.point_id: p.payload for p in points}
+        kept = [(pid, sc) for pid, sc in lexical_scores(points, sparse).items() if matches(payloads[pid], where)]
+        stages.append(sorted(kept, key=lambda x: (-x[1], x[0]))[:prefetch_limit])
+    fused: dict[str, float] = {}
+    for stage in stages:
+        for pid, sc in _dbsf(stage).items():
+            fused[pid] = fused.get(pid, 0.0) + sc
+    return sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:limit]
+
+
+def assert_same_ranking(hits: Sequence[Hit], expected: Sequence[tuple[str, float]], tol: float = SCORE_TOL) -> None:
+    """Same ids in the same order, scores within ``tol``."""
     assert [h.point_id for h in hits] == [pid for pid, _ in expected]
     for hit, (_, score) in zip(hits, expected, strict=True):
-        assert hit.score == pytest.approx(score, abs=SCORE_TOL)
+        assert hit.score == pytest.approx(score, abs=tol)
 
 
 @pytest.fixture(scope="module")
@@ -273,6 +321,119 @@ class VectorIndexContract:
         assert loaded.search(points[0].vector, Filter(must=(FieldIn("owner", ("nobody",)),)), 10) == []
         assert loaded.search(points[0].vector, Filter(), 0) == []
 
+    # -- nested filters and should (OR) clauses ---------------------------------------------------
+
+    def test_nested_and_should_filters_match_bruteforce(
+        self, loaded: VectorIndex, points: list[IndexPoint], queries: np.ndarray
+    ) -> None:
+        grant_alice = Filter(must=(FieldIn("owner", ("alice",)), *valid_at(300)))
+        grant_bob = Filter(must=(FieldIn("owner", ("bob",)), FieldIn("purposes", ("billing",))))
+        filters = [
+            Filter(should=(grant_alice, grant_bob)),
+            Filter(must=(Filter(should=(grant_alice, grant_bob)),), must_not=(FieldIn("status", ("superseded",)),)),
+            Filter(should=(FieldIn("owner", ("carol",)), Filter(must=(FieldIn("owner", ("dave",)), *valid_at(900))))),
+            Filter(must_not=(Filter(must=(FieldIn("owner", ("erin",)), FieldIn("status", ("active",)))),)),
+            Filter(must=(FieldIn("status", ("active",)),), should=(Filter(), FieldIn("owner", ("nobody",)))),
+            Filter(must=(Filter(should=(Filter(should=(grant_bob,)),)),)),
+        ]
+        for where in filters:
+            expected = [p for p in points if matches(p.payload, where)]
+            assert 0 < len(expected) < N_POINTS
+            assert loaded.count(where) == len(expected)
+            for q in queries[:3]:
+                assert_same_ranking(loaded.search(q.tolist(), where, 10), reference_search(points, q, where, 10))
+
+    def test_should_of_grants_never_returns_a_point_outside_every_grant(self, index: VectorIndex) -> None:
+        """A permission is an OR of grants; an exact copy of the query owned by nobody granted stays out."""
+        query = np.random.default_rng(7).standard_normal(DIM).tolist()
+        permitted = [
+            IndexPoint(point_id(30_000 + i), (np.asarray(query) + 0.3 * i).tolist(),
+                       {"owner": owner, "scope": scope, "status": "active"}, ENCODER.document("invoice w01"))
+            for i, (owner, scope) in enumerate([("alice", "team:a"), ("bob", "team:b"), ("bob", "team:c")])
+        ]
+        intruder = IndexPoint(point_id(30_100), query, {"owner": "mallory", "scope": "team:a", "status": "active"},
+                              ENCODER.document("invoice w01"))
+        index.upsert([*permitted, intruder])
+        where = Filter(should=(
+            Filter(must=(FieldIn("owner", ("alice",)), FieldIn("scope", ("team:a",)))),
+            Filter(must=(FieldIn("owner", ("bob",)), FieldIn("scope", ("team:b",)))),
+        ))
+        got = {h.point_id for h in index.search(query, where, 10)}
+        assert got == {permitted[0].point_id, permitted[1].point_id}
+        hybrid = index.query(query, ENCODER.query("invoice"), where, 10, 20)
+        assert {h.point_id for h in hybrid} == got
+
+    # -- hybrid query ----------------------------------------------------------------------------
+
+    def test_hybrid_query_matches_reference(
+        self, loaded: VectorIndex, points: list[IndexPoint], queries: np.ndarray
+    ) -> None:
+        filters = [
+            None,
+            Filter(must=(FieldIn("owner", ("alice", "bob")),)),
+            Filter(should=(Filter(must=(FieldIn("owner", ("carol",)), *valid_at(500))),
+                           Filter(must=(FieldIn("purposes", ("research",)),))),
+                   must_not=(FieldIn("status", ("superseded",)),)),
+        ]
+        texts = ["w00 w07", "w03 w21 w33", "w12", "w05 w05 w39"]
+        for where in filters:
+            for q, text in zip(queries, texts, strict=False):
+                sparse = ENCODER.query(text)
+                hits = loaded.query(q.tolist(), sparse, where, 10, 20)
+                assert_same_ranking(hits, reference_hybrid(points, q, sparse, where, 10, 20), FUSED_TOL)
+                assert all(matches(h.payload, where) for h in hits)
+
+    def test_hybrid_query_with_rrf_keeps_the_filter_in_every_stage(
+        self, loaded: VectorIndex, points: list[IndexPoint], queries: np.ndarray
+    ) -> None:
+        where = Filter(must=(FieldIn("owner", ("dave",)), *valid_at(700)))
+        allowed = {p.point_id for p in points if matches(p.payload, where)}
+        hits = loaded.query(queries[0].tolist(), ENCODER.query("w00 w01 w02"), where, 10, 10, fusion="rrf")
+        assert len(hits) == 10
+        assert {h.point_id for h in hits} <= allowed
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+    def test_hybrid_lexical_stage_finds_what_dense_misses(self, index: VectorIndex) -> None:
+        rng = np.random.default_rng(11)
+        query = rng.standard_normal(DIM)
+        near = [IndexPoint(point_id(40_000 + i), (query + 0.1 * rng.standard_normal(DIM)).tolist(),
+                           {"owner": "alice"}, ENCODER.document("w00 w01")) for i in range(30)]
+        far = IndexPoint(point_id(40_100), (-query).tolist(), {"owner": "alice"}, ENCODER.document("zanzibar w00"))
+        index.upsert([*near, far])
+        assert far.point_id not in {h.point_id for h in index.search(query.tolist(), Filter(), 10)}
+        hybrid = index.query(query.tolist(), ENCODER.query("trip to zanzibar"), Filter(), 10, 20)
+        assert far.point_id in {h.point_id for h in hybrid}
+        dense_only = index.query(query.tolist(), SparseVector(), Filter(), 10, 20)
+        assert far.point_id not in {h.point_id for h in dense_only}
+        mallory = Filter(must=(FieldIn("owner", ("mallory",)),))
+        assert index.query(query.tolist(), ENCODER.query("zanzibar"), mallory, 10, 20) == []
+
+    def test_hybrid_intruder_matching_both_stages_stays_out(
+        self, loaded: VectorIndex, points: list[IndexPoint]
+    ) -> None:
+        target = points[5]
+        intruder = IndexPoint(point_id(50_000), target.vector, {**target.payload, "owner": "mallory"}, target.sparse)
+        loaded.upsert([intruder])
+        sparse = SparseVector(target.sparse.indices, tuple(1.0 for _ in target.sparse.indices))  # type: ignore[union-attr]
+        owner = Filter(must=(FieldIn("owner", (target.payload["owner"],)),))
+        for fusion in ("dbsf", "rrf"):
+            hits = loaded.query(target.vector, sparse, owner, 10, 20, fusion=fusion)  # type: ignore[arg-type]
+            assert hits[0].point_id == target.point_id
+            assert intruder.point_id not in {h.point_id for h in hits}
+
+    def test_hybrid_ties_are_broken_by_point_id(self, index: VectorIndex, points: list[IndexPoint]) -> None:
+        same = points[0]
+        ids = [point_id(60_000 + i) for i in range(7)]
+        index.upsert([IndexPoint(pid, same.vector, {"owner": "alice"}, same.sparse) for pid in ids])
+        index.upsert(points[1:40])
+        hits = index.query(same.vector, ENCODER.query("w00 w01"), Filter(), 3, 20)
+        assert [h.point_id for h in hits] == sorted(ids)[:3]
+
+    def test_hybrid_limits(self, loaded: VectorIndex, points: list[IndexPoint]) -> None:
+        assert loaded.query(points[0].vector, ENCODER.query("w00"), None, 0, 0) == []
+        with pytest.raises(ValidationError):
+            loaded.query(points[0].vector, ENCODER.query("w00"), None, 10, 5)
+
 
 # -- adapters ----------------------------------------------------------------------------------
 
@@ -303,6 +464,29 @@ class TestEdgeIndex(VectorIndexContract):
             )
         finally:
             second.close()
+
+    def test_layout_1_shard_is_refused_then_recreated(self, tmp_path: Path, points: list[IndexPoint]) -> None:
+        import qdrant_edge as qe
+
+        old = qe.EdgeShard.create(
+            str(tmp_path / "old"), qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine))
+        )
+        old.close()
+        idx = EdgeVectorIndex(tmp_path, "old", exact=True)
+        with pytest.raises(IndexUnavailable, match="layout 1"):
+            idx.ensure(DIM)
+        idx.recreate(DIM)
+        try:
+            assert idx.count() == 0
+            idx.upsert(points[:20])
+            where = Filter(must=(FieldIn("owner", (points[3].payload["owner"],)),))
+            assert_same_ranking(
+                idx.query(points[3].vector, ENCODER.query("w00 w01"), where, 3, 6),
+                reference_hybrid(points[:20], points[3].vector, ENCODER.query("w00 w01"), where, 3, 6),
+                FUSED_TOL,
+            )
+        finally:
+            idx.close()
 
     def test_closed_index_raises_unavailable(self, tmp_path: Path) -> None:
         idx = EdgeVectorIndex(tmp_path, "closed")
@@ -402,12 +586,19 @@ class TestServerIndex(VectorIndexContract):
                 Filter(),
                 Filter(must=(FieldIn("owner", ("alice", "dave")), *valid_at(700))),
                 Filter(must=(FieldIn("purposes", ("research",)),), must_not=(FieldIn("status", ("superseded",)),)),
+                Filter(should=(Filter(must=(FieldIn("owner", ("bob",)), *valid_at(300))),
+                               Filter(must=(FieldIn("owner", ("erin",)), FieldIn("purposes", ("billing",))))),
+                       must_not=(FieldIn("status", ("superseded",)),)),
             ]
             for where in filters:
                 assert loaded.count(where) == edge.count(where)
-                for q in queries:
+                for q, text in zip(queries, ("w00 w05", "w17", "w02 w30 w31", "w09"), strict=False):
                     server_hits = loaded.search(q.tolist(), where, 10)
                     edge_hits = edge.search(q.tolist(), where, 10)
                     assert_same_ranking(server_hits, [(h.point_id, h.score) for h in edge_hits])
+                    sparse = ENCODER.query(text)
+                    server_hybrid = loaded.query(q.tolist(), sparse, where, 10, 20)
+                    edge_hybrid = edge.query(q.tolist(), sparse, where, 10, 20)
+                    assert_same_ranking(server_hybrid, [(h.point_id, h.score) for h in edge_hybrid], FUSED_TOL)
         finally:
             edge.close()

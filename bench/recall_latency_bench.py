@@ -1,0 +1,212 @@
+"""Recall latency on the embedded index with every read filter on (issue 4, "Speed"). Not a test.
+
+For each size (default 10k and 100k) it builds a fresh Qdrant Edge shard in a temporary directory
+with synthetic memories written exactly as the ``EmbeddingProjector`` writes them (payload from
+``payload_of``, dense vector, ``lexical`` sparse vector with the tie-break key), then times recall the
+way the ``Recaller`` does it, per query:
+
+1. query embedding (all-MiniLM-L6-v2 on CPU, one text) and lexical encoding;
+2. the Eq. 5 read filter (``recall.read_filter``: ABAC over owner, subject and the reader's grants
+   -- a ``should`` of sub-filters --, purpose, status, validity at ``as_of``, known time, expiry,
+   and the freshness horizon per store kind);
+3. ``EdgeVectorIndex.query``: dense and lexical prefetch (each with the filter) fused by DBSF.
+
+It prints p50/p95 (ms) of the whole recall, of the index query alone and of the embedding, the
+share of the recall spent in query embedding, the dense-only ``search`` under the same filter for
+comparison, and how many points the filter admits on average. Postgres verification (one indexed
+lookup of at most ``k`` rows) is not included. ``optimize()`` is not called: segments stay
+unindexed, so the engine scores the points the filter admits (the payload indexes choose them).
+
+Synthetic world: ``size / 100`` principals in teams of 10 (a team scope each), roles, grants
+(team membership on the team scope, a few direct delegations, role grants), store kinds,
+sensitivities, purpose tags, validity windows over two years (15 % superseded with a closed
+interval), 10 % with an expiry (half of them past), decision times. Texts are 8-20 words drawn
+from a Zipf-distributed vocabulary of 20k pseudo-words; dense vectors are random unit vectors
+(the cost of scoring does not depend on their content); queries are 3-8 words from the same
+vocabulary, embedded for real.
+
+Usage: ``python bench/recall_latency_bench.py [--sizes 10000 100000] [--queries 300] [--k 10]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memwarden.commands.access import Grant
+from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.projections.edge_index import EdgeVectorIndex
+from memwarden.projections.embedder import SentenceTransformerEmbedder
+from memwarden.projections.index_projector import payload_of, point_id
+from memwarden.projections.recall import read_filter
+from memwarden.projections.sparse import Bm25Encoder
+from memwarden.projections.vector_index import PREFETCH_FACTOR, IndexPoint
+
+DIM = 384
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+PURPOSES = ("support", "billing", "research", "general")
+ROLES = tuple(f"role{i}" for i in range(10))
+VOCAB_SIZE = 20_000
+
+
+class World:
+    """Principals, teams, roles and grants for ``size`` memories (seeded)."""
+
+    def __init__(self, size: int, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.n_principals = max(20, size // 100)
+        self.principals = [f"user:p{i}" for i in range(self.n_principals)]
+        self.team_of = {p: f"team:{i // 10}" for i, p in enumerate(self.principals)}
+        self.roles = {p: frozenset(rng.choice(ROLES, size=int(rng.integers(0, 3)), replace=False).tolist())
+                      for p in self.principals}
+        now_ms = int(NOW.timestamp() * 1000)
+        grants: list[Grant] = []
+        for i, p in enumerate(self.principals):
+            grants.append(Grant(f"team-{i}", p, frozenset({Right.READ}), (self.team_of[p],), purposes=("support",)))
+            for j in range(int(rng.integers(0, 3))):
+                other = self.principals[int(rng.integers(0, self.n_principals))]
+                grants.append(Grant(f"del-{i}-{j}", p, frozenset({Right.READ}), ("*",), subjects=(other,),
+                                    valid_from_ms=now_ms - 10**10, valid_to_ms=now_ms + 10**10))
+        for r in ROLES:
+            scopes = tuple(sorted({self.team_of[self.principals[int(x)]]
+                                   for x in rng.integers(0, self.n_principals, 5)}))
+            grants.append(Grant(f"role-{r}", f"role:{r}", frozenset({Right.READ}), scopes,
+                                store_kinds=(StoreKind.PROCEDURE, StoreKind.PROFILE),
+                                sensitivity_ceiling=Sensitivity.CONFIDENTIAL))
+        self.grants = tuple(grants)
+        ranks = np.arange(1, VOCAB_SIZE + 1)
+        self.word_p = (1.0 / ranks) / (1.0 / ranks).sum()
+        self.vocab = np.asarray([f"w{i}" for i in range(VOCAB_SIZE)])
+
+    def text(self, lo: int, hi: int) -> str:
+        """``lo``..``hi`` Zipf-distributed words."""
+        n = int(self.rng.integers(lo, hi + 1))
+        return " ".join(self.vocab[self.rng.choice(VOCAB_SIZE, size=n, p=self.word_p)].tolist())
+
+    def record(self, i: int) -> dict[str, Any]:
+        """A ``MemoryRecorded``-shaped record (the fields ``payload_of`` reads)."""
+        rng = self.rng
+        owner = self.principals[int(rng.integers(0, self.n_principals))]
+        subject = owner if rng.random() < 0.8 else self.principals[int(rng.integers(0, self.n_principals))]
+        scope = self.team_of[owner] if rng.random() < 0.7 else f"personal:{owner}"
+        observed = NOW - timedelta(seconds=int(rng.integers(0, 2 * 365 * 86_400)))
+        closed = rng.random() < 0.15
+        expires = None
+        if rng.random() < 0.1:
+            expires = NOW + timedelta(days=int(rng.integers(-200, 200)))
+        n_purposes = int(rng.integers(0, 3))
+        envelope = {
+            "principal": owner, "subject": subject, "scope": scope,
+            "store_kind": str(rng.choice([k.value for k in StoreKind])),
+            "sensitivity": str(rng.choice([s.value for s in Sensitivity], p=[0.2, 0.5, 0.2, 0.1])),
+            "purposes": sorted(rng.choice(PURPOSES, size=n_purposes, replace=False).tolist()),
+            "effective_from": None, "observed_at": observed,
+            "effective_to": observed + timedelta(days=int(rng.integers(1, 300))) if closed else None,
+            "expires_at": expires,
+        }
+        mid = str(uuid.UUID(int=i + 1))
+        return {"memory_id": mid, "command_id": mid, "version": 1, "envelope": envelope,
+                "decided_at": observed + timedelta(seconds=1), "_closed": closed}
+
+
+def build(index: EdgeVectorIndex, world: World, size: int, batch: int, encoder: Bm25Encoder) -> float:
+    """Write ``size`` memories; returns the seconds spent in ``upsert`` (conversion included)."""
+    spent = 0.0
+    for start in range(0, size, batch):
+        n = min(batch, size - start)
+        vectors = world.rng.standard_normal((n, DIM)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        points = []
+        for j in range(n):
+            rec = world.record(start + j)
+            payload = payload_of(rec)
+            if rec["_closed"]:
+                payload["status"] = "superseded"
+            pid = point_id(rec["memory_id"], rec["command_id"])
+            points.append(IndexPoint(pid, vectors[j].tolist(), payload, encoder.document(world.text(8, 20), key=pid)))
+        t0 = time.perf_counter()
+        index.upsert(points)
+        spent += time.perf_counter() - t0
+    return spent
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """``q``-th percentile of ``values`` (seconds) in ms."""
+    return float(np.percentile(np.asarray(values) * 1000.0, q))
+
+
+def bench(size: int, n_queries: int, k: int, batch: int, seed: int, embedder: SentenceTransformerEmbedder) -> None:
+    rng = np.random.default_rng(seed)
+    world = World(size, rng)
+    encoder = Bm25Encoder()
+    with tempfile.TemporaryDirectory(prefix="mw-recall-bench-") as tmp:
+        index = EdgeVectorIndex(Path(tmp), "bench")
+        index.ensure(DIM)
+        upsert_s = build(index, world, size, batch, encoder)
+        print(f"{size} memories: upsert {size / upsert_s:,.0f} points/s; {world.n_principals} principals,"
+              f" {len(world.grants)} grants")
+        total, in_index, in_embed, dense_only, admitted = [], [], [], [], []
+        for qi in range(n_queries + 20):
+            reader = world.principals[int(rng.integers(0, world.n_principals))]
+            purpose = str(rng.choice(PURPOSES))
+            text = world.text(3, 8)
+            t0 = time.perf_counter()
+            vector = embedder.embed([text])[0].tolist()
+            t1 = time.perf_counter()
+            lexical = encoder.query(text)
+            where = read_filter(reader, NOW, NOW, purpose=purpose, roles=world.roles[reader], grants=world.grants)
+            t2 = time.perf_counter()
+            hits = index.query(vector, lexical, where, k, PREFETCH_FACTOR * k)
+            t3 = time.perf_counter()
+            index.search(vector, where, k)
+            t4 = time.perf_counter()
+            if qi < 20:  # warm-up
+                continue
+            total.append(t3 - t0)
+            in_embed.append(t1 - t0)
+            in_index.append(t3 - t2)
+            dense_only.append(t4 - t3)
+            if qi % 10 == 0:
+                admitted.append(index.count(where))
+            assert len(hits) <= k
+        share = sum(in_embed) / sum(total)
+        print(f"  recall (embed + encode + filter + hybrid query): p50 {pct(total, 50):6.2f} ms"
+              f"  p95 {pct(total, 95):6.2f} ms")
+        print(f"  hybrid index query alone:                      p50 {pct(in_index, 50):6.2f} ms"
+              f"  p95 {pct(in_index, 95):6.2f} ms")
+        print(f"  query embedding alone:                         p50 {pct(in_embed, 50):6.2f} ms"
+              f"  p95 {pct(in_embed, 95):6.2f} ms  -> {share:.0%} of recall time")
+        print(f"  dense-only search, same filter (comparison):   p50 {pct(dense_only, 50):6.2f} ms"
+              f"  p95 {pct(dense_only, 95):6.2f} ms")
+        print(f"  filter admits {statistics.mean(admitted):,.0f} points on average"
+              f" ({statistics.mean(admitted) / size:.1%}); hybrid/dense-only p50 ratio"
+              f" {pct(in_index, 50) / pct(dense_only, 50):.2f}")
+        index.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--seed", type=int, default=20250601)
+    args = parser.parse_args(argv)
+    embedder = SentenceTransformerEmbedder()
+    embedder.embed(["warm up"])
+    for size in args.sizes:
+        bench(size, args.queries, args.k, args.batch, args.seed, embedder)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
