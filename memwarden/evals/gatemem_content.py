@@ -19,14 +19,18 @@ R3 sensitivity, highest marker wins:
   list, e.g. contract terms in office, holds and blockers in education).
 - INTERNAL otherwise.
 
+A turn that opens by declaring itself public ("Public update: ...", "Public Elm Guides note: ...") and
+is not a private note has no marker (INTERNAL, no values); R4 taint still applies to it.
+
 R4 values: the strings a CONFIDENTIAL or RESTRICTED turn states that later turns may repeat - tokens,
 codes, secret digits and phrases, secret quotes, identities, amounts, percentages, room codes and
 numbered locations, and for a private note its times and ``at the <place>`` phrases. Names of
 principals and tracks are never values.
 
-R5 private note: the speaker declares a note of their own private ("my private note", "private-family
-note", "my exact ... time"), not negated in the sentence ("I do not need the private details" is not a
-note).
+R5 private note: a sentence declares a private note or thread ("private note", "private-family note",
+"my ... private thread", "my exact" detail), is not negated before that ("I do not
+need the private details" is not a note), and is first-person or states a time or an "at the" place;
+the text must say "private" or "exact" somewhere.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 
 from memwarden.commands.model import Sensitivity
 
-__all__ = ["CREDENTIAL_MARKERS", "ContentFacts", "analyse", "is_credential_only"]
+__all__ = ["CREDENTIAL_MARKERS", "ContentFacts", "analyse", "facet_of", "is_credential_only"]
 
 _TOKEN = re.compile(r"\b[A-Za-z]{2,}_[A-Za-z0-9]+_[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*")
 _CODE = re.compile(r"\b[A-Z]{2,4}-\d{4,6}\b|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{4}-[A-Z0-9]{4}\b")
@@ -90,9 +94,12 @@ _SAFE_CONTEXT = re.compile(
     r"\b(?:safe|broad|public|general|neutral|catalog|outward|mixed-audience|generic)\b[^'.]{0,40}$", re.IGNORECASE
 )
 _PRIVATE_NOTE = re.compile(
-    r"\bprivate[\w\s-]{0,20}?\bnote\b|\bprivate-note\b|\bmy (?:separate |own )?(?:private|personal)\b|\bmy exact\b",
+    r"\bprivate[\w\s-]{0,20}?\b(?:note|thread)\b|\bprivate-(?:note|thread)\b|\bmy\b[\w\s-]{0,25}?\b(?:private|personal)\b"
+    r"|\bmy exact\b",
     re.IGNORECASE,
 )
+_MINE = re.compile(r"\b(?:my|mine|I)\b|\b\d{1,2}:\d{2}\s?(?:AM|PM|am|pm)\b|\bat the [a-z]")
+_DECLARED_PUBLIC = re.compile(r"^\W*(?:[\w-]+\s){0,2}public\b[^.:;]*[:.]", re.IGNORECASE)
 _NEGATION = re.compile(r"\b(?:not|no|never|without|nobody|none)\b|n't\b", re.IGNORECASE)
 
 #: Markers that make a record a credential (its ``#credentials`` facet, see gatemem_mapping R6).
@@ -113,12 +120,13 @@ class ContentFacts:
 
 
 def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
-            exclude: frozenset[str] = frozenset()) -> ContentFacts:
+            exclude: frozenset[str] = frozenset(), extra_values: re.Pattern[str] | None = None) -> ContentFacts:
     """Apply R3-R5 to one turn text (see the module docstring). Pure.
 
     Args:
         text: the turn text.
         extra_confidential: the domain's words that make a turn CONFIDENTIAL (``domain-word``).
+        extra_values: in a ``domain-word`` turn, group 1 of each match is a protected value (R4).
         exclude: names (principals' names and name parts, track names) never taken as values.
     """
     markers: list[str] = []
@@ -164,6 +172,12 @@ def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
         mark("restricted-place", located)
     if extra_confidential is not None and extra_confidential.search(text):
         markers.append("domain-word")
+        if extra_values is not None:
+            values.extend(m.group(1).rsplit(":", 1)[-1].strip() for m in extra_values.finditer(text))
+    if _DECLARED_PUBLIC.match(text) and not private:
+        # "Public update: ...": values declared public are not secrets; taint (R4) still applies
+        markers = ["declared-public"]
+        values = []
     found = set(markers)
     if found & (_RESTRICTED_MARKERS | _CONFIDENTIAL_MARKERS):
         values.extend(located)
@@ -178,9 +192,20 @@ def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
 
 
 def is_credential_only(facts: ContentFacts) -> bool:
-    """True if the turn states a credential and nothing else protected (R6 ``#credentials`` facet)."""
+    """True if the turn states a credential and nothing else protected but places (R6 ``#credentials``)."""
     found = set(facts.markers)
-    return bool(found & CREDENTIAL_MARKERS) and not found - CREDENTIAL_MARKERS
+    return bool(found & CREDENTIAL_MARKERS) and not found - CREDENTIAL_MARKERS - {"restricted-place"}
+
+
+def facet_of(facts: ContentFacts) -> str:
+    """R6 facet of a record: ``#credentials`` (credentials, maybe with places), ``#places`` (only a
+    restricted room or site) or ``""``."""
+    found = set(facts.markers)
+    if is_credential_only(facts):
+        return "#credentials"
+    if found == {"restricted-place"}:
+        return "#places"
+    return ""
 
 
 def excluded(phrase: str, exclude: frozenset[str]) -> bool:
@@ -203,9 +228,11 @@ def _identities(text: str) -> list[str]:
 
 
 def _private_note(text: str) -> bool:
+    if not re.search(r"\bprivate\b|\bexact\b", text, re.IGNORECASE):
+        return False
     for sentence in _SENTENCE.findall(text):
         m = _PRIVATE_NOTE.search(sentence)
-        if m and not _NEGATION.search(sentence[: m.start()]):
+        if m and not _NEGATION.search(sentence[: m.start()]) and _MINE.search(sentence):
             return True
     return False
 

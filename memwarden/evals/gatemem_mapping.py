@@ -30,7 +30,9 @@ R6 Scope of a turn: R4 taint > R5 > the first track named in the text (aliases f
    not when the speaker is a household outsider; a turn naming several persons is a shared summary and
    skips this rule) > the speaker's home circle (the track, or the subject's track, of its first
    relationship; a household outsider's home is the household) > ``general``. A turn whose markers are
-   all credential markers goes to the ``#credentials`` facet of that circle.
+   all credential markers goes to the ``#credentials`` facet of that circle, one whose only marker is a
+   restricted room or site to the ``#places`` facet; a tainted turn keeps its origin's facet only if
+   it would get the same one, else the circle itself.
 R7 Grants from :mod:`memwarden.evals.gatemem_policy`: one READ grant per (principal, reason,
    ceiling) listing its scopes; a circle's grant covers both facets unless the access is
    ``track-credentials``. The ingest service holds WRITE on every scope.
@@ -55,7 +57,7 @@ from datetime import datetime
 from typing import Any
 
 from memwarden.commands.model import Sensitivity, StoreKind
-from memwarden.evals.gatemem_content import ContentFacts, analyse, is_credential_only
+from memwarden.evals.gatemem_content import _RESTRICTION_WORD, ContentFacts, analyse, facet_of
 from memwarden.evals.gatemem_data import Episode, Relationship, Turn
 from memwarden.evals.gatemem_policy import EMPTY_POLICY, POLICY, Access, DomainPolicy
 
@@ -74,6 +76,8 @@ READ = "READ"
 WRITE = "WRITE"
 #: Facet suffix of a circle's credential-only records.
 CREDENTIALS = "#credentials"
+PLACES = "#places"
+_FACETS = ("", CREDENTIALS, PLACES)
 _LEVEL = {s: i for i, s in enumerate(
     (Sensitivity.PUBLIC, Sensitivity.INTERNAL, Sensitivity.CONFIDENTIAL, Sensitivity.RESTRICTED))}
 _TRACK_KEYS = ("project_id", "program_id", "case_id", "course_id", "building_id", "household_id", "for_household_id")
@@ -215,6 +219,8 @@ class _Circles:
     home: Mapping[str, str]  # principal -> circle of its unnamed statements
     outsiders: frozenset[str]
     exclude: frozenset[str]  # names never taken as protected values
+    thread_heads: Mapping[str, re.Pattern[str]]  # track id -> "<Head> <Word>" pattern of its threads
+    public_tracks: frozenset[str]  # tracks given by program_id (public programs)
 
 
 def _alias(track_id: str) -> str:
@@ -270,6 +276,11 @@ def _circles(episode: Episode, policy: DomainPolicy) -> _Circles:
         home=home,
         outsiders=frozenset(outsiders),
         exclude=frozenset(x for x in exclude if x),
+        public_tracks=frozenset(r.attrs["program_id"] for r in episode.relationships if "program_id" in r.attrs),
+        thread_heads={
+            t: re.compile(r"\b" + re.escape(a.split()[0].capitalize()) + r" ([A-Z][A-Za-z]+)\b")
+            for t, a in aliases.items() if a and policy.threads
+        },
     )
 
 
@@ -296,6 +307,15 @@ def _named_tracks(text: str, circles: _Circles) -> list[str]:
 
 #: A turn is about a person when the person is named within its opening (the note's heading or subject).
 OPENING_CHARS = 80
+
+
+def _named_threads(text: str, circles: _Circles) -> list[str]:
+    """Thread circles ``track:<id>/<word>`` named in ``text``, by first mention."""
+    hits = sorted(
+        (m.start(), f"{track}/{m.group(1).lower()}")
+        for track, rx in circles.thread_heads.items() for m in rx.finditer(text)
+    )
+    return list(dict.fromkeys(t for _, t in hits))
 
 
 def _named_persons(turn: Turn, circles: _Circles) -> list[str]:
@@ -327,7 +347,14 @@ def _scope_of_turn(
             return origin, level, "taint"
     if facts.private:
         return f"private:{turn.speaker_id}", Sensitivity.RESTRICTED, "private"
+    threads = _named_threads(turn.text, circles)
+    if threads:
+        return f"track:{threads[0]}", level, "named-thread"
     tracks = _named_tracks(turn.text, circles)
+    if _RESTRICTION_WORD.search(turn.text):
+        # "the private amount ..., separate from the public Elm Guides line": a public program named
+        # only for contrast does not take a record about something private
+        tracks = [t for t in tracks if t not in circles.public_tracks]
     if tracks:
         return f"track:{tracks[0]}", level, "named-track"
     persons = [] if turn.speaker_id in circles.outsiders else _named_persons(turn, circles)
@@ -340,19 +367,30 @@ def _scope_of_turn(
 
 
 def _records(episode: Episode, policy: DomainPolicy, circles: _Circles, ns: str, writer: str,
-             qualified: Mapping[str, str]) -> tuple[list[RecordSpec], Counter[str]]:
+             qualified: Mapping[str, str]) -> tuple[list[RecordSpec], Counter[str], dict[tuple[str, str], int]]:
+    """R3-R6 and R8 over the turns in order; also the thread participants (thread, principal) -> first
+    time (ms) an insider's record in that thread named the principal."""
     taint: dict[str, tuple[str, Sensitivity]] = {}
     records: list[RecordSpec] = []
     stats: Counter[str] = Counter()
+    participants: dict[tuple[str, str], int] = {}
     for turn in episode.turns:
-        facts = analyse(turn.text, policy.extra_confidential, circles.exclude)
+        facts = analyse(turn.text, policy.extra_confidential, circles.exclude, policy.extra_values)
         circle, level, rule = _scope_of_turn(turn, facts, circles, taint)
-        circle = circle.split("#", 1)[0] + (CREDENTIALS if is_credential_only(facts) else "")
+        if rule == "named-thread" and turn.speaker_id not in circles.outsiders:
+            named = _named_persons(turn, circles)
+            if len(named) == 1 and named[0] in circles.outsiders:
+                participants.setdefault((circle, named[0]), _ms(turn.observed_at))
+        base, _, origin_facet = circle.partition("#")
+        facet = facet_of(facts)
+        if rule == "taint" and facet != (f"#{origin_facet}" if origin_facet else ""):
+            facet = ""  # a repeated value keeps the facet of its origin, never a wider one
+        circle = base + facet
         if _LEVEL[level] >= _LEVEL[Sensitivity.CONFIDENTIAL]:
             for value in facts.values:
                 taint.setdefault(value, (circle, level))
         stats[f"rule.{rule}"] += 1
-        stats[f"scope_kind.{circle.split(':', 1)[0]}{CREDENTIALS if circle.endswith(CREDENTIALS) else ''}"] += 1
+        stats[f"scope_kind.{circle.split(':', 1)[0]}{('#' + circle.split('#', 1)[1]) if '#' in circle else ''}"] += 1
         stats[f"sensitivity.{level.value}"] += 1
         records.append(RecordSpec(
             record_id=f"{ns}/{turn.turn_id}",
@@ -374,7 +412,11 @@ def _records(episode: Episode, policy: DomainPolicy, circles: _Circles, ns: str,
             text=turn.text,
             observed_at=turn.observed_at,
         ))
-    return records, stats
+    return records, stats, participants
+
+
+def _ms(when: datetime) -> int:
+    return int(when.timestamp() * 1000)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -383,19 +425,23 @@ def _records(episode: Episode, policy: DomainPolicy, circles: _Circles, ns: str,
 
 
 def _reach(principal_id: str, role: str, relationships: tuple[Relationship, ...], circles: _Circles,
-           policy: DomainPolicy) -> dict[str, tuple[Sensitivity, str]]:
-    """Scope-circle (facet included) -> (ceiling, reason) that one principal may READ."""
+           policy: DomainPolicy, threads: frozenset[str], participant_of: Mapping[str, int]
+           ) -> dict[str, tuple[Sensitivity, str]]:
+    """Scope-circle (facet included) -> (ceiling, reason) that one principal may READ. A participant
+    access is keyed ``(reason, valid_from_ms)`` in the reason string as ``participant@<ms>``."""
     out: dict[str, tuple[Sensitivity, str]] = {}
 
-    def give(circle: str, ceiling: Sensitivity, why: str, facets: tuple[str, ...] = ("", CREDENTIALS)) -> None:
+    def give(circle: str, ceiling: Sensitivity, why: str, facets: tuple[str, ...] = _FACETS) -> None:
         for facet in facets:
             name = circle + facet
             if name not in out or _LEVEL[out[name][0]] < _LEVEL[ceiling]:
                 out[name] = (ceiling, why)
 
     def apply(access: Access, rel: Relationship | None, why: str) -> None:
-        if access.target in ("track", "track-credentials") and rel is not None:
-            facets = (CREDENTIALS,) if access.target == "track-credentials" else ("", CREDENTIALS)
+        if access.when is not None and (rel is None or access.when not in rel.attrs.get("access_scope", "")):
+            return
+        if access.target in ("track", "track-credentials", "track-places") and rel is not None:
+            facets = {"track": _FACETS, "track-credentials": (CREDENTIALS,), "track-places": (PLACES,)}[access.target]
             for key in _TRACK_KEYS:
                 if key in rel.attrs:
                     give(f"track:{rel.attrs[key]}", access.ceiling, why, facets)
@@ -414,6 +460,14 @@ def _reach(principal_id: str, role: str, relationships: tuple[Relationship, ...]
                 give(f"track:{track}", access.ceiling, why)
             for person in circles.persons:
                 give(f"person:{person}", access.ceiling, why)
+            for thread in threads:
+                give(thread, access.ceiling, why)
+        elif access.target == "threads":
+            for thread in threads:
+                give(thread, access.ceiling, why)
+        elif access.target == "participant":
+            for thread, since in participant_of.items():
+                give(thread, access.ceiling, f"participant@{since}")
 
     give("general", policy.general_ceiling, "everyone", ("",))
     for rel in relationships:
@@ -432,25 +486,31 @@ def _reach(principal_id: str, role: str, relationships: tuple[Relationship, ...]
 
 
 def _grants(episode: Episode, policy: DomainPolicy, circles: _Circles, ns: str, writer: str,
-            qualified: Mapping[str, str]) -> tuple[list[GrantSpec], Counter[str]]:
+            qualified: Mapping[str, str], records: list[RecordSpec],
+            participants: Mapping[tuple[str, str], int]) -> tuple[list[GrantSpec], Counter[str]]:
     grants: list[GrantSpec] = []
     stats: Counter[str] = Counter()
+    circles_used = {r.scope.split("/", 1)[1].split("#", 1)[0] for r in records}
+    threads = frozenset(c for c in circles_used if c.startswith("track:") and "/" in c)
     for p in episode.principals:
-        reach = _reach(p.principal_id, p.role, episode.relationships, circles, policy)
+        mine = {thread: since for (thread, who), since in participants.items() if who == p.principal_id}
+        reach = _reach(p.principal_id, p.role, episode.relationships, circles, policy, threads, mine)
         groups: dict[tuple[str, Sensitivity], list[str]] = {}
         for circle, (ceiling, why) in sorted(reach.items()):
             groups.setdefault((why, ceiling), []).append(f"{ns}/{circle}")
         for n, ((why, ceiling), scopes) in enumerate(sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1].value))):
+            reason, _, since = why.partition("@")
             grants.append(GrantSpec(
                 grant_id=f"{ns}/grant/{p.principal_id}/{n}",
                 grantee=qualified[p.principal_id],
                 rights=frozenset({READ}),
                 scopes=tuple(scopes),
                 sensitivity_ceiling=ceiling,
+                valid_from_ms=int(since or 0),
                 granted_by=writer,
-                relationship=why,
+                relationship=reason,
             ))
-            stats[why] += 1
+            stats[reason] += 1
     return grants, stats
 
 
@@ -481,8 +541,8 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> Episod
     principals.append(PrincipalSpec(writer, "memory-ingest", "service", ()))
     qualified = {p.local_id: p.principal_id for p in principals}
     circles = _circles(episode, policy)
-    records, record_stats = _records(episode, policy, circles, ns, writer, qualified)
-    grants, grant_stats = _grants(episode, policy, circles, ns, writer, qualified)
+    records, record_stats, participants = _records(episode, policy, circles, ns, writer, qualified)
+    grants, grant_stats = _grants(episode, policy, circles, ns, writer, qualified, records, participants)
     scope_names = sorted({r.scope for r in records} | {s for g in grants for s in g.scopes})
     scopes = tuple(ScopeSpec(s, s.split("/", 1)[1].split(":", 1)[0]) for s in scope_names)
     grants.append(GrantSpec(

@@ -275,6 +275,56 @@ def test_campus_it_reads_credentials_but_not_case_figures() -> None:
     assert all(_reads(plan, "adv_jo", t) for t in ("t001", "t002", "t003"))
 
 
+def test_household_threads_and_participants() -> None:
+    raw = _episode(
+        "household",
+        [("res_fay", "primary_resident", "Fay Orr"), ("tec_jo", "technician", "Jo Vale"),
+         ("kid_hal", "adult_child", "Hal Orr")],
+        [
+            {"type": "household_member", "household_id": "elm_house", "principal_id": "res_fay"},
+            {"type": "household_member", "household_id": "elm_house", "principal_id": "kid_hal"},
+            {"type": "service_technician", "household_id": "elm_house", "principal_id": "tec_jo"},
+        ],
+        [
+            ("res_fay", "Elm Laundry plan: dryer check on Monday, window to be set."),   # before Jo is named
+            ("res_fay", "Elm Laundry update: Jo comes Monday 1:00 PM to 2:00 PM via the side door."),
+            ("res_fay", "Elm Garden note: hedge trimming moved to Friday."),
+        ],
+    )
+    plan = _plan(raw)
+    assert plan.records[0].scope.endswith("/track:elm_house/laundry")
+    assert plan.records[2].scope.endswith("/track:elm_house/garden")
+    participant = [g for g in plan.grants if g.relationship == "participant"]
+    assert len(participant) == 1 and participant[0].valid_from_ms == int(plan.records[1].observed_at.timestamp() * 1000)
+    assert _reads(plan, "tec_jo", "t002") and not _reads(plan, "tec_jo", "t003")
+    assert not _reads(plan, "kid_hal", "t002") and _reads(plan, "res_fay", "t003")
+
+
+def test_places_facet_for_coordinators_whose_scope_names_rooms() -> None:
+    raw = _episode(
+        "education",
+        [("adm_ro", "department_admin", "Ro Hale"), ("adm_sy", "department_admin", "Sy Bird"),
+         ("adv_jo", "advisor", "Jo Park"), ("stu_lu", "student", "Lu Moe")],
+        [
+            {"type": "review_case_subject", "case_id": "oak_review", "principal_id": "stu_lu"},
+            {"type": "advisor_for", "principal_id": "adv_jo", "for_principal_id": "stu_lu"},
+            {"type": "calendar_coordinator", "case_id": "oak_review", "principal_id": "adm_ro",
+             "access_scope": "safe_summary_and_room"},
+            {"type": "calendar_coordinator", "case_id": "oak_review", "principal_id": "adm_sy",
+             "access_scope": "safe_summary_only"},
+        ],
+        [
+            ("adv_jo", "Oak Review restricted room is now Birch Annex 14."),
+            ("adv_jo", "Oak Review support is 1,200 USD."),
+            ("adv_jo", "Oak Review recap: amount 1,200 USD, room Birch Annex 14."),
+        ],
+    )
+    plan = _plan(raw)
+    assert plan.records[0].scope.endswith("/track:oak_review#places")
+    assert _reads(plan, "adm_ro", "t001") and not _reads(plan, "adm_sy", "t001")
+    assert not _reads(plan, "adm_ro", "t002") and not _reads(plan, "adm_ro", "t003")  # taint keeps no facet
+
+
 @pytest.mark.parametrize(
     ("text", "level", "credential"),
     [
@@ -287,6 +337,7 @@ def test_campus_it_reads_credentials_but_not_case_figures() -> None:
         ("I do not need the private details.", Sensitivity.INTERNAL, False),
         ("The restricted room is now Elm Annex 12.", Sensitivity.CONFIDENTIAL, False),
         ("Use the broad phrase 'garden visit' in summaries.", Sensitivity.INTERNAL, False),
+        ("Public update: the open showcase uses public code GX-4411 in Hall 3.", Sensitivity.INTERNAL, False),
     ],
 )
 def test_content_markers(text: str, level: Sensitivity, credential: bool) -> None:
