@@ -9,8 +9,15 @@ For every utility and privacy checkpoint: plan the episode (memwarden.evals.gate
 records of the turns up to ``as_of_turn_id`` that ``may_read`` (memwarden.commands.access, the ABAC
 oracle) allows for the authenticated asker at the time of that turn, rank them by BM25 against the
 query text (IDF over every record of the episode so far, as a collection-level IDF would), optionally
-boosted by recency, and score the top ``k`` texts (memwarden.evals.gatemem_score). Permission filters
-the candidates before ranking; nothing is filtered after ranking. Safety checkpoints are skipped.
+boosted by recency (score x (1 + recency x turn index / turns so far)), skip verbatim repeats, and
+score the top ``k`` texts (memwarden.evals.gatemem_score). Permission filters the candidates before
+ranking; nothing is filtered after ranking. Safety checkpoints are skipped.
+
+Output: the scorer's keys (``leak_rate``, ``utility``, ``over_refusal``, ``by_domain`` ...), the
+mapping statistics under ``mapping`` (apart from the score), and ``diagnostics``:
+``<domain>.privacy_exposed_any_rank`` counts privacy checkpoints where *any* readable record (not only
+the top k) holds a forbidden string - zero means no retriever can leak on them - and
+``<domain>.utility_miss.{absent,denied,unranked}`` says why utility checkpoints missed.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any
 
 from memwarden.commands.model import Sensitivity, StoreKind
 from memwarden.evals.gatemem_data import DOMAINS, Query, load_domain
-from memwarden.evals.gatemem_mapping import EpisodePlan, GrantSpec, RecordSpec, plan_episode
+from memwarden.evals.gatemem_mapping import EpisodePlan, GrantSpec, RecordSpec, plan_episode, summarise_plans
 from memwarden.evals.gatemem_score import aggregate, pattern_hits, score_checkpoint
 
 PURPOSE = "assist"
@@ -173,15 +180,12 @@ def run(data: Path, domains: Sequence[str], k: int, recency: float) -> tuple[dic
     scores = []
     details: dict[str, Any] = {}
     mapping: Counter[str] = Counter()
-    grants_by_rel: Counter[str] = Counter()
+    all_plans: list[EpisodePlan] = []
     for domain in domains:
         dd = load_domain(data, domain)
         plans = {eid: plan_episode(ep) for eid, ep in dd.episodes.items()}
         grants = {eid: tuple(_as_grant(g) for g in p.grants) for eid, p in plans.items()}
-        for p in plans.values():
-            for key, v in p.stats["records"].items():
-                mapping[f"{domain}.{key}"] += v
-            grants_by_rel.update({f"{domain}.{k}": v for k, v in p.stats["grants_by_relationship"].items()})
+        all_plans.extend(plans.values())
         for q in dd.queries:
             j = dd.judgements[q.checkpoint_id]
             if j.query_type == "safety":
@@ -199,10 +203,8 @@ def run(data: Path, domains: Sequence[str], k: int, recency: float) -> tuple[dic
                 why = _miss_reason(plans[q.episode_id], q, grants[q.episode_id], s.missing, oracle)
                 mapping[f"{domain}.utility_miss.{why}"] += 1
     summary = aggregate(scores)
-    summary["mapping"] = {
-        "counts": dict(sorted(mapping.items())),
-        "grants_by_relationship": dict(grants_by_rel.most_common()),
-    }
+    summary["mapping"] = summarise_plans(all_plans)
+    summary["diagnostics"] = dict(sorted(mapping.items()))
     summary["retrieval"] = {"method": "bm25", "k": k, "recency": recency, "purpose": PURPOSE}
     return summary, scores, details
 

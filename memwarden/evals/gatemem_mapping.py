@@ -51,7 +51,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -63,6 +63,7 @@ from memwarden.evals.gatemem_policy import EMPTY_POLICY, POLICY, Access, DomainP
 
 __all__ = [
     "CREDENTIALS",
+    "PLACES",
     "EpisodePlan",
     "GrantSpec",
     "PrincipalSpec",
@@ -70,6 +71,7 @@ __all__ = [
     "ScopeSpec",
     "namespace_of",
     "plan_episode",
+    "summarise_plans",
 ]
 
 READ = "READ"
@@ -390,7 +392,7 @@ def _records(episode: Episode, policy: DomainPolicy, circles: _Circles, ns: str,
             for value in facts.values:
                 taint.setdefault(value, (circle, level))
         stats[f"rule.{rule}"] += 1
-        stats[f"scope_kind.{circle.split(':', 1)[0]}{('#' + circle.split('#', 1)[1]) if '#' in circle else ''}"] += 1
+        stats[f"scope_kind.{base.split(':', 1)[0]}{facet}"] += 1
         stats[f"sensitivity.{level.value}"] += 1
         records.append(RecordSpec(
             record_id=f"{ns}/{turn.turn_id}",
@@ -572,3 +574,22 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> Episod
         records=tuple(records),
         stats=stats,
     )
+
+
+def summarise_plans(plans: Iterable[EpisodePlan]) -> dict[str, Any]:
+    """Mapping statistics per domain, to report apart from the store's score: episodes, turns, records
+    per deciding rule / scope kind / sensitivity, principals, scopes, and grants per relationship kind."""
+    out: dict[str, dict[str, Any]] = {}
+    for plan in plans:
+        d = out.setdefault(plan.domain, {"episodes": 0, "turns": 0, "principals": 0, "scopes": 0,
+                                         "records": Counter(), "grants_by_relationship": Counter()})
+        d["episodes"] += 1
+        d["turns"] += plan.stats["turns"]
+        d["principals"] += plan.stats["principals"]
+        d["scopes"] += plan.stats["scopes"]
+        d["records"].update(plan.stats["records"])
+        d["grants_by_relationship"].update(plan.stats["grants_by_relationship"])
+    for d in out.values():
+        d["records"] = dict(sorted(d["records"].items()))
+        d["grants_by_relationship"] = dict(d["grants_by_relationship"].most_common())
+    return out
