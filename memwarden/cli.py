@@ -133,6 +133,33 @@ def eval_poisoning(
             typer.echo(f"{key:>18}: {result[key]}")
 
 
+@eval_app.command("gatemem")
+def eval_gatemem(
+    data: Annotated[Path, typer.Option(help="GateMem folder (e.g. ../shared/data/gatemem)")],
+    domains: Annotated[str | None, typer.Option(help="comma-separated: office,education,household")] = None,
+    k: Annotated[int, typer.Option(help="records returned per checkpoint")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,
+) -> None:
+    """GateMem access control: context-leak rate, utility and over-refusal through the real pipeline."""
+    import json
+
+    from memwarden.errors import MemwardenError
+    from memwarden.evals.gatemem import run_gatemem
+    from memwarden.settings import Settings
+
+    names = [d.strip() for d in domains.split(",") if d.strip()] if domains else None
+    try:
+        result = run_gatemem(Settings(), data, names, k=k, progress=not as_json, keep=keep)
+    except (MemwardenError, ValueError, FileNotFoundError) as exc:
+        _fail(exc)
+    if as_json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        for key in ("leak_rate", "utility", "over_refusal", "by_domain", "pipeline"):
+            typer.echo(f"{key:>14}: {result.get(key)}")
+
+
 @audit_app.command("reads")
 def audit_reads(
     memory: Annotated[str, typer.Option(help="memory id")],

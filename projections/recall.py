@@ -166,6 +166,8 @@ class Recaller:
         known = (known_at or now).astimezone(UTC)
         async with self._lock:
             roles, grants = await read_context(self._conn, principal)
+        if as_of is not None:  # a read of the past uses grants valid then *and* now (a revocation always holds)
+            grants = tuple(g for g in grants if g.valid_at(to_ms(at)))
         where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants, known_at=known_at,
                             freshness=freshness, include_untrusted=include_untrusted)
         vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
