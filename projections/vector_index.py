@@ -152,6 +152,12 @@ class VectorIndex(Protocol):
         """Top-``limit`` points by cosine similarity among those matching ``where`` (filter applied
         inside the search, not after it). Ties are broken by point id so adapters agree."""
 
+    def search_lexical(self, sparse: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
+        """Top-``limit`` points by lexical score alone: ``sparse`` against :data:`LEXICAL` with the
+        IDF modifier (BM25), among the points matching ``where`` (filter inside the search). Points
+        sharing no term with ``sparse`` never come back; an empty ``sparse`` returns ``[]``. Sorted by
+        ``(-score, point_id)``, boundary ties closed as in :meth:`search`."""
+
     def query(
         self,
         dense: Sequence[float],
