@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 import psycopg
 
@@ -36,6 +36,11 @@ READ_POLICY_VERSION = "abac/1"
 
 MAX_K = 100
 MAX_QUERY_CHARS = 2_000
+
+#: Retrieval path of a recall: ``hybrid`` (dense + lexical prefetch fused in the engine, the default),
+#: ``dense`` (cosine only) or ``lexical`` (BM25 sparse only). Every path carries the same read filter.
+RecallMode = Literal["hybrid", "dense", "lexical"]
+RECALL_MODES: tuple[str, ...] = get_args(RecallMode)
 
 
 @dataclass(frozen=True)
@@ -122,8 +127,10 @@ async def read_context(conn: psycopg.AsyncConnection, principal: str) -> tuple[f
 
 
 def check_query(principal: str, query: str, k: int, as_of: datetime | None, known_at: datetime | None = None,
-                purpose: str = DEFAULT_PURPOSE) -> None:
+                purpose: str = DEFAULT_PURPOSE, mode: str = "hybrid") -> None:
     """Validate recall arguments; raises ``ValidationError`` naming the field."""
+    if mode not in RECALL_MODES:
+        raise ValidationError("mode", f"must be one of {', '.join(RECALL_MODES)}, got {mode!r}")
     if not isinstance(purpose, str) or not purpose.strip() or purpose == "*":
         raise ValidationError("purpose", "must name one purpose")
     if known_at is not None and (not isinstance(known_at, datetime) or known_at.tzinfo is None):
@@ -153,14 +160,20 @@ class Recaller:
 
     async def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
                      known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
-                     freshness: bool = True, include_untrusted: bool = False) -> list[RecalledMemory]:
+                     freshness: bool = True, include_untrusted: bool = False,
+                     mode: RecallMode = "hybrid") -> list[RecalledMemory]:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
         tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
 
+        ``mode`` picks the retrieval path (:data:`RecallMode`): ``hybrid`` (``VectorIndex.query``,
+        score = fused), ``dense`` (``VectorIndex.search``, score = cosine) or ``lexical``
+        (``VectorIndex.search_lexical``, score = BM25; only memories sharing a term with the query).
+        The read filter is the same on every path.
+
         Raises ``ValidationError`` for bad arguments.
         """
-        check_query(principal, query, k, as_of, known_at, purpose)
+        check_query(principal, query, k, as_of, known_at, purpose, mode)
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
         known = (known_at or now).astimezone(UTC)
@@ -170,9 +183,15 @@ class Recaller:
             grants = tuple(g for g in grants if g.valid_at(to_ms(at)))
         where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants, known_at=known_at,
                             freshness=freshness, include_untrusted=include_untrusted)
-        vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
-        hits = await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query), where, k,
-                                       PREFETCH_FACTOR * k)
+        if mode == "lexical":
+            hits = await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k)
+        else:
+            vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
+            if mode == "dense":
+                hits = await asyncio.to_thread(self._index.search, vector.tolist(), where, k)
+            else:
+                hits = await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query), where,
+                                               k, PREFETCH_FACTOR * k)
         if not hits:
             return []
         scores = {h.payload["command_id"]: h.score for h in hits}
