@@ -9,6 +9,7 @@ reported apart from the store's score under ``mapping``). In one fresh namespace
    (``GrantAccess``), signed by the admin;
 3. records every turn (``RecordMemory``, signed by the episode's ingest service) through Kafka, the
    gate and the projections;
+   (episode times dated after today are shifted back uniformly, :func:`clock_shift`);
 4. for every checkpoint, recalls as the authenticated asker, as of the checkpoint's turn (valid
    time), k=10 — the store never sees a hidden field;
 5. scores with :func:`memwarden.evals.gatemem_score.score`: ``leak_rate`` (privacy checkpoints whose
@@ -22,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,15 @@ INGEST_BATCH = 500
 PURPOSE = "general"
 
 
-def _dt(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
+def _dt(ms: int | None, shift: timedelta = timedelta(0)) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC) - (shift if ms else timedelta(0))
+
+
+def clock_shift(latest: datetime, now: datetime) -> timedelta:
+    """How far to move every episode time back so the latest turn lies a day before ``now``: some
+    episodes are dated after today, and the gate rightly rejects observations from the future.
+    One uniform shift keeps every interval, order and as-of relation of the data."""
+    return max(timedelta(0), latest - (now - timedelta(days=1)))
 
 
 def _policy_document() -> str:
@@ -64,6 +72,7 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
 
     loaded = load_domains(data, tuple(domains or DOMAINS))
     plans = {ep_id: plan_episode(ep) for d in loaded for ep_id, ep in d.episodes.items()}
+    shift = clock_shift(max(r.observed_at for p in plans.values() for r in p.records), datetime.now(UTC))
     with eval_namespace(base, "gatemem", keep, progress) as run, MemwardenClient(run.settings) as client:
         s, console = run.settings, run.console
         admin = admin_signer(s)
@@ -78,7 +87,8 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
         grants = [client.grant_access(
             g.grantee, by=admin.principal_id, rights=tuple(sorted(g.rights)), scopes=g.scopes, subjects=g.subjects,
             purposes=g.purposes, store_kinds=tuple(k_.value for k_ in g.store_kinds),
-            sensitivity_ceiling=g.sensitivity_ceiling, valid_from=_dt(g.valid_from_ms), valid_to=_dt(g.valid_to_ms),
+            sensitivity_ceiling=g.sensitivity_ceiling, valid_from=_dt(g.valid_from_ms, shift),
+            valid_to=_dt(g.valid_to_ms, shift),
             relationship=g.relationship, grant_id=g.grant_id) for plan in plans.values() for g in plan.grants]
         refused = {c: o for c, o in client.decisions([g.command_id for g in grants], 300).items() if o != "ACCEPTED"}
         if refused:
@@ -87,7 +97,8 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
         t0 = time.perf_counter()
         items = [{"principal": plan.writer, "subject": r.subject, "text": r.text, "scope": r.scope,
                   "store_kind": r.store_kind, "sensitivity": r.sensitivity, "purposes": r.purposes,
-                  "attributes": dict(r.attributes), "observed_at": r.observed_at, "source_kind": "USER_STATEMENT",
+                  "attributes": dict(r.attributes), "observed_at": r.observed_at - shift,
+                  "source_kind": "USER_STATEMENT",
                   "source_ref": f"{plan.episode_id}:{r.turn_id}"} for plan in plans.values() for r in plan.records]
         for i in range(0, len(items), INGEST_BATCH):
             client.record_many(items[i:i + INGEST_BATCH])
@@ -108,7 +119,7 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
                     asker = plan.principal_id(q.asker_id)
                 except KeyError:  # an asker the episode does not know holds no grant: reads nothing
                     asker = f"user:{plan.namespace}/unknown-{q.asker_id}"
-                as_of = plan.records_through(q.as_of_turn_id)[-1].observed_at
+                as_of = plan.records_through(q.as_of_turn_id)[-1].observed_at - shift
                 start = time.perf_counter()
                 found = client.recall(asker, q.query_text[:2000], k=k, as_of=as_of, purpose=PURPOSE)
                 latencies.append((time.perf_counter() - start) * 1000)
@@ -120,6 +131,6 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
         "turns": len(items), "ingest_per_s": round(len(items) / ingest_s, 1),
         "gate_outcomes": {str(o): int(n) for o, n in outcomes.items()},
         "recalls": len(latencies), "recall_ms_p50": round(latencies[len(latencies) // 2], 1) if latencies else 0.0,
-        "k": k,
+        "k": k, "clock_shift_days": round(shift.total_seconds() / 86400, 2),
     }
     return result
