@@ -91,7 +91,8 @@ def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = D
         FieldIn("status", ("active", "superseded")),
         FieldRange("valid_from_ms", lte=t),
         FieldRange("decided_ms", lte=k),
-        Filter(should=(FieldRange("valid_to_ms", gt=t), FieldRange("closed_known_ms", gt=k))),
+        Filter(should=(FieldRange("valid_to_ms", gt=t),  # closed later than known_at: as the ledger knew it then
+                       Filter(must=(FieldIn("status", ("superseded",)), FieldRange("closed_known_ms", gt=k))))),
         FieldRange("expires_ms", gt=to_ms(now)),
     ]
     if not include_untrusted:
