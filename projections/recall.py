@@ -40,7 +40,7 @@ MAX_QUERY_CHARS = 2_000
 #: Retrieval path of a recall: ``hybrid`` (dense + lexical prefetch fused in the engine, the default),
 #: ``dense`` (cosine only) or ``lexical`` (BM25 sparse only). Every path carries the same read filter.
 RecallMode = Literal["hybrid", "dense", "lexical"]
-RECALL_MODES: tuple[str, ...] = get_args(RecallMode)
+RECALL_MODES: tuple[RecallMode, ...] = get_args(RecallMode)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from memwarden.commands.model import Sensitivity, StoreKind
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.index_projector import to_ms
 from memwarden.projections.pg import connect, connect_async
-from memwarden.projections.recall import RECALL_MODES, RecalledMemory, Recaller
+from memwarden.projections.recall import RECALL_MODES, RecalledMemory, Recaller, RecallMode
 from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import VectorIndex
 from memwarden.settings import Settings
@@ -117,7 +117,7 @@ def _version(draw: st.DrawFn, base: datetime) -> Version:
         sensitivity=draw(st.sampled_from(list(Sensitivity))),
         purposes=tuple(draw(st.one_of(st.just([]), st.lists(st.sampled_from(PURPOSES), max_size=2, unique=True)))),
         text=" ".join(draw(st.lists(st.sampled_from(WORDS), min_size=2, max_size=4))),
-        valid_from=_at(base, valid_from), decided=_at(base, decided), status=status,  # type: ignore[arg-type]
+        valid_from=base + timedelta(hours=valid_from), decided=base + timedelta(hours=decided), status=status,
         effective_to=_at(base, effective_to), superseded_at=_at(base, superseded_at), closed_at=_at(base, closed_at),
         expires=_at(base, draw(st.one_of(st.none(), st.none(), st.sampled_from((-24 * 10, -5, 1, 3))))),
         last_used=_at(base, last_used), untrusted=draw(st.sampled_from((False,) * 4 + (True,))),
@@ -247,10 +247,10 @@ def recaller(edge: EdgeVectorIndex, aconn: psycopg.AsyncConnection) -> Recaller:
     return Recaller(EMBEDDER, edge, aconn, LEXICAL)
 
 
-def recall(loop: Loop, recaller: Recaller, world: World, read: Read, mode: str) -> list[RecalledMemory]:
+def recall(loop: Loop, recaller: Recaller, world: World, read: Read, mode: RecallMode) -> list[RecalledMemory]:
     return loop.run(recaller.recall(read.caller, read.query, read.k, _at(world.base, read.as_of),
                                     _at(world.base, read.known_at), read.purpose, freshness=read.freshness,
-                                    include_untrusted=read.include_untrusted, mode=mode))  # type: ignore[arg-type]
+                                    include_untrusted=read.include_untrusted, mode=mode))
 
 
 # -- the properties --------------------------------------------------------------------------------------------
