@@ -5,6 +5,10 @@ group, nothing committed). A null value (tombstone) removes the key: that is cry
 ``lookup`` answers deterministically: the client publishes a data key *before* the command that uses
 it, so once the ring has consumed up to the log-end offsets read *after* the command arrived, a key
 that is still absent was never published or has been shredded.
+
+Threads: the ring's consumer is only ever touched by the ring's own thread (confluent-kafka hangs a
+``get_watermark_offsets`` issued from another thread while this one polls, with its timeout
+ignored). :meth:`KeyRing.sync` asks a second, never-polled probe consumer for the log-end offsets.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from memwarden.crypto import ContentUnreadable, Kek
 from memwarden.errors import DecodeError, StackUnavailable
@@ -37,12 +41,15 @@ class KeyRing:
         self._positions: dict[int, int] = {}
         self._lock = threading.Condition()
         self._stop = threading.Event()
-        self._consumer = Consumer({
+        config = {
             "bootstrap.servers": settings.bootstrap_servers,
             "group.id": f"{settings.topic_prefix}-keyring-unused",
             "enable.auto.commit": False,
             "enable.partition.eof": False,
-        })
+        }
+        self._consumer = Consumer(config)  # used by the ring's thread only
+        self._probe = Consumer(config)  # log-end offsets for sync(); never polled
+        self._probe_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.skipped = 0
 
@@ -60,7 +67,10 @@ class KeyRing:
     def _run(self) -> None:
         while not self._stop.is_set():
             msg = self._consumer.poll(0.2)
-            if msg is None or msg.error():
+            if msg is None:
+                self._note_positions()
+                continue
+            if msg.error():
                 continue
             key_id = (msg.key() or b"").decode("utf-8", "replace")
             value = msg.value()
@@ -76,6 +86,19 @@ class KeyRing:
                 self._positions[msg.partition()] = msg.offset() + 1
                 self._lock.notify_all()
 
+    def _note_positions(self) -> None:
+        """Record the consumer's own fetch positions (compaction may leave the last offsets empty,
+        so no message ever reaches them). Runs on the ring's thread."""
+        try:
+            tps = self._consumer.position([TopicPartition(self._topic, p) for p in self._positions])
+        except KafkaException:
+            return
+        with self._lock:
+            for tp in tps:
+                if tp.offset >= 0 and tp.offset > self._positions.get(tp.partition, 0):
+                    self._positions[tp.partition] = tp.offset
+                    self._lock.notify_all()
+
     def _caught_up(self, targets: dict[int, int]) -> bool:
         return all(self._positions.get(p, 0) >= high for p, high in targets.items())
 
@@ -84,22 +107,21 @@ class KeyRing:
 
         Raises ``StackUnavailable`` after ``timeout_s`` seconds.
         """
-        targets = {}
-        for p in list(self._positions):
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(self._topic, p), timeout=timeout_s)
-            targets[p] = high
         deadline = time.monotonic() + timeout_s
+        targets = {}
+        with self._probe_lock:
+            try:
+                for p in list(self._positions):
+                    _, high = self._probe.get_watermark_offsets(TopicPartition(self._topic, p), timeout=timeout_s)
+                    targets[p] = high
+            except KafkaException as exc:
+                raise StackUnavailable(f"log-end offsets of {self._topic} unavailable: {exc}") from exc
         with self._lock:
             while not self._caught_up(targets):
-                # compaction may leave the last offsets empty: ask the consumer's own position too
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise StackUnavailable(f"key ring did not catch up with {self._topic} in {timeout_s}s")
                 self._lock.wait(min(left, 0.5))
-                if not self._caught_up(targets):
-                    for tp in self._consumer.position([TopicPartition(self._topic, p) for p in targets]):
-                        if tp.offset >= 0:
-                            self._positions[tp.partition] = max(self._positions.get(tp.partition, 0), tp.offset)
 
     def get(self, key_id: str) -> bytes | None:
         """The data key, or ``None`` if absent right now (call :meth:`sync` first to be sure)."""
@@ -120,3 +142,4 @@ class KeyRing:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._consumer.close()
+        self._probe.close()
