@@ -45,6 +45,7 @@ from memwarden.commands.model import (
     RejectQuarantined,
     RevokeAccess,
     RevokeKey,
+    Right,
     RotateKey,
     SupersedeMemory,
 )
@@ -444,9 +445,14 @@ def _decide_write(command: RecordMemory | SupersedeMemory, plaintext: str | None
 
     new_claims = tuple(ClaimState(env.subject, c.digest, c.value_digest, c.positive, memory.memory_id)
                        for c in claims.claims(plaintext))
+    core_holders = {state.facts[k].memory_id for k in state.protected if k in state.facts}
     for c in new_claims:
         for old in state.claims.get((env.subject, c.key_digest), ()):
             if old.memory_id not in (memory.memory_id, *closes) and contradicts(c.as_claim(), old.as_claim()):
+                if old.memory_id in core_holders:  # Eq. 6: untyped text cannot close M_core either
+                    return _reject("CORE_FACT_CONFLICT", f"the text contradicts memory {old.memory_id}, which holds "
+                                   "a protected core fact; change it with SupersedeMemory, authority and evidence",
+                                   "content")
                 closes.append(old.memory_id)
 
     if needs_review and released_by is None:
@@ -604,9 +610,12 @@ def _decide_grant(command: GrantAccess, admin: bool, state: GateState) -> Decisi
     for i, scope in enumerate(command.scopes):
         if scope == "*" and not admin:
             return _reject("UNKNOWN_SCOPE", "only an admin grants on every scope", f"scopes[{i}]")
-        if scope != "*" and state.policy.scope(scope) is None:
+        declared = state.policy.scope(scope) if scope != "*" else None
+        if scope != "*" and declared is None:
             return _reject("UNKNOWN_SCOPE", f"scope {scope!r} is not declared by policy {state.policy.label}",
                            f"scopes[{i}]")
+        if declared is not None and not declared.open and Right.WRITE in command.rights and not admin:
+            return _reject("NOT_GRANTOR", f"only an admin grants WRITE on the closed scope {scope!r}", f"scopes[{i}]")
     grant = Grant(
         grant_id=command.grant_id, grantee=command.grantee, rights=frozenset(command.rights), scopes=command.scopes,
         subjects=command.subjects, purposes=command.purposes, store_kinds=command.store_kinds,

@@ -354,6 +354,22 @@ def test_untyped_contradiction_of_the_same_subject_closes_the_old_memory() -> No
     assert facts.claims and facts.claims[0].positive is False
 
 
+def test_untyped_text_contradicting_a_protected_core_fact_is_rejected_not_auto_superseded() -> None:
+    old = str(uuid.uuid4())
+    key = fact_key("user:alice", "persona", "name")
+    (claim,) = DEFAULT_CLAIMS.claims("My name is Alice Moreau")
+    state = GateState(facts={key: FactState(key, "Alice Moreau", old)}, protected=frozenset({key}),
+                      claims={("user:alice", claim.digest): (
+                          ClaimState("user:alice", claim.digest, claim.value_digest, True, old),)},
+                      memories={old: MemoryState(old, "user:alice", "user:alice", 1, fact=key)})
+    text = "Her name is Mallory Moreau"
+    g = _grant("agent:helper", scopes=("account:default",), subjects=("user:alice",))
+    by_helper = run(f.record(text, principal="agent:helper", subject="user:alice"), text, replace(state, grants=(g,)))
+    assert codes(by_helper) == ["CORE_FACT_CONFLICT"] and by_helper.closes == () and not by_helper.effects
+    unprotected = run(f.record(text), text, replace(state, protected=frozenset()))
+    assert unprotected.admitted and unprotected.closes == (old,)
+
+
 # -- review: approve and reject -------------------------------------------------------------------------
 def _quarantined() -> tuple[Any, GateState]:
     original = f.record(INJECTED, principal="agent:helper", subject="user:alice")
@@ -480,3 +496,21 @@ def test_grants_by_the_subject_or_an_admin_on_declared_scopes_and_revocation_by_
     assert codes(run(revoke, state=GateState(grants=(existing,)))) == ["NOT_GRANTOR"]
     by_grantor = RevokeAccess(envelope=env(), grant_id="g-own")
     assert run(by_grantor, state=GateState(grants=(existing,))).effects[0].grant.revoked_at_ms == NOW_MS
+
+
+def test_only_an_admin_grants_write_on_a_closed_scope() -> None:
+    """W6: a closed scope stays closed; a subject cannot open it for itself or an agent by a grant."""
+    for grantee in ("user:alice", "agent:helper"):
+        own = GrantAccess(envelope=env(), grant_id=f"g-{grantee}", grantee=grantee, rights=("WRITE",),
+                          scopes=("team:b",), subjects=("user:alice",))
+        d = run(own)
+        assert codes(d) == ["NOT_GRANTOR"] and d.reasons[0].field == "scopes[0]"
+    read_only = GrantAccess(envelope=env(), grant_id="g-read", grantee="user:bob", rights=("READ",),
+                            scopes=("team:b",), subjects=("user:alice",))
+    assert run(read_only).admitted
+    open_scope = GrantAccess(envelope=env(), grant_id="g-open", grantee="agent:helper", rights=("WRITE",),
+                             scopes=("account:default",), subjects=("user:alice",))
+    assert run(open_scope).admitted
+    by_admin = GrantAccess(envelope=env(principal="service:admin", subject="user:alice"), grant_id="g-admin",
+                           grantee="user:alice", rights=("WRITE",), scopes=("team:b",))
+    assert run(by_admin).admitted
