@@ -209,8 +209,9 @@ class GateProcessor:
             if decision.admitted and decision.memory is not None:
                 m = decision.memory
                 state.memories[m.memory_id] = m
-                released = decision.released[0] if decision.released else command
-                changed[m.memory_id] = (m, released.envelope.command_id if not m.forgotten else None)
+                # the decision row that holds the current version's MemoryRecorded: for a released
+                # memory that is the approval's row (the quarantined command's own row has no event)
+                changed[m.memory_id] = (m, cid if not m.forgotten else None)
         await self._store(rows, changed, effects)
         return out
 
@@ -275,13 +276,15 @@ class GateProcessor:
                 priors[cid] = (PriorDecision(Outcome(outcome), Position(topic, part, off)), records)
             quarantine = await db.load_quarantine(cur, targets)
             review_mids = [q.memory_id for q, _ in quarantine.values()]
-            mids = sorted({m for _, c in parsed for m in _memory_ids(c)} | set(cited) | set(review_mids))
+            facts, protected, claims, twins = await db.load_subject_state(cur, subjects)
+            # twins too: the gate admits a duplicate only when its twin is a live memory it knows
+            mids = sorted({m for _, c in parsed for m in _memory_ids(c)} | set(cited) | set(review_mids)
+                          | set(twins.values()))
             memories = await db.load_memories(cur, mids)
             principals = await db.load_principals(cur)
             principals[self._anchor.principal_id] = self._anchor
             policy = await db.load_policy(cur)
             grants = {g.grant_id: g for g in await db.load_grants(cur)}
-            facts, protected, claims, twins = await db.load_subject_state(cur, subjects)
             source_events = await db.load_current_events(cur, cited)
         await self._conn.commit()
         sources = await self._sources(source_events)

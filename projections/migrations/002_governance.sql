@@ -3,7 +3,8 @@
 ALTER TABLE gate_memories ADD COLUMN IF NOT EXISTS scope text NOT NULL DEFAULT '';
 ALTER TABLE gate_memories ADD COLUMN IF NOT EXISTS fact_entity text;
 ALTER TABLE gate_memories ADD COLUMN IF NOT EXISTS fact_attribute text;
-ALTER TABLE gate_memories ADD COLUMN IF NOT EXISTS current_command_id uuid;  -- command of the current version
+ALTER TABLE gate_memories ADD COLUMN IF NOT EXISTS current_command_id uuid;  -- command whose gate_decisions row
+                                                                          -- holds the current MemoryRecorded
 
 CREATE TABLE IF NOT EXISTS gate_principals (
     principal_id text PRIMARY KEY,
