@@ -378,7 +378,8 @@ def _decide_write(command: RecordMemory | SupersedeMemory, plaintext: str | None
         return _reject("NO_WRITE_AUTHORITY", f"{env.principal} may not write {env.store_kind.value} memories under "
                        f"policy {policy.label}", "envelope.store_kind")
     now_ms = _ms(now)
-    grant = may_write(env.principal, issuer.roles, now_ms, state.grants, env.subject, env.scope, env.store_kind)
+    grant = may_write(env.principal, issuer.roles, now_ms, state.grants, env.subject, env.scope, env.store_kind,
+                      env.sensitivity)
     admin = issuer.has_role(ADMIN_ROLE)
     if not scope_rule.open and grant is None and not admin:
         return _reject("SCOPE_NOT_GRANTED", f"{env.principal} holds no WRITE grant on scope {env.scope!r}",
@@ -490,7 +491,7 @@ def _decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateSt
 def _decide_approve(command: ApproveQuarantined, issuer: PrincipalRecord, state: GateState, now: datetime,
                     limits: GateLimits, content_digest: str | None, detector: InstructionDetector,
                     claims: ClaimExtractor) -> Decision:
-    q = _pending(command.quarantined_command_id, issuer, state)
+    q = _pending(command.quarantined_command_id, command.envelope.subject, issuer, state)
     if isinstance(q, Decision):
         return q
     if state.review_target is None:
@@ -510,7 +511,7 @@ def _decide_approve(command: ApproveQuarantined, issuer: PrincipalRecord, state:
     return replace(inner, effects=(*inner.effects, resolved), released=(original, command.envelope.principal))
 
 
-def _pending(command_id: str, issuer: PrincipalRecord, state: GateState) -> QuarantineState | Decision:
+def _pending(command_id: str, subject: str, issuer: PrincipalRecord, state: GateState) -> QuarantineState | Decision:
     if not issuer.has_role(REVIEWER_ROLE):
         return _reject("NOT_A_REVIEWER", f"{issuer.principal_id} holds no reviewer role", "envelope.principal")
     q = state.quarantine.get(command_id)
@@ -518,6 +519,8 @@ def _pending(command_id: str, issuer: PrincipalRecord, state: GateState) -> Quar
         return _reject("NOT_QUARANTINED", f"command {command_id} is not in quarantine", "quarantined_command_id")
     if q.status != "pending":
         return _reject("ALREADY_REVIEWED", f"command {command_id} was already {q.status}", "quarantined_command_id")
+    if q.subject != subject:
+        return _reject("SUBJECT_MISMATCH", f"the quarantined command concerns {q.subject}", "envelope.subject")
     if q.principal == issuer.principal_id:
         return _reject("SELF_REVIEW", "a reviewer may not release its own write", "envelope.principal")
     return q
@@ -591,7 +594,7 @@ def _decide_governance(command: Command, issuer: PrincipalRecord, state: GateSta
             return _ok(message="grant was already revoked")
         return _ok(GrantUpsert(replace(grant, revoked_at_ms=now_ms)))
     if isinstance(command, RejectQuarantined):
-        q = _pending(command.quarantined_command_id, issuer, state)
+        q = _pending(command.quarantined_command_id, command.envelope.subject, issuer, state)
         if isinstance(q, Decision):
             return q
         return replace(_ok(QuarantineSet(replace(q, status="rejected")), message="quarantined command rejected"),

@@ -514,3 +514,18 @@ def test_only_an_admin_grants_write_on_a_closed_scope() -> None:
     by_admin = GrantAccess(envelope=env(principal="service:admin", subject="user:alice"), grant_id="g-admin",
                            grantee="user:alice", rights=("WRITE",), scopes=("team:b",))
     assert run(by_admin).admitted
+
+
+def test_review_must_name_the_subject_of_the_quarantined_command() -> None:
+    original, state = _quarantined()
+    wrong = ApproveQuarantined(envelope=env(principal="user:rita", subject="user:bob"),
+                               quarantined_command_id=original.envelope.command_id)
+    assert codes(run(wrong, None, state)) == ["SUBJECT_MISMATCH"]
+
+
+def test_a_write_grant_does_not_cover_records_above_its_sensitivity_ceiling() -> None:
+    g = _grant("agent:helper", scopes=("account:default",), subjects=("user:alice",))  # ceiling INTERNAL
+    ok = f.record(principal="agent:helper", subject="user:alice", sensitivity="INTERNAL")
+    assert run(ok, state=GateState(grants=(g,))).admitted
+    above = f.record(principal="agent:helper", subject="user:alice", sensitivity="CONFIDENTIAL")
+    assert run(above, state=GateState(grants=(g,))).outcome is Outcome.QUARANTINED
