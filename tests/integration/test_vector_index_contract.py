@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memwarden.errors import ValidationError
 from memwarden.projections.edge_index import EdgeVectorIndex
@@ -111,6 +113,24 @@ def reference_search(
     scores = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q))
     ranked = sorted(zip((p.point_id for p in kept), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0]))
     return ranked[:limit]
+
+
+def conditions() -> st.SearchStrategy[Condition]:
+    """Random leaf conditions over the contract payload (owners, status, purposes, validity)."""
+    return st.one_of(
+        st.builds(FieldIn, st.just("owner"), st.lists(st.sampled_from(OWNERS), max_size=3).map(tuple)),
+        st.builds(FieldIn, st.just("status"), st.sampled_from([("active",), ("superseded",)])),
+        st.builds(FieldIn, st.just("purposes"), st.lists(st.sampled_from(PURPOSES), min_size=1, max_size=2).map(tuple)),
+        st.builds(lambda t: FieldRange("valid_from_ms", lte=t), st.integers(0, 1000)),
+        st.builds(lambda t: FieldRange("valid_to_ms", gt=t), st.integers(0, 2000)),
+    )
+
+
+def filters(depth: int = 2) -> st.SearchStrategy[Filter]:
+    """Random filter ASTs: up to 3 entries per clause, nested ``depth`` levels deep."""
+    entry = conditions() if depth == 0 else st.one_of(conditions(), st.deferred(lambda: filters(depth - 1)))
+    clause = st.lists(entry, max_size=3).map(tuple)
+    return st.builds(Filter, must=clause, must_not=clause, should=clause)
 
 
 def lexical_scores(points: Sequence[IndexPoint], query: SparseVector) -> dict[str, float]:
@@ -342,6 +362,19 @@ class VectorIndexContract:
             assert loaded.count(where) == len(expected)
             for q in queries[:3]:
                 assert_same_ranking(loaded.search(q.tolist(), where, 10), reference_search(points, q, where, 10))
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(where=st.deferred(lambda: filters()))
+    def test_random_nested_filters_agree_with_the_reference(
+        self, loaded: VectorIndex, points: list[IndexPoint], where: Filter
+    ) -> None:
+        expected = [p for p in points if matches(p.payload, where)]
+        assert loaded.count(where) == len(expected)
+        query = points[11].vector
+        assert_same_ranking(loaded.search(query, where, 10), reference_search(points, query, where, 10))
+        sparse = ENCODER.query("w00 w04 w13")
+        hits = loaded.query(query, sparse, where, 10, 20)
+        assert_same_ranking(hits, reference_hybrid(points, query, sparse, where, 10, 20), FUSED_TOL)
 
     def test_should_of_grants_never_returns_a_point_outside_every_grant(self, index: VectorIndex) -> None:
         """A permission is an OR of grants; an exact copy of the query owned by nobody granted stays out."""
