@@ -587,6 +587,59 @@ def _qdrant_url() -> str:
     return url
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+class TestServerAdapterOnLocalQdrant(VectorIndexContract):
+    """The server adapter on qdrant-client's local mode (a Python emulation of the server's query
+    semantics): checks the filter, sparse and fusion translation when no server is reachable."""
+
+    @pytest.fixture
+    def index(self) -> Iterator[VectorIndex]:
+        from qdrant_client import QdrantClient
+
+        from memwarden.projections.server_index import ServerVectorIndex
+
+        idx = ServerVectorIndex.on_client(QdrantClient(":memory:"), "contract", exact=True)
+        idx.ensure(DIM)
+        yield idx
+        idx.close()
+
+    def test_results_identical_to_edge(
+        self, loaded: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray
+    ) -> None:
+        assert_identical_to_edge(loaded, tmp_path, points, queries)
+
+
+def assert_identical_to_edge(
+    other: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray
+) -> None:
+    """``other`` (loaded with ``points``) and a fresh Edge shard agree on counts, dense search and
+    hybrid queries (both fusions) for the same filters: same ids in the same order."""
+    edge = EdgeVectorIndex(tmp_path, "twin", exact=True)
+    edge.ensure(DIM)
+    edge.upsert(points)
+    try:
+        filters = [
+            Filter(),
+            Filter(must=(FieldIn("owner", ("alice", "dave")), *valid_at(700))),
+            Filter(must=(FieldIn("purposes", ("research",)),), must_not=(FieldIn("status", ("superseded",)),)),
+            Filter(should=(Filter(must=(FieldIn("owner", ("bob",)), *valid_at(300))),
+                           Filter(must=(FieldIn("owner", ("erin",)), FieldIn("purposes", ("billing",))))),
+                   must_not=(FieldIn("status", ("superseded",)),)),
+        ]
+        for where in filters:
+            assert other.count(where) == edge.count(where)
+            for q, text in zip(queries, ("w00 w05", "w17", "w02 w30 w31", "w09"), strict=False):
+                assert_same_ranking(other.search(q.tolist(), where, 10),
+                                    [(h.point_id, h.score) for h in edge.search(q.tolist(), where, 10)])
+                sparse = ENCODER.query(text)
+                for fusion in ("dbsf", "rrf"):
+                    got = other.query(q.tolist(), sparse, where, 10, 20, fusion=fusion)  # type: ignore[arg-type]
+                    want = edge.query(q.tolist(), sparse, where, 10, 20, fusion=fusion)  # type: ignore[arg-type]
+                    assert_same_ranking(got, [(h.point_id, h.score) for h in want], FUSED_TOL)
+    finally:
+        edge.close()
+
+
 @pytest.mark.qdrant_server
 class TestServerIndex(VectorIndexContract):
     """A Qdrant server at ``MEMWARDEN_QDRANT_URL``; a fresh collection per test, dropped after."""
@@ -611,27 +664,4 @@ class TestServerIndex(VectorIndexContract):
     def test_results_identical_to_edge(
         self, loaded: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray
     ) -> None:
-        edge = EdgeVectorIndex(tmp_path, "twin", exact=True)
-        edge.ensure(DIM)
-        edge.upsert(points)
-        try:
-            filters = [
-                Filter(),
-                Filter(must=(FieldIn("owner", ("alice", "dave")), *valid_at(700))),
-                Filter(must=(FieldIn("purposes", ("research",)),), must_not=(FieldIn("status", ("superseded",)),)),
-                Filter(should=(Filter(must=(FieldIn("owner", ("bob",)), *valid_at(300))),
-                               Filter(must=(FieldIn("owner", ("erin",)), FieldIn("purposes", ("billing",))))),
-                       must_not=(FieldIn("status", ("superseded",)),)),
-            ]
-            for where in filters:
-                assert loaded.count(where) == edge.count(where)
-                for q, text in zip(queries, ("w00 w05", "w17", "w02 w30 w31", "w09"), strict=False):
-                    server_hits = loaded.search(q.tolist(), where, 10)
-                    edge_hits = edge.search(q.tolist(), where, 10)
-                    assert_same_ranking(server_hits, [(h.point_id, h.score) for h in edge_hits])
-                    sparse = ENCODER.query(text)
-                    server_hybrid = loaded.query(q.tolist(), sparse, where, 10, 20)
-                    edge_hybrid = edge.query(q.tolist(), sparse, where, 10, 20)
-                    assert_same_ranking(server_hybrid, [(h.point_id, h.score) for h in edge_hybrid], FUSED_TOL)
-        finally:
-            edge.close()
+        assert_identical_to_edge(loaded, tmp_path, points, queries)
