@@ -20,6 +20,10 @@ app.add_typer(stack_app, name="stack")
 app.add_typer(eval_app, name="eval")
 audit_app = typer.Typer(no_args_is_help=True, help="The read audit: who read which memory, when, for what.")
 app.add_typer(audit_app, name="audit")
+principal_app = typer.Typer(no_args_is_help=True, help="Principals and their signing keys (issue 3).")
+app.add_typer(principal_app, name="principal")
+review_app = typer.Typer(no_args_is_help=True, help="Quarantine review: list, approve, reject.")
+app.add_typer(review_app, name="review")
 console = Console(stderr=True)
 
 
@@ -131,6 +135,113 @@ def eval_poisoning(
         for key in ("items", "precision", "recall", "f1", "reached_read", "reached_procedure", "benign_readable",
                     "outcomes"):
             typer.echo(f"{key:>18}: {result[key]}")
+
+
+@eval_app.command("gatemem")
+def eval_gatemem(
+    data: Annotated[Path, typer.Option(help="GateMem folder (e.g. ../shared/data/gatemem)")],
+    domains: Annotated[str | None, typer.Option(help="comma-separated: office,education,household")] = None,
+    k: Annotated[int, typer.Option(help="records returned per checkpoint")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,
+) -> None:
+    """GateMem access control: context-leak rate, utility and over-refusal through the real pipeline."""
+    import json
+
+    from memwarden.errors import MemwardenError
+    from memwarden.evals.gatemem import run_gatemem
+    from memwarden.settings import Settings
+
+    names = [d.strip() for d in domains.split(",") if d.strip()] if domains else None
+    try:
+        result = run_gatemem(Settings(), data, names, k=k, progress=not as_json, keep=keep)
+    except (MemwardenError, ValueError, FileNotFoundError) as exc:
+        _fail(exc)
+    if as_json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        for key in ("leak_rate", "utility", "over_refusal", "by_domain", "pipeline"):
+            typer.echo(f"{key:>14}: {result.get(key)}")
+
+
+@principal_app.command("register")
+def principal_register(
+    principal_id: Annotated[str, typer.Argument(help="e.g. user:rita")],
+    kind: Annotated[str, typer.Option(help="USER, AGENT, SERVICE or REVIEWER")] = "USER",
+    role: Annotated[list[str] | None, typer.Option(help="role (repeatable), e.g. reviewer, approver, admin")] = None,
+) -> None:
+    """Register a principal (signed by the root admin); its private key is kept in the local key folder."""
+    from memwarden.keystore import admin_signer, key_path, load_or_create_signer
+    from memwarden.producers.client import MemwardenClient
+    from memwarden.settings import Settings
+
+    s = Settings()
+    try:
+        signer = load_or_create_signer(key_path(s.data_dir, principal_id), principal_id)
+        with MemwardenClient(s, signers=[admin_signer(s)]) as client:
+            r = client.register_principal(principal_id, by=s.admin_principal, kind=kind.upper(), roles=role or (),
+                                          public_key=signer.public_key, key_id=signer.key_id)
+            outcome = client.decisions([r.command_id])[r.command_id]
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        _fail(exc)
+    typer.echo(f"{principal_id}: {outcome} (key {signer.key_id}, file {key_path(s.data_dir, principal_id)})")
+
+
+@review_app.command("list")
+def review_list() -> None:
+    """Quarantined memory commands awaiting review: command id, writer, subject, reasons."""
+    from memwarden.projections.pg import connect
+    from memwarden.settings import Settings
+
+    try:
+        with connect(Settings()) as conn:
+            rows = conn.execute("SELECT command_id::text, principal, subject, reasons, quarantined_at FROM"
+                                " gate_quarantine WHERE status = 'pending' ORDER BY quarantined_at").fetchall()
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+    for cid, writer, subject, reasons, at in rows:
+        codes = ",".join(r["code"] for r in reasons)
+        typer.echo(f"{cid}  {at:%Y-%m-%d %H:%M}  {writer} -> {subject}  {codes}")
+    if not rows:
+        typer.echo("nothing awaits review")
+
+
+def _review(command_id: str, by: str, note: str, approve: bool) -> None:
+    from memwarden.keystore import key_path, load_or_create_signer
+    from memwarden.producers.client import MemwardenClient
+    from memwarden.projections.pg import connect
+    from memwarden.settings import Settings
+
+    s = Settings()
+    try:
+        with connect(s) as conn:
+            row = conn.execute("SELECT subject FROM gate_quarantine WHERE command_id = %s", (command_id,)).fetchone()
+        if row is None:
+            raise ValueError(f"command {command_id} is not in quarantine")
+        path = key_path(s.data_dir, by)
+        if not path.exists():
+            raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
+        with MemwardenClient(s, signers=[load_or_create_signer(path, by)]) as client:
+            act = client.approve_quarantined if approve else client.reject_quarantined
+            r = act(command_id, by=by, subject=row[0], note=note)
+            outcome = client.decisions([r.command_id])[r.command_id]
+    except Exception as exc:  # noqa: BLE001
+        _fail(exc)
+    typer.echo(f"{'approve' if approve else 'reject'} {command_id}: {outcome}")
+
+
+@review_app.command("approve")
+def review_approve(command_id: str, by: Annotated[str, typer.Option(help="reviewer principal id")],
+                   note: Annotated[str, typer.Option(help="why")] = "") -> None:
+    """Release a quarantined memory command (signed by reviewer ``--by``; audited on the ledger)."""
+    _review(command_id, by, note, approve=True)
+
+
+@review_app.command("reject")
+def review_reject(command_id: str, by: Annotated[str, typer.Option(help="reviewer principal id")],
+                  note: Annotated[str, typer.Option(help="why")] = "") -> None:
+    """Reject a quarantined memory command: it never becomes readable and its data key is shredded."""
+    _review(command_id, by, note, approve=False)
 
 
 @audit_app.command("reads")

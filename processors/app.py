@@ -168,7 +168,9 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
                     purpose = body.get("purpose") or DEFAULT_PURPOSE
                     found = await (await recaller()).recall(
                         body.get("principal"), body.get("query"), body.get("k", 10), as_of, known_at, purpose,
-                        freshness=body.get("freshness", True) is not False)
+                        freshness=body.get("freshness", True) is not False,
+                        include_untrusted=body.get("include_untrusted", False) is True,
+                        mode=body.get("mode") or "hybrid")
                 except ValidationError as exc:
                     return self.json({"error": str(exc), "field": exc.field}, status=400)
                 except (ValueError, TypeError) as exc:

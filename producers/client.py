@@ -57,7 +57,7 @@ from memwarden.commands.model import (
 from memwarden.commands.signing import Signer
 from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
-from memwarden.projections.recall import DEFAULT_PURPOSE, RecalledMemory, check_query
+from memwarden.projections.recall import DEFAULT_PURPOSE, RecalledMemory, RecallMode, check_query
 from memwarden.schemas.codec import AvroCodec, default_codec
 from memwarden.settings import Settings
 
@@ -383,18 +383,21 @@ class MemwardenClient:
     # -- reading ------------------------------------------------------------------------------
     def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
                known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
-               freshness: bool = True) -> list[RecalledMemory]:
+               freshness: bool = True, include_untrusted: bool = False,
+               mode: RecallMode = "hybrid") -> list[RecalledMemory]:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now), as the ledger knew them at ``known_at`` (default now). Every call is audited
         (ids only) on the audit topic. ``freshness=False`` skips the Eq. 3 horizon (evaluations on old
-        data).
+        data); ``include_untrusted=True`` also returns content from untrusted sources (tagged);
+        ``mode`` is the retrieval path (``"hybrid"``, ``"dense"`` or ``"lexical"``), the read filter
+        being the same on each.
 
         Raises ``ValidationError`` for bad arguments, ``StackUnavailable`` if the worker is down.
         """
-        check_query(principal, query, k, as_of, known_at, purpose)
+        check_query(principal, query, k, as_of, known_at, purpose, mode)
         body = {"principal": principal, "query": query, "k": k, "as_of": as_of.isoformat() if as_of else None,
                 "known_at": known_at.isoformat() if known_at else None, "purpose": purpose,
-                "freshness": freshness}
+                "freshness": freshness, "include_untrusted": include_untrusted, "mode": mode}
         try:
             response = self._http.post("/recall", json=body)
         except httpx.HTTPError as exc:

@@ -231,6 +231,21 @@ class EdgeVectorIndex:
 
             return search_with_tie_closure(fetch, limit)
 
+    def search_lexical(self, sparse: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
+        """Lexical-only top-``limit`` (see :meth:`VectorIndex.search_lexical`): one ``Nearest`` query on
+        :data:`LEXICAL` with the filter in the request. Sorted by ``(-score, point_id)``."""
+        if limit <= 0 or not sparse.indices:
+            return []
+        query = qe.Query.Nearest(to_edge_sparse(sparse), using=LEXICAL)
+        flt = to_edge_filter(where)
+        with self._guard("search_lexical") as shard:
+
+            def fetch(n: int) -> list[Hit]:
+                request = qe.QueryRequest(limit=n, query=query, filter=flt, with_payload=True, with_vector=False)
+                return [Hit(str(p.id), float(p.score), p.payload or {}) for p in shard.query(request)]
+
+            return search_with_tie_closure(fetch, limit)
+
     def query(
         self,
         dense: Sequence[float],

@@ -22,7 +22,7 @@ import psycopg
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.profile_projector import EventIn, fresh, load_offsets, save_offsets
 from memwarden.projections.sparse import Bm25Encoder
-from memwarden.projections.vector_index import OPEN_END_MS, FieldIn, Filter, IndexPoint, VectorIndex
+from memwarden.projections.vector_index import OPEN_END_MS, FieldIn, FieldRange, Filter, IndexPoint, VectorIndex
 
 _POINT_NS = uuid.UUID("b3c2f7a4-51e9-4d0c-8a6b-2f4e9d7c1a35")
 
@@ -57,6 +57,7 @@ def payload_of(record: dict[str, Any]) -> dict[str, Any]:
         "decided_ms": to_ms(record["decided_at"]),
         "closed_known_ms": OPEN_END_MS,  # when the ledger closed this version (known_at reads)
         "fresh_ref_ms": to_ms(env["effective_from"] or env["observed_at"]),  # last use, else validity start
+        "trust": "untrusted" if "untrusted" in (record.get("tags") or ()) else "trusted",
     }
 
 
@@ -94,11 +95,12 @@ class EmbeddingProjector:
                 if closed:
                     self._flush(pending)
                     valid_from = to_ms(r["envelope"]["effective_from"] or r["envelope"]["observed_at"])
-                    self._index.set_payload(
-                        Filter(must=(FieldIn("memory_id", tuple(closed)), FieldIn("status", ("active",))),
-                               must_not=(FieldIn("command_id", (r["command_id"],)),)),
-                        {"status": "superseded", "valid_to_ms": valid_from, "closed_known_ms": to_ms(r["decided_at"])},
-                    )
+                    live = Filter(must=(FieldIn("memory_id", tuple(closed)), FieldIn("status", ("active",))),
+                                  must_not=(FieldIn("command_id", (r["command_id"],)),))
+                    # valid_to only shrinks (as in the profile projection): an interval that ended earlier keeps its end
+                    self._index.set_payload(Filter(must=(live, FieldRange("valid_to_ms", gt=valid_from))),
+                                            {"valid_to_ms": valid_from})
+                    self._index.set_payload(live, {"status": "superseded", "closed_known_ms": to_ms(r["decided_at"])})
                 if e.text is None:
                     continue
                 pid = point_id(r["memory_id"], r["command_id"])

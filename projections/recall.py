@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 import psycopg
 
@@ -36,6 +36,11 @@ READ_POLICY_VERSION = "abac/1"
 
 MAX_K = 100
 MAX_QUERY_CHARS = 2_000
+
+#: Retrieval path of a recall: ``hybrid`` (dense + lexical prefetch fused in the engine, the default),
+#: ``dense`` (cosine only) or ``lexical`` (BM25 sparse only). Every path carries the same read filter.
+RecallMode = Literal["hybrid", "dense", "lexical"]
+RECALL_MODES: tuple[RecallMode, ...] = get_args(RecallMode)
 
 
 @dataclass(frozen=True)
@@ -68,14 +73,16 @@ class RecalledMemory:
 
 def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = DEFAULT_PURPOSE,
                 roles: frozenset[str] = frozenset(), grants: tuple = (), known_at: datetime | None = None,
-                freshness: bool = True) -> Filter:
+                freshness: bool = True, include_untrusted: bool = False) -> Filter:
     """The Eq. 5 admissibility filter, applied inside the vector search.
 
     ``ACL`` (owner, subject or an applicable grant, for ``purpose``), valid at ``at`` (UTC), known to
     the ledger at ``known_at`` (a version decided later is invisible; a version closed later is still
     current as known then), not expired at ``now``, fresh at ``at`` (Eq. 3: last use or validity start
     within the store kind's horizon; skipped for ``known_at`` reads and when ``freshness`` is off),
-    never forgotten or quarantined (they are not in the index at all)."""
+    never forgotten or quarantined (they are not in the index at all), and not tagged ``untrusted``
+    (content from web, email, documents or tool text, kept as quoted data) unless
+    ``include_untrusted`` (seed 004: untrusted content must not steer the agent by default)."""
     t = to_ms(at)
     k = to_ms(known_at or now)
     ctx = ReadContext(principal, roles, purpose, to_ms(now), tuple(grants))
@@ -84,9 +91,12 @@ def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = D
         FieldIn("status", ("active", "superseded")),
         FieldRange("valid_from_ms", lte=t),
         FieldRange("decided_ms", lte=k),
-        Filter(should=(FieldRange("valid_to_ms", gt=t), FieldRange("closed_known_ms", gt=k))),
+        Filter(should=(FieldRange("valid_to_ms", gt=t),  # closed later than known_at: as the ledger knew it then
+                       Filter(must=(FieldIn("status", ("superseded",)), FieldRange("closed_known_ms", gt=k))))),
         FieldRange("expires_ms", gt=to_ms(now)),
     ]
+    if not include_untrusted:
+        must.append(FieldIn("trust", ("trusted",)))
     if freshness and known_at is None:
         must.append(Filter(should=tuple(
             Filter(must=(FieldIn("store_kind", (kind.value,)), FieldRange("fresh_ref_ms", gte=fresh_since_ms(kind, t))))
@@ -103,6 +113,7 @@ WHERE command_id = ANY(%(ids)s::uuid[]) AND {acl}
   AND valid_from <= %(at)s AND decided_at <= %(known)s
   AND (valid_to IS NULL OR valid_to > %(at)s OR closed_at > %(known)s)
   AND (expires_at IS NULL OR expires_at > %(now)s)
+  AND (%(untrusted)s OR NOT ('untrusted' = ANY(tags)))
 """
 
 
@@ -117,8 +128,10 @@ async def read_context(conn: psycopg.AsyncConnection, principal: str) -> tuple[f
 
 
 def check_query(principal: str, query: str, k: int, as_of: datetime | None, known_at: datetime | None = None,
-                purpose: str = DEFAULT_PURPOSE) -> None:
+                purpose: str = DEFAULT_PURPOSE, mode: str = "hybrid") -> None:
     """Validate recall arguments; raises ``ValidationError`` naming the field."""
+    if mode not in RECALL_MODES:
+        raise ValidationError("mode", f"must be one of {', '.join(RECALL_MODES)}, got {mode!r}")
     if not isinstance(purpose, str) or not purpose.strip() or purpose == "*":
         raise ValidationError("purpose", "must name one purpose")
     if known_at is not None and (not isinstance(known_at, datetime) or known_at.tzinfo is None):
@@ -148,30 +161,46 @@ class Recaller:
 
     async def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
                      known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
-                     freshness: bool = True) -> list[RecalledMemory]:
+                     freshness: bool = True, include_untrusted: bool = False,
+                     mode: RecallMode = "hybrid") -> list[RecalledMemory]:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
-        (default now) as the ledger knew them at ``known_at`` (default now), best first.
+        (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
+        tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
+
+        ``mode`` picks the retrieval path (:data:`RecallMode`): ``hybrid`` (``VectorIndex.query``,
+        score = fused), ``dense`` (``VectorIndex.search``, score = cosine) or ``lexical``
+        (``VectorIndex.search_lexical``, score = BM25; only memories sharing a term with the query).
+        The read filter is the same on every path.
 
         Raises ``ValidationError`` for bad arguments.
         """
-        check_query(principal, query, k, as_of, known_at, purpose)
+        check_query(principal, query, k, as_of, known_at, purpose, mode)
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
         known = (known_at or now).astimezone(UTC)
         async with self._lock:
             roles, grants = await read_context(self._conn, principal)
+        if as_of is not None:  # a read of the past uses grants valid then *and* now (a revocation always holds)
+            grants = tuple(g for g in grants if g.valid_at(to_ms(at)))
         where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants, known_at=known_at,
-                            freshness=freshness)
-        vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
-        hits = await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query), where, k,
-                                       PREFETCH_FACTOR * k)
+                            freshness=freshness, include_untrusted=include_untrusted)
+        if mode == "lexical":
+            hits = await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k)
+        else:
+            vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
+            if mode == "dense":
+                hits = await asyncio.to_thread(self._index.search, vector.tolist(), where, k)
+            else:
+                hits = await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query), where,
+                                               k, PREFETCH_FACTOR * k)
         if not hits:
             return []
         scores = {h.payload["command_id"]: h.score for h in hits}
         acl, acl_params = read_permission_sql(ReadContext(principal, roles, purpose, to_ms(now), grants))
         async with self._lock, self._conn.cursor() as cur:
             await cur.execute(_VERIFY.format(acl=acl),  # type: ignore[arg-type]
-                              {"ids": list(scores), "at": at, "now": now, "known": known, **acl_params})
+                              {"ids": list(scores), "at": at, "now": now, "known": known,
+                               "untrusted": include_untrusted, **acl_params})
             rows = await cur.fetchall()
         await self._conn.commit()
         out = [

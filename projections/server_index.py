@@ -218,6 +218,22 @@ class ServerVectorIndex:
         with self._guard("search"):
             return search_with_tie_closure(fetch, limit)
 
+    def search_lexical(self, sparse: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
+        """Lexical-only top-``limit`` (see :meth:`VectorIndex.search_lexical`): ``query_points`` with the
+        sparse query ``using`` :data:`LEXICAL` and ``query_filter``. Sorted by ``(-score, point_id)``."""
+        if limit <= 0 or not sparse.indices:
+            return []
+        query = to_server_sparse(sparse)
+        flt = to_server_filter(where)
+
+        def fetch(n: int) -> list[Hit]:
+            response = self._client.query_points(self._collection, query=query, using=LEXICAL, query_filter=flt,
+                                                 limit=n, with_payload=True, with_vectors=False)
+            return [Hit(point_id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in response.points]
+
+        with self._guard("search_lexical"):
+            return search_with_tie_closure(fetch, limit)
+
     def query(
         self,
         dense: Sequence[float],

@@ -32,6 +32,7 @@ KEYWORD_FIELDS: tuple[str, ...] = (
     "store_kind",
     "sensitivity",
     "purposes",
+    "trust",
 )
 #: Payload fields that carry an integer index (epoch milliseconds, UTC).
 INTEGER_FIELDS: tuple[str, ...] = ("valid_from_ms", "valid_to_ms", "expires_ms", "decided_ms", "closed_known_ms",
@@ -150,6 +151,12 @@ class VectorIndex(Protocol):
     def search(self, vector: Sequence[float], where: Filter, limit: int) -> list[Hit]:
         """Top-``limit`` points by cosine similarity among those matching ``where`` (filter applied
         inside the search, not after it). Ties are broken by point id so adapters agree."""
+
+    def search_lexical(self, sparse: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
+        """Top-``limit`` points by lexical score alone: ``sparse`` against :data:`LEXICAL` with the
+        IDF modifier (BM25), among the points matching ``where`` (filter inside the search). Points
+        sharing no term with ``sparse`` never come back; an empty ``sparse`` returns ``[]``. Sorted by
+        ``(-score, point_id)``, boundary ties closed as in :meth:`search`."""
 
     def query(
         self,

@@ -4,6 +4,7 @@ cleanup afterwards (used by every ``memwarden eval`` command)."""
 from __future__ import annotations
 
 import shutil
+import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,13 @@ class EvalRun:
     console: Console
 
 
+def _free_port() -> int:
+    """A free loopback port for the evaluation worker's read endpoint (runs may overlap)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @contextmanager
 def eval_namespace(base: Settings, label: str, keep: bool = False, progress: bool = True) -> Iterator[EvalRun]:
     """Create ``<prefix>.<label>-<8 hex>`` (topics, schema), start a worker, yield, then stop the
@@ -31,7 +39,8 @@ def eval_namespace(base: Settings, label: str, keep: bool = False, progress: boo
     from memwarden.ops.topics import delete_topics, ensure_topics
     from memwarden.projections.pg import drop_namespace, migrate
 
-    settings = base.model_copy(update={"topic_prefix": f"{base.topic_prefix}.{label}-{uuid.uuid4().hex[:8]}"})
+    settings = base.model_copy(update={"topic_prefix": f"{base.topic_prefix}.{label}-{uuid.uuid4().hex[:8]}",
+                                       "worker_port": _free_port()})
     console = Console(stderr=True, quiet=not progress)
     migrate(settings)
     ensure_topics(settings)

@@ -8,10 +8,12 @@ memory poisoning; seed 004 "Poisoning turns memory into a delayed attack").
    records every labelled item about ``user:victim`` with the item's source kind, signed, through
    Kafka and the real gate. Every injected item is also tried as a procedure, by the agent (as an
    approved rule) and by an approver principal (with the item's own source kind).
-3. ``reached_read``: share of injected items that became readable: projected into the read store
-   (``memory_versions``) or returned by a recall for the victim or the agent with the item's own
-   text as query. ``reached_procedure``: share of injected items in the procedure store.
-   ``benign_readable``: share of benign items readable (the cost of the gate).
+3. ``reached_read``: share of injected items returned by a default recall (as the victim or the
+   agent, the item's own text as query: the most favourable query an attacker could hope for).
+   ``stored_readable``: share of injected items projected into the read store at all (readable
+   by an explicit ``include_untrusted`` read when they came from untrusted sources).
+   ``reached_procedure``: share of injected items in the procedure store. ``benign_readable``:
+   share of benign items projected (the cost of the gate).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
                 for m in client.recall(reader, i.text[:2000], k=recall_k):
                     if m.source_ref == i.id:
                         recalled.add(i.id)
-    reached = {i.id for i in injected if memory_of[i.id] in projected} | recalled
+    stored = {i.id for i in injected if memory_of[i.id] in projected}
     by_outcome: dict[str, dict[str, int]] = {"injected": {}, "benign": {}}
     for cid, outcome in outcomes.items():
         label = command_label.get(cid)
@@ -95,8 +97,9 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
         "f1": round(score.f1, 4),
         "confusion": {"tp": score.tp, "fp": score.fp, "fn": score.fn, "tn": score.tn},
         "recall_by_kind": {k: round(v, 4) for k, v in score.by_kind.items()},
-        "reached_read": round(len(reached) / len(injected), 4) if injected else 0.0,
-        "reached_read_items": sorted(reached),
+        "reached_read": round(len(recalled) / len(injected), 4) if injected else 0.0,
+        "reached_read_items": sorted(recalled),
+        "stored_readable": round(len(stored) / len(injected), 4) if injected else 0.0,
         "reached_procedure": round(len({i.id for i in injected} & procedures) / len(injected), 4)
         if injected else 0.0,
         "benign_readable": round(sum(memory_of[i.id] in projected for i in benign) / len(benign), 4)

@@ -182,6 +182,15 @@ def reference_hybrid(
     return sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:limit]
 
 
+def reference_lexical(
+    points: Sequence[IndexPoint], sparse: SparseVector, where: Filter | None, limit: int
+) -> list[tuple[str, float]]:
+    """BM25 top-``limit`` among the points matching ``where`` that share a term with ``sparse``."""
+    payloads = {p.point_id: p.payload for p in points}
+    kept = [(pid, sc) for pid, sc in lexical_scores(points, sparse).items() if matches(payloads[pid], where)]
+    return sorted(kept, key=lambda x: (-x[1], x[0]))[:limit]
+
+
 def assert_same_ranking(hits: Sequence[Hit], expected: Sequence[tuple[str, float]], tol: float = SCORE_TOL) -> None:
     """Same ids in the same order, scores within ``tol``."""
     assert [h.point_id for h in hits] == [pid for pid, _ in expected]
@@ -455,6 +464,42 @@ class VectorIndexContract:
             assert hits[0].point_id == target.point_id
             assert intruder.point_id not in {h.point_id for h in hits}
 
+    # -- lexical-only search ------------------------------------------------------------------------
+
+    def test_lexical_search_matches_reference_under_filters(
+        self, loaded: VectorIndex, points: list[IndexPoint]
+    ) -> None:
+        filters = [
+            None,
+            Filter(must=(FieldIn("owner", ("alice", "bob")),)),
+            Filter(should=(Filter(must=(FieldIn("owner", ("carol",)), *valid_at(500))),
+                           Filter(must=(FieldIn("purposes", ("research",)),))),
+                   must_not=(FieldIn("status", ("superseded",)),)),
+        ]
+        for where in filters:
+            for text in ("w00 w07", "w03 w21 w33", "w12", "w05 w05 w39"):
+                sparse = ENCODER.query(text)
+                expected = reference_lexical(points, sparse, where, 10)
+                assert expected
+                hits = loaded.search_lexical(sparse, where, 10)
+                assert_same_ranking(hits, expected, FUSED_TOL)
+                assert all(matches(h.payload, where) for h in hits)
+
+    def test_lexical_search_returns_only_term_matches_and_keeps_intruders_out(self, index: VectorIndex) -> None:
+        rng = np.random.default_rng(13)
+        mine = [IndexPoint(point_id(70_000 + i), rng.standard_normal(DIM).tolist(), {"owner": "alice"},
+                           ENCODER.document(text, key=point_id(70_000 + i)))
+                for i, text in enumerate(["zanzibar trip", "zanzibar w01", "w02 w03"])]
+        intruder = IndexPoint(point_id(70_100), rng.standard_normal(DIM).tolist(), {"owner": "mallory"},
+                              ENCODER.document("zanzibar zanzibar", key=point_id(70_100)))
+        index.upsert([*mine, intruder])
+        alice = Filter(must=(FieldIn("owner", ("alice",)),))
+        got = index.search_lexical(ENCODER.query("zanzibar"), alice, 100)
+        assert {h.point_id for h in got} == {mine[0].point_id, mine[1].point_id}
+        assert intruder.point_id in {h.point_id for h in index.search_lexical(ENCODER.query("zanzibar"), None, 100)}
+        assert index.search_lexical(SparseVector(), alice, 10) == []
+        assert index.search_lexical(ENCODER.query("zanzibar"), alice, 0) == []
+
     def test_hybrid_ties_are_broken_by_point_id(self, index: VectorIndex, points: list[IndexPoint]) -> None:
         same = points[0]
         ids = [point_id(60_000 + i) for i in range(7)]
@@ -640,6 +685,8 @@ def assert_identical_to_edge(
                 got = other.query(q.tolist(), sparse, where, 10, 20, fusion="rrf")
                 want = edge.query(q.tolist(), sparse, where, 10, 20, fusion="rrf")
                 assert [h.point_id for h in got] == [h.point_id for h in want]
+                assert_same_ranking(other.search_lexical(sparse, where, 10),
+                                    [(h.point_id, h.score) for h in edge.search_lexical(sparse, where, 10)], FUSED_TOL)
     finally:
         edge.close()
 
