@@ -9,7 +9,8 @@ Layout migration: a shard created by layout 1 (dense only, before the lexical ve
 opened with the layout-2 config; :meth:`EdgeVectorIndex.ensure` then raises ``IndexUnavailable``
 saying so. The shard is a derived projection: stop the worker, delete the shard directory (or call
 :meth:`EdgeVectorIndex.recreate`) and the ``index:edge`` rows of ``projection_offsets``, and replay
-the events topic into it (a fresh namespace does all of this by construction).
+the events topic into it (there is no replay command yet; a fresh namespace does all of this by
+construction).
 
 Things worth knowing about Edge (0.9):
 
@@ -23,7 +24,13 @@ Things worth knowing about Edge (0.9):
 * Hybrid queries (:meth:`EdgeVectorIndex.query`) run as one ``QueryRequest`` with two ``Prefetch``
   stages (dense ``Nearest`` and sparse ``Nearest(using=LEXICAL)``), each with the filter, and a
   ``Fusion.Rrf`` / ``Fusion.Dbsf`` root query with the filter too: Edge 0.9 applies the IDF modifier
-  (``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` over the shard) and fuses in the engine.
+  (``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``, ``N`` = points of the shard holding a sparse vector,
+  ``n`` = those holding the term) and fuses in the engine. Measured on 0.9: DBSF maps each stage's
+  scores with the *sample* standard deviation and gives 0.5 to a stage of a single point; RRF scores
+  are ``1 / (k + rank)`` with rank from 0; ``Fusion.Rrf(weights=...)`` barely changes the result
+  (so it is not used); a root filter is also applied inside every prefetch by the engine, so the
+  explicit per-stage filter is defence in depth that costs one more filter pass (about 1.5-3 ms per
+  query at 100k points).
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@ the named sparse vector :data:`LEXICAL` (``Modifier.IDF``), a keyword payload in
 :data:`KEYWORD_FIELDS` entry and an integer index on every :data:`INTEGER_FIELDS` entry. Filters
 become a ``models.Filter`` passed as ``query_filter`` of ``query_points`` (and as the ``filter`` of
 every ``Prefetch`` of a hybrid query), so isolation happens inside the search. Writes use
-``wait=True`` (visible to the next read). The client's local mode (``:memory:`` / ``path=``) is
-deliberately not supported. A collection of layout 1 (no sparse vector) is refused by :meth:`ensure`
-with ``IndexUnavailable``; drop it and replay the ledger (it is a derived projection).
+``wait=True`` (visible to the next read). The client's local mode (``:memory:`` / ``path=``) is not a
+supported deployment; :meth:`ServerVectorIndex.on_client` exists so that the contract test can run
+this adapter's translation on it when no server is reachable. A collection of layout 1 (no sparse
+vector) is refused by :meth:`ensure` with ``IndexUnavailable``; drop it and replay the ledger (it is
+a derived projection).
 """
 
 from __future__ import annotations
@@ -124,6 +126,19 @@ class ServerVectorIndex:
         self._lock = threading.RLock()
         self._closed = False
         self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout_s, check_compatibility=False)
+
+    @classmethod
+    def on_client(cls, client: QdrantClient, collection: str, *, exact: bool = False) -> ServerVectorIndex:
+        """The adapter over an already built client (tests: ``QdrantClient(":memory:")``, whose Python
+        emulation of the server's query semantics checks the translation without a server)."""
+        self = cls.__new__(cls)
+        self._url = str(getattr(client, "init_options", {}).get("location") or "client")
+        self._collection = collection
+        self._exact = exact
+        self._lock = threading.RLock()
+        self._closed = False
+        self._client = client
+        return self
 
     # -- VectorIndex -----------------------------------------------------------------------------
 

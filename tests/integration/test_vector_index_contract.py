@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memwarden.errors import ValidationError
 from memwarden.projections.edge_index import EdgeVectorIndex
@@ -111,6 +113,24 @@ def reference_search(
     scores = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q))
     ranked = sorted(zip((p.point_id for p in kept), scores.tolist(), strict=True), key=lambda x: (-x[1], x[0]))
     return ranked[:limit]
+
+
+def conditions() -> st.SearchStrategy[Condition]:
+    """Random leaf conditions over the contract payload (owners, status, purposes, validity)."""
+    return st.one_of(
+        st.builds(FieldIn, st.just("owner"), st.lists(st.sampled_from(OWNERS), max_size=3).map(tuple)),
+        st.builds(FieldIn, st.just("status"), st.sampled_from([("active",), ("superseded",)])),
+        st.builds(FieldIn, st.just("purposes"), st.lists(st.sampled_from(PURPOSES), min_size=1, max_size=2).map(tuple)),
+        st.builds(lambda t: FieldRange("valid_from_ms", lte=t), st.integers(0, 1000)),
+        st.builds(lambda t: FieldRange("valid_to_ms", gt=t), st.integers(0, 2000)),
+    )
+
+
+def filters(depth: int = 2) -> st.SearchStrategy[Filter]:
+    """Random filter ASTs: up to 3 entries per clause, nested ``depth`` levels deep."""
+    entry = conditions() if depth == 0 else st.one_of(conditions(), st.deferred(lambda: filters(depth - 1)))
+    clause = st.lists(entry, max_size=3).map(tuple)
+    return st.builds(Filter, must=clause, must_not=clause, should=clause)
 
 
 def lexical_scores(points: Sequence[IndexPoint], query: SparseVector) -> dict[str, float]:
@@ -351,6 +371,20 @@ class VectorIndexContract:
             assert loaded.count(where) == len(expected)
             for q in queries[:3]:
                 assert_same_ranking(loaded.search(q.tolist(), where, 10), reference_search(points, q, where, 10))
+
+    @settings(max_examples=60, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors])
+    @given(where=st.deferred(lambda: filters()))
+    def test_random_nested_filters_agree_with_the_reference(
+        self, loaded: VectorIndex, points: list[IndexPoint], where: Filter
+    ) -> None:
+        expected = [p for p in points if matches(p.payload, where)]
+        assert loaded.count(where) == len(expected)
+        query = points[11].vector
+        assert_same_ranking(loaded.search(query, where, 10), reference_search(points, query, where, 10))
+        sparse = ENCODER.query("w00 w04 w13")
+        hits = loaded.query(query, sparse, where, 10, 20)
+        assert_same_ranking(hits, reference_hybrid(points, query, sparse, where, 10, 20), FUSED_TOL)
 
     def test_should_of_grants_never_returns_a_point_outside_every_grant(self, index: VectorIndex) -> None:
         """A permission is an OR of grants; an exact copy of the query owned by nobody granted stays out."""
@@ -599,6 +633,64 @@ def _qdrant_url() -> str:
     return url
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+class TestServerAdapterOnLocalQdrant(VectorIndexContract):
+    """The server adapter on qdrant-client's local mode (a Python emulation of the server's query
+    semantics): checks the filter, sparse and fusion translation when no server is reachable."""
+
+    @pytest.fixture
+    def index(self) -> Iterator[VectorIndex]:
+        from qdrant_client import QdrantClient
+
+        from memwarden.projections.server_index import ServerVectorIndex
+
+        idx = ServerVectorIndex.on_client(QdrantClient(":memory:"), "contract", exact=True)
+        idx.ensure(DIM)
+        yield idx
+        idx.close()
+
+    def test_results_identical_to_edge(
+        self, loaded: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray
+    ) -> None:
+        assert_identical_to_edge(loaded, tmp_path, points, queries)
+
+
+def assert_identical_to_edge(
+    other: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray
+) -> None:
+    """``other`` (loaded with ``points``) and a fresh Edge shard agree on counts, dense search and
+    hybrid queries (both fusions) for the same filters: same ids in the same order."""
+    edge = EdgeVectorIndex(tmp_path, "twin", exact=True)
+    edge.ensure(DIM)
+    edge.upsert(points)
+    try:
+        filters = [
+            Filter(),
+            Filter(must=(FieldIn("owner", ("alice", "dave")), *valid_at(700))),
+            Filter(must=(FieldIn("purposes", ("research",)),), must_not=(FieldIn("status", ("superseded",)),)),
+            Filter(should=(Filter(must=(FieldIn("owner", ("bob",)), *valid_at(300))),
+                           Filter(must=(FieldIn("owner", ("erin",)), FieldIn("purposes", ("billing",))))),
+                   must_not=(FieldIn("status", ("superseded",)),)),
+        ]
+        for where in filters:
+            assert other.count(where) == edge.count(where)
+            for q, text in zip(queries, ("w00 w05", "w17", "w02 w30 w31", "w09"), strict=False):
+                assert_same_ranking(other.search(q.tolist(), where, 10),
+                                    [(h.point_id, h.score) for h in edge.search(q.tolist(), where, 10)])
+                sparse = ENCODER.query(text)
+                got = other.query(q.tolist(), sparse, where, 10, 20)
+                want = edge.query(q.tolist(), sparse, where, 10, 20)
+                assert_same_ranking(got, [(h.point_id, h.score) for h in want], FUSED_TOL)
+                # RRF: same ids in the same order; the score constants are each engine's own
+                got = other.query(q.tolist(), sparse, where, 10, 20, fusion="rrf")
+                want = edge.query(q.tolist(), sparse, where, 10, 20, fusion="rrf")
+                assert [h.point_id for h in got] == [h.point_id for h in want]
+                assert_same_ranking(other.search_lexical(sparse, where, 10),
+                                    [(h.point_id, h.score) for h in edge.search_lexical(sparse, where, 10)], FUSED_TOL)
+    finally:
+        edge.close()
+
+
 @pytest.mark.qdrant_server
 class TestServerIndex(VectorIndexContract):
     """A Qdrant server at ``MEMWARDEN_QDRANT_URL``; a fresh collection per test, dropped after."""
@@ -623,30 +715,4 @@ class TestServerIndex(VectorIndexContract):
     def test_results_identical_to_edge(
         self, loaded: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray
     ) -> None:
-        edge = EdgeVectorIndex(tmp_path, "twin", exact=True)
-        edge.ensure(DIM)
-        edge.upsert(points)
-        try:
-            filters = [
-                Filter(),
-                Filter(must=(FieldIn("owner", ("alice", "dave")), *valid_at(700))),
-                Filter(must=(FieldIn("purposes", ("research",)),), must_not=(FieldIn("status", ("superseded",)),)),
-                Filter(should=(Filter(must=(FieldIn("owner", ("bob",)), *valid_at(300))),
-                               Filter(must=(FieldIn("owner", ("erin",)), FieldIn("purposes", ("billing",))))),
-                       must_not=(FieldIn("status", ("superseded",)),)),
-            ]
-            for where in filters:
-                assert loaded.count(where) == edge.count(where)
-                for q, text in zip(queries, ("w00 w05", "w17", "w02 w30 w31", "w09"), strict=False):
-                    server_hits = loaded.search(q.tolist(), where, 10)
-                    edge_hits = edge.search(q.tolist(), where, 10)
-                    assert_same_ranking(server_hits, [(h.point_id, h.score) for h in edge_hits])
-                    sparse = ENCODER.query(text)
-                    server_hybrid = loaded.query(q.tolist(), sparse, where, 10, 20)
-                    edge_hybrid = edge.query(q.tolist(), sparse, where, 10, 20)
-                    assert_same_ranking(server_hybrid, [(h.point_id, h.score) for h in edge_hybrid], FUSED_TOL)
-                    server_lexical = loaded.search_lexical(sparse, where, 10)
-                    edge_lexical = edge.search_lexical(sparse, where, 10)
-                    assert_same_ranking(server_lexical, [(h.point_id, h.score) for h in edge_lexical], FUSED_TOL)
-        finally:
-            edge.close()
+        assert_identical_to_edge(loaded, tmp_path, points, queries)
