@@ -19,8 +19,9 @@ from memwarden.commands.gate import (
 from tests import factories as f
 
 
-def decide(cmd, text, pos, state, now, limits=GateLimits(), **kw):  # noqa: ANN001, ANN201
+def decide(cmd, text, pos, state, now, limits=None, **kw):  # noqa: ANN001, ANN201
     """The gate on ``cmd`` signed by its principal, with the factory registry in the state."""
+    limits = limits or GateLimits()
     signed, data = f.sign(cmd)
     state = replace(state, principals={**f.registry(), **state.principals})
     return gate.decide(signed, text, pos, state, now, limits, signed_bytes=data, **kw)
