@@ -110,9 +110,11 @@ class EmbeddingProjector:
             elif e.name == "MemoryUsed":
                 self._flush(pending)
                 for use in r["uses"]:
+                    used_ms = to_ms(use["used_at"])  # the reference only moves forward (GREATEST in the profile)
                     self._index.set_payload(Filter(must=(FieldIn("memory_id", (use["memory_id"],)),
-                                                         FieldIn("status", ("active",)))),
-                                            {"fresh_ref_ms": to_ms(use["used_at"])})
+                                                         FieldIn("status", ("active",)),
+                                                         FieldRange("fresh_ref_ms", lt=used_ms))),
+                                            {"fresh_ref_ms": used_ms})
             elif e.name == "MemoryForgotten":
                 self._flush(pending)
                 self._index.delete(Filter(must=(FieldIn("memory_id", (r["memory_id"],)),)))

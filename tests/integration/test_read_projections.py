@@ -1,0 +1,135 @@
+"""The two read projections agree (issue 4: "nothing is filtered after ranking" needs the index payload
+and the ``memory_versions`` row to say the same thing). The real ``ProfileProjector`` and
+``EmbeddingProjector`` apply the same events (records, supersessions, out-of-order ``MemoryUsed``
+batches) to a real Postgres namespace and a real Edge shard; then for every version the index payload
+equals what its row implies: status, ``valid_to_ms`` (an earlier own end survives a supersession),
+``closed_known_ms`` and the freshness reference ``max(valid_from, last use)`` (Eq. 3; it never moves
+backwards when an older use arrives late)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from memwarden.commands.gate import Position
+from memwarden.commands.model import Sensitivity, StoreKind
+from memwarden.projections.edge_index import EdgeVectorIndex
+from memwarden.projections.index_projector import EmbeddingProjector, point_id, to_ms
+from memwarden.projections.pg import connect_async
+from memwarden.projections.profile_projector import EventIn, ProfileProjector
+from memwarden.projections.vector_index import OPEN_END_MS
+from memwarden.settings import Settings
+from tests.integration.conftest import drop, make_namespace
+from tests.integration.reads_fixtures import DIM, HashEmbedder, Loop, Version
+
+pytestmark = pytest.mark.integration
+
+T = datetime(2025, 7, 1, tzinfo=UTC)
+H = timedelta(hours=1)
+TOPIC = "events"
+
+
+@pytest.fixture(scope="module")
+def loop() -> Iterator[Loop]:
+    lp = Loop()
+    yield lp
+    lp.close()
+
+
+@pytest.fixture(scope="module")
+def ns(stack: Settings) -> Iterator[Settings]:
+    s = make_namespace(stack)
+    yield s
+    drop(s)
+
+
+@pytest.fixture
+def aconn(ns: Settings, loop: Loop) -> Iterator[psycopg.AsyncConnection]:
+    conn = loop.run(connect_async(ns))
+    yield conn
+    loop.run(conn.close())
+
+
+@pytest.fixture
+def edge(tmp_path: Path) -> Iterator[EdgeVectorIndex]:
+    idx = EdgeVectorIndex(tmp_path, "projections")
+    idx.ensure(DIM)
+    yield idx
+    idx.close()
+
+
+class Ledger:
+    """Builds events at increasing offsets of partition 0 of the events topic."""
+
+    def __init__(self) -> None:
+        self.events: list[EventIn] = []
+
+    def _add(self, name: str, record: dict[str, Any], text: str | None = None) -> None:
+        self.events.append(EventIn(name, record, Position(TOPIC, 0, len(self.events)), text))
+
+    def record(self, text: str, valid_from: datetime, effective_to: datetime | None = None) -> dict[str, Any]:
+        v = Version("user:ana", "user:ana", "account:default", StoreKind.PROFILE, Sensitivity.INTERNAL, (), text,
+                    valid_from=valid_from, decided=valid_from, effective_to=effective_to)
+        r = v.recorded(len(self.events))
+        self._add("MemoryRecorded", r, text)
+        return r
+
+    def supersede(self, old: dict[str, Any], text: str, valid_from: datetime, decided: datetime) -> dict[str, Any]:
+        env = {**old["envelope"], "observed_at": valid_from, "effective_from": valid_from, "effective_to": None,
+               "supersedes": old["memory_id"]}
+        r = {**old, "command_id": str(uuid.uuid4()), "event_id": str(uuid.uuid4()), "version": old["version"] + 1,
+             "envelope": env, "decided_at": decided, "content": {"key_id": str(uuid.uuid4())},
+             "position": {**old["position"], "offset": len(self.events)}}
+        self._add("MemoryRecorded", r, text)
+        return r
+
+    def used(self, *uses: tuple[dict[str, Any], datetime]) -> None:
+        self._add("MemoryUsed", {"event_id": str(uuid.uuid4()),
+                                 "uses": [{"memory_id": r["memory_id"], "used_at": t} for r, t in uses]})
+
+
+def test_index_payloads_say_what_the_rows_say(ns: Settings, loop: Loop, aconn: psycopg.AsyncConnection,
+                                              edge: EdgeVectorIndex) -> None:
+    ledger = Ledger()
+    leave = ledger.record("on leave in Lyon", T + 5 * H, effective_to=T + 6 * H)
+    ledger.supersede(leave, "back at the office", T + 8 * H, decided=T + 9 * H)  # its own end (6 h) stays
+    lyon = ledger.record("lives in Lyon", T)
+    ledger.supersede(lyon, "lives in Oslo", T + 3 * H, decided=T + 4 * H)
+    chess = ledger.record("likes chess", T + H)
+    later = ledger.record("starts the new job in May", T + 100 * H)  # validity starts after its uses
+    ledger.used((chess, T + 9 * H), (later, T + 9 * H))
+    ledger.used((chess, T + 7 * H))  # an older use arriving late (another worker's batch)
+    profile = ProfileProjector(aconn, TOPIC)
+    index = EmbeddingProjector(HashEmbedder(), edge, aconn, TOPIC, "index:test")
+    for event in ledger.events:  # one event per batch, as a slow stream delivers them
+        loop.run(profile.apply([event]))
+        loop.run(index.apply([event]))
+
+    async def fetch() -> list[tuple[Any, ...]]:
+        async with aconn.cursor() as cur:
+            await cur.execute("SELECT memory_id::text, command_id::text, status, valid_from, valid_to, closed_at,"
+                              " last_used_at FROM memory_versions ORDER BY memory_id, version")
+            return await cur.fetchall()
+
+    rows = loop.run(fetch())
+    assert len(rows) == 6
+    payloads = {h.point_id: h.payload for h in edge.retrieve([point_id(r[0], r[1]) for r in rows])}
+    for memory_id, command_id, status, valid_from, valid_to, closed_at, last_used in rows:
+        p = payloads[point_id(memory_id, command_id)]
+        expected = {
+            "status": status,
+            "valid_to_ms": to_ms(valid_to),
+            "closed_known_ms": to_ms(closed_at) if closed_at else OPEN_END_MS,
+            "fresh_ref_ms": to_ms(max(valid_from, last_used) if last_used else valid_from),
+        }
+        assert {k: p[k] for k in expected} == expected, (memory_id, status)
+    by_memory = {(r[0], r[2]): r for r in rows}
+    assert by_memory[(leave["memory_id"], "superseded")][4] == T + 6 * H
+    assert by_memory[(lyon["memory_id"], "superseded")][4:6] == (T + 3 * H, T + 4 * H)
+    assert by_memory[(chess["memory_id"], "active")][6] == T + 9 * H
