@@ -173,7 +173,7 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
                         mode=body.get("mode") or "hybrid")
                 except ValidationError as exc:
                     return self.json({"error": str(exc), "field": exc.field}, status=400)
-                except (ValueError, TypeError) as exc:
+                except (ValueError, TypeError, AttributeError) as exc:  # AttributeError: a body that is no object
                     return self.json({"error": f"bad request: {exc}"}, status=400)
                 await audit_and_use(body["principal"], purpose, body["query"], found, as_of, known_at)
                 return self.json({"memories": [m.to_json() for m in found]})

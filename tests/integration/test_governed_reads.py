@@ -383,12 +383,15 @@ def test_a_recall_marks_the_memory_used_in_the_profile_projection(
         (None,)]
 
 
-def test_an_unknown_mode_is_refused(client: MemwardenClient, worker: WorkerProcess, namespace: Settings) -> None:
+def test_bad_recall_requests_are_refused_with_400(
+        client: MemwardenClient, worker: WorkerProcess, namespace: Settings) -> None:
     from memwarden.errors import ValidationError
 
     with pytest.raises(ValidationError) as exc:
-        client.recall("user:x", "anything", mode="graph")
+        client.recall("user:x", "anything", mode="graph")  # type: ignore[arg-type]
     assert exc.value.field == "mode"
-    response = httpx.post(f"{namespace.worker_url}/recall", json={"principal": "user:x", "query": "q", "mode": "graph"},
-                          timeout=10)
+    url = f"{namespace.worker_url}/recall"
+    response = httpx.post(url, json={"principal": "user:x", "query": "q", "mode": "graph"}, timeout=10)
     assert response.status_code == 400 and response.json()["field"] == "mode"
+    for body in (["user:x", "q"], "user:x", 42):  # JSON that is not an object
+        assert httpx.post(url, json=body, timeout=10).status_code == 400
