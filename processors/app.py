@@ -129,7 +129,8 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
             now_ms = int(now.timestamp() * 1000)
             record = {
                 "read_id": str(uuid.uuid4()), "principal": principal, "purpose": purpose,
-                "query_hash": hmac.new(container.digest_key, query.encode(), hashlib.sha256).hexdigest(), "returned": [m.memory_id for m in found],
+                "query_hash": hmac.new(container.digest_key, query.encode(), hashlib.sha256).hexdigest(),
+                "returned": [m.memory_id for m in found],
                 "positions": [{"topic": m.ledger_topic, "partition": m.ledger_partition, "offset": m.ledger_offset}
                               for m in found],
                 "policy_version": READ_POLICY_VERSION, "as_of": as_of, "known_at": known_at, "read_at": now,
