@@ -32,3 +32,5 @@ test: up lint
 
 bench: up
 	$(BIN)/python bench/vector_index_bench.py
+	$(BIN)/python bench/recall_latency_bench.py
+	$(BIN)/python bench/gate_bench.py
