@@ -193,6 +193,9 @@ class GateProcessor:
                 out += _outbound(prior[1])  # redelivery: the stored records
                 continue
             text = texts.get(cid)
+            if isinstance(command, ApproveQuarantined) and command.quarantined_command_id not in review:
+                # quarantined earlier in this same batch: read its command now
+                review.update(await self._review_targets([command], state))
             decision = decide(
                 command, text, item.position, self._state(command, state, prior, review), now, self._limits,
                 signed_bytes=signed, content_digest=self._digest(command.envelope.subject, text),

@@ -281,6 +281,20 @@ def test_quarantined_memory_is_unreadable_until_a_reviewer_approves_it(
     expect(namespace, derived, "ACCEPTED")
 
 
+def test_approval_sent_right_behind_the_quarantined_command_is_accepted(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> None:
+    """The approval usually lands in the same gate batch as the command it releases (same subject,
+    same partition, published back to back): the gate must read the command quarantined a moment ago."""
+    carol, scribe, reviewer = _id("user"), _id("agent"), _id("reviewer")
+    enroll_ids(client, namespace, carol, scribe, reviewer)
+    held = client.record(principal=scribe, subject=carol, text="Carol's dentist appointment moved to Tuesday")
+    approve = client.approve_quarantined(held.command_id, by=reviewer, subject=carol)
+    expect(namespace, held, "QUARANTINED", "SUBJECT_NOT_GRANTED")
+    expect(namespace, approve, "ACCEPTED_UNVERIFIED", "RELEASED_BY_REVIEW")
+    projected(namespace, held)
+    assert versions(namespace, held.command_id) == [("active", reviewer, True)]
+
+
 def test_rejected_quarantine_is_never_readable_and_its_data_key_is_shredded(
         namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> None:
     bob, scribe, reviewer = _id("user"), _id("agent"), _id("reviewer")
