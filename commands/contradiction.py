@@ -39,13 +39,16 @@ class Claim:
 
     @property
     def value_digest(self) -> str | None:
+        """SHA-256 hex of the value of a single-valued claim, else ``None``."""
         return None if self.value is None else hashlib.sha256(self.value.encode()).hexdigest()
 
 
 class ClaimExtractor(Protocol):
     """Port: text → the claims it asserts (possibly none)."""
 
-    def claims(self, text: str) -> tuple[Claim, ...]: ...
+    def claims(self, text: str) -> tuple[Claim, ...]:
+        """The claims ``text`` asserts (possibly none)."""
+        ...
 
 
 _MULTI = {

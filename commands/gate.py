@@ -68,6 +68,8 @@ UNTRUSTED_TAG = "untrusted"
 
 
 class Outcome(StrEnum):
+    """What the gate decided for one command (``GateDecided.outcome``)."""
+
     ACCEPTED = "ACCEPTED"
     ACCEPTED_UNVERIFIED = "ACCEPTED_UNVERIFIED"
     QUARANTINED = "QUARANTINED"
@@ -129,6 +131,7 @@ class ClaimState:
     memory_id: str
 
     def as_claim(self) -> Claim:
+        """The stored claim as a :class:`Claim` over digests (comparable with a new claim's digests)."""
         return Claim(self.key_digest, self.value_digest, self.positive)
 
 
@@ -181,22 +184,30 @@ class GateLimits:
 # -- effects: the governed state a decision changes (the processor persists them) ----------------------
 @dataclass(frozen=True)
 class PrincipalUpsert:
+    """Register or replace a registry record (RegisterPrincipal, RotateKey, RevokeKey)."""
+
     record: PrincipalRecord
 
 
 @dataclass(frozen=True)
 class PolicySet:
+    """Adopt a new write-policy version and keep its JSON document."""
+
     policy: WritePolicy
     document: str
 
 
 @dataclass(frozen=True)
 class GrantUpsert:
+    """Store a grant, or its revocation (``revoked_at_ms`` set)."""
+
     grant: Grant
 
 
 @dataclass(frozen=True)
 class ProtectionSet:
+    """Mark or unmark a fact slot as protected core (M_core)."""
+
     key: FactKey
     protected: bool
 
@@ -220,6 +231,8 @@ class MemoryCleared:
 
 @dataclass(frozen=True)
 class QuarantineSet:
+    """Hold a command for review (status ``pending``) or record the review outcome."""
+
     state: QuarantineState
 
 
@@ -248,6 +261,7 @@ class Decision:
 
     @property
     def admitted(self) -> bool:
+        """Whether the command changes memory (ACCEPTED or ACCEPTED_UNVERIFIED)."""
         return self.outcome in ADMITTED
 
 

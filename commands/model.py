@@ -49,6 +49,8 @@ UtcTime = Annotated[AwareDatetime, AfterValidator(_utc_ms)]
 
 
 class SourceKind(StrEnum):
+    """Where a memory came from; the last four are untrusted content (seed 004)."""
+
     USER_STATEMENT = "USER_STATEMENT"
     OBSERVED_TOOL_RESULT = "OBSERVED_TOOL_RESULT"
     IMPORTED_RECORD = "IMPORTED_RECORD"
@@ -61,6 +63,8 @@ class SourceKind(StrEnum):
 
 
 class EpistemicStatus(StrEnum):
+    """How sure the record is: quoted (attributed), observed, inferred, confirmed, disputed, revoked."""
+
     QUOTED = "QUOTED"
     OBSERVED = "OBSERVED"
     INFERRED = "INFERRED"
@@ -70,6 +74,8 @@ class EpistemicStatus(StrEnum):
 
 
 class Sensitivity(StrEnum):
+    """Sensitivity levels, least to most sensitive."""
+
     PUBLIC = "PUBLIC"
     INTERNAL = "INTERNAL"
     CONFIDENTIAL = "CONFIDENTIAL"
@@ -77,6 +83,8 @@ class Sensitivity(StrEnum):
 
 
 class StoreKind(StrEnum):
+    """The stores of seed 004: profile, experience, procedure, event."""
+
     PROFILE = "PROFILE"
     EXPERIENCE = "EXPERIENCE"
     PROCEDURE = "PROCEDURE"
@@ -84,6 +92,8 @@ class StoreKind(StrEnum):
 
 
 class FactCardinality(StrEnum):
+    """Whether an attribute holds one value (contradictions possible) or many."""
+
     SINGLE = "SINGLE"
     MULTI = "MULTI"
 
@@ -217,6 +227,8 @@ class ForgetMemory(_Frozen):
 
 
 class PrincipalKind(StrEnum):
+    """Kinds of principals (issue 3)."""
+
     USER = "USER"
     AGENT = "AGENT"
     SERVICE = "SERVICE"

@@ -60,6 +60,7 @@ class ScopeRule(_Strict):
         return self
 
     def matches(self, scope: str) -> bool:
+        """Whether this declaration covers ``scope`` (exact name or fnmatch pattern)."""
         return scope == self.name if self.name is not None else fnmatch.fnmatchcase(scope, self.pattern or "")
 
 
@@ -74,6 +75,7 @@ class WriteRule(_Strict):
     subjects: Literal["self", "granted", "any"] = "self"
 
     def applies_to(self, principal: PrincipalRecord) -> bool:
+        """Whether every non-empty matcher (ids, roles, kinds) holds for ``principal``."""
         if self.principals and principal.principal_id not in self.principals:
             return False
         if self.roles and not principal.has_role(*self.roles):

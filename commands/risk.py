@@ -32,6 +32,8 @@ UNTRUSTED_SOURCES = frozenset({SourceKind.WEB_CONTENT, SourceKind.EMAIL_CONTENT,
 
 
 class Tier(StrEnum):
+    """The four risk tiers of a write (issue 3 part 3)."""
+
     ACCEPT = "ACCEPT"
     ACCEPT_UNVERIFIED = "ACCEPT_UNVERIFIED"
     QUARANTINE = "QUARANTINE"

@@ -52,6 +52,7 @@ def principal_to_json(p: PrincipalRecord) -> dict[str, Any]:
 
 
 def principal_from_json(d: dict[str, Any]) -> PrincipalRecord:
+    """Inverse of :func:`principal_to_json`."""
     return PrincipalRecord(
         d["principal_id"], PrincipalKind(d["kind"]), frozenset(d["roles"]), dict(d["attributes"]),
         tuple(KeyRecord(k["key_id"], base64.b64decode(k["public_key"]), k["valid_from_ms"], k["valid_to_ms"],
@@ -59,6 +60,7 @@ def principal_from_json(d: dict[str, Any]) -> PrincipalRecord:
 
 
 def grant_to_json(g: Grant) -> dict[str, Any]:
+    """JSON form of a grant (every field; enums as their names, times in epoch ms)."""
     return {
         "grant_id": g.grant_id, "grantee": g.grantee, "rights": sorted(r.value for r in g.rights),
         "scopes": list(g.scopes), "subjects": list(g.subjects), "purposes": list(g.purposes),
@@ -69,6 +71,7 @@ def grant_to_json(g: Grant) -> dict[str, Any]:
 
 
 def grant_from_json(d: dict[str, Any]) -> Grant:
+    """Inverse of :func:`grant_to_json`."""
     return Grant(**d)
 
 
@@ -79,6 +82,7 @@ async def load_grants(cur: psycopg.AsyncCursor) -> tuple[Grant, ...]:
 
 
 async def load_principals(cur: psycopg.AsyncCursor) -> dict[str, PrincipalRecord]:
+    """The whole registry by principal id (the trust anchor is added by the caller)."""
     await cur.execute("SELECT record FROM gate_principals")
     return {p.principal_id: p for p in (principal_from_json(r[0]) for r in await cur.fetchall())}
 
@@ -92,6 +96,7 @@ async def load_policy(cur: psycopg.AsyncCursor) -> WritePolicy:
 
 
 async def load_memories(cur: psycopg.AsyncCursor, ids: Sequence[str]) -> dict[str, MemoryState]:
+    """Gate state of the memories ``ids`` (unknown ids are absent)."""
     if not ids:
         return {}
     await cur.execute("SELECT memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute"

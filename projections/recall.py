@@ -68,6 +68,7 @@ class RecalledMemory:
     tags: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
+        """Plain dict for the HTTP response."""
         return asdict(self)
 
 
