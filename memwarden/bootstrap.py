@@ -65,11 +65,14 @@ class Container:
         return self._keyring
 
     def embedder(self) -> Embedder:
-        """The sentence-transformers embedder (loaded once; takes a few seconds)."""
+        """The all-MiniLM-L6-v2 embedder on ``settings.embed_backend`` (loaded once; takes a few seconds,
+        plus the one-off ONNX export into ``data_dir/onnx``)."""
         if self._embedder is None:
             from memwarden.projections.embedder import SentenceTransformerEmbedder
 
-            self._embedder = SentenceTransformerEmbedder(self.settings.model_path, self.settings.embed_batch_size)
+            s = self.settings
+            self._embedder = SentenceTransformerEmbedder(s.model_path, s.embed_batch_size, backend=s.embed_backend,
+                                                         cache_dir=s.data_dir / "onnx")
         return self._embedder
 
     @property
