@@ -101,7 +101,8 @@ class Position:
 @dataclass(frozen=True)
 class MemoryState:
     """What the gate knows of one memory id: subject, owner (writing principal), live or forgotten,
-    its current version number, scope, and the fact slot it holds (if any)."""
+    its current version number, scope, the fact slot it holds (if any) and the data-key ids of all
+    its versions (shredded by a forget)."""
 
     memory_id: str
     subject: str
@@ -110,6 +111,7 @@ class MemoryState:
     forgotten: bool = False
     scope: str = ""
     fact: FactKey | None = None
+    key_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -430,7 +432,8 @@ def _decide_write(command: RecordMemory | SupersedeMemory, plaintext: str | None
         if twin is not None and twin in state.memories and not state.memories[twin].forgotten:
             return Decision(Outcome.DUPLICATE, (Reason("DUPLICATE_CONTENT", f"same text is already memory {twin}",
                                                        "content"),))
-        memory = MemoryState(command.memory_id, env.subject, env.principal, 1, scope=env.scope)
+        memory = MemoryState(command.memory_id, env.subject, env.principal, 1, scope=env.scope,
+                             key_ids=(command.content.key_id,))
         superseding = None
     else:
         target = _live_target(command.memory_id, command, issuer, state)
@@ -440,7 +443,8 @@ def _decide_write(command: RecordMemory | SupersedeMemory, plaintext: str | None
             guard = protected_supersede(target.fact in state.protected, admin or own, bool(command.evidence))
             if guard.code is not None:
                 return _reject(guard.code, guard.message, "evidence")
-        memory = replace(target, version=target.version + 1, scope=env.scope)
+        memory = replace(target, version=target.version + 1, scope=env.scope,
+                         key_ids=(*target.key_ids, command.content.key_id))
         superseding = target.memory_id
 
     fact = command.fact
@@ -499,7 +503,7 @@ def _decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateSt
     if isinstance(live, Decision):
         return live
     return Decision(Outcome.ACCEPTED, (Reason("OK", "accepted"),), memory=replace(live, forgotten=True),
-                    effects=(MemoryCleared(live.memory_id),))
+                    effects=(MemoryCleared(live.memory_id),), shred=live.key_ids)
 
 
 def _decide_approve(command: ApproveQuarantined, issuer: PrincipalRecord, state: GateState, now: datetime,

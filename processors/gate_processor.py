@@ -375,13 +375,15 @@ class GateProcessor:
             if changed:
                 await cur.executemany(
                     "INSERT INTO gate_memories (memory_id, subject, owner, version, forgotten, scope, fact_entity,"
-                    " fact_attribute, current_command_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                    " fact_attribute, current_command_id, key_ids) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
+                    " %s::uuid[])"
                     " ON CONFLICT (memory_id) DO UPDATE SET version = EXCLUDED.version, forgotten = EXCLUDED.forgotten,"
                     " scope = EXCLUDED.scope, fact_entity = EXCLUDED.fact_entity,"
                     " fact_attribute = EXCLUDED.fact_attribute,"
-                    " current_command_id = COALESCE(EXCLUDED.current_command_id, gate_memories.current_command_id)",
+                    " current_command_id = COALESCE(EXCLUDED.current_command_id, gate_memories.current_command_id),"
+                    " key_ids = EXCLUDED.key_ids",
                     [(m.memory_id, m.subject, m.owner, m.version, m.forgotten, m.scope,
-                      m.fact[1] if m.fact else None, m.fact[2] if m.fact else None, cmd)
+                      m.fact[1] if m.fact else None, m.fact[2] if m.fact else None, cmd, list(m.key_ids))
                      for m, cmd in changed.values()])
             await db.store_effects(cur, effects)
 

@@ -99,10 +99,10 @@ async def load_memories(cur: psycopg.AsyncCursor, ids: Sequence[str]) -> dict[st
     """Gate state of the memories ``ids`` (unknown ids are absent)."""
     if not ids:
         return {}
-    await cur.execute("SELECT memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute"
-                      " FROM gate_memories WHERE memory_id = ANY(%s::uuid[])", (list(ids),))
-    return {r[0]: MemoryState(r[0], r[1], r[2], r[3], r[4], r[5], (r[1], r[6], r[7]) if r[6] is not None else None)
-            for r in await cur.fetchall()}
+    await cur.execute("SELECT memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute,"
+                      " key_ids::text[] FROM gate_memories WHERE memory_id = ANY(%s::uuid[])", (list(ids),))
+    return {r[0]: MemoryState(r[0], r[1], r[2], r[3], r[4], r[5], (r[1], r[6], r[7]) if r[6] is not None else None,
+                              tuple(r[8] or ())) for r in await cur.fetchall()}
 
 
 async def load_subject_state(cur: psycopg.AsyncCursor, subjects: Sequence[str]) -> tuple[

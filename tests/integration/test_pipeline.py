@@ -4,6 +4,7 @@ Every writer is a registered principal and every command is signed (issue 3)."""
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -157,7 +158,7 @@ def test_tombstones_never_crash_a_consumer_and_forget_shreds_the_key(
     poll(lambda: len(client.recall(who, "badge chess")) == 2, what="both memories")
     client._send([(namespace.topic("keys"), str(uuid.uuid4()).encode(), None)], [""])  # tombstone, unknown key
     client.publish_raw(who.encode(), None)  # a null value on the ledger itself
-    client.forget(gone.memory_id, principal=who, subject=who, reason="user asked")
+    forget = client.forget(gone.memory_id, principal=who, subject=who, reason="user asked")
     poll(lambda: [m.memory_id for m in client.recall(who, "badge chess")] == [kept.memory_id],
          what="forgotten memory no longer recalled")
     status = rows(namespace, "SELECT status, content FROM memory_versions WHERE memory_id = %s", (gone.memory_id,))
@@ -167,5 +168,8 @@ def test_tombstones_never_crash_a_consumer_and_forget_shreds_the_key(
                   (gone.memory_id,))[0][0]
     poll(lambda: any(m.key() == key_id.encode() and m.value() is None for m in read_topic(namespace, "keys")),
          what="data key tombstone")
+    # the gate's forget decision itself carries the tombstone (stored with it: no crash gap)
+    (outputs,) = rows(namespace, "SELECT outputs FROM gate_decisions WHERE command_id = %s", (forget.command_id,))[0]
+    assert {"topic": "keys", "key": base64.b64encode(key_id.encode()).decode(), "value": None} in outputs
     later = client.record(principal=who, subject=who, text="still working after tombstones")
     poll(lambda: later.memory_id in {m.memory_id for m in client.recall(who, "still working")}, what="later record")

@@ -38,7 +38,8 @@ def test_new_record_is_accepted_as_version_1_owned_by_its_principal() -> None:
     cmd = f.record()
     d = decide(cmd, "prefers tea", POS, GateState(), NOW)
     assert d.outcome is Outcome.ACCEPTED and d.admitted
-    assert d.memory == MemoryState(cmd.memory_id, "user:alice", "user:alice", 1, scope="account:default")
+    assert d.memory == MemoryState(cmd.memory_id, "user:alice", "user:alice", 1, scope="account:default",
+                                   key_ids=(cmd.content.key_id,))
     assert d.version == 1
 
 

@@ -529,3 +529,15 @@ def test_a_write_grant_does_not_cover_records_above_its_sensitivity_ceiling() ->
     assert run(ok, state=GateState(grants=(g,))).admitted
     above = f.record(principal="agent:helper", subject="user:alice", sensitivity="CONFIDENTIAL")
     assert run(above, state=GateState(grants=(g,))).outcome is Outcome.QUARANTINED
+
+
+def test_forget_shreds_the_data_key_of_every_version_in_the_decision_itself() -> None:
+    rec = f.record("prefers tea")
+    first = run(rec, "prefers tea")
+    assert first.memory is not None and first.memory.key_ids == (rec.content.key_id,)
+    mid = rec.memory_id
+    sup = f.supersede(mid, "prefers coffee")
+    second = run(sup, "prefers coffee", GateState(memories={mid: first.memory}))
+    assert second.memory is not None and second.memory.key_ids == (rec.content.key_id, sup.content.key_id)
+    gone = run(f.forget(mid), None, GateState(memories={mid: second.memory}))
+    assert gone.admitted and gone.shred == (rec.content.key_id, sup.content.key_id)

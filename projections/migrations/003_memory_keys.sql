@@ -1,0 +1,4 @@
+-- The data keys of every version of a memory, so that the gate's ForgetMemory decision itself carries
+-- the key tombstones (stored with the decision, re-sent on redelivery: no crash gap between the
+-- forget and the shredding).
+ALTER TABLE gate_memories ADD COLUMN IF NOT EXISTS key_ids uuid[] NOT NULL DEFAULT '{}';
