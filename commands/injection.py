@@ -204,6 +204,10 @@ def _normalise(text: str) -> _Norm:
     invisible: list[int] = []
     tagged: list[tuple[int, int]] = []
     i, n = 0, len(text)
+    if text.isascii():  # fast path, same result: ASCII has no tag, invisible or combining characters,
+        # NFKC leaves it alone and casefold is lower(); every character maps to itself
+        out.chars, out.starts, out.ends = list(text.lower()), list(range(n)), list(range(1, n + 1))
+        i = n
     while i < n:
         cp = ord(text[i])
         if cp in _TAGS:  # invisible "ASCII smuggling": decode, keep apart from the visible words
@@ -296,9 +300,12 @@ class RuleBasedDetector:
         return out
 
 
+_CORES = {rule.name: [g for g in rule.pattern.groupindex if g.startswith("core")] for rule in R.RULES}
+
+
 def _match(norm: _Norm) -> Iterator[Finding]:
     for rule in R.RULES:
-        cores = [g for g in rule.pattern.groupindex if g.startswith("core")]
+        cores = _CORES[rule.name]
         for m in rule.pattern.finditer(norm.text):
             if rule.human_addressee_exempt and R.HUMAN_ADDRESSEE.match(norm.text, norm.sentence(m.start())[0]):
                 continue

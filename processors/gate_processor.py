@@ -129,7 +129,7 @@ class _Batch:
     facts: dict
     protected: set
     claims: dict[tuple[str, str], tuple[ClaimState, ...]]
-    twins: dict[tuple[str, str], str]
+    twins: dict[str, str]  # keyed content digest (the subject is inside the HMAC input) -> memory id
     quarantine: dict[str, tuple[Any, bytes]]
     sources: dict[str, SourceRecord]
 
@@ -180,8 +180,12 @@ class GateProcessor:
                 out += self._refuse(item, "INVALID_FIELD", f"{field}: {msg}", field, now)
         if not parsed:
             return out
-        state = await self._load([(i, c) for i, c, _ in parsed])
         texts = await self._decrypt([c for _, c, _ in parsed])
+        digests = {c.envelope.command_id: self._digest(c.envelope.subject, texts.get(c.envelope.command_id))
+                   for _, c, _ in parsed}
+        claim_keys = sorted({(c.envelope.subject, claim.digest) for _, c, _ in parsed if self._full
+                             for claim in DEFAULT_CLAIMS.claims(texts.get(c.envelope.command_id) or "")})
+        state = await self._load([(i, c) for i, c, _ in parsed], [d for d in digests.values() if d], claim_keys)
         review = await self._review_targets([c for _, c, _ in parsed], state)
         rows: list[tuple] = []
         effects: list[tuple[Any, dict[str, Any]]] = []
@@ -198,7 +202,7 @@ class GateProcessor:
                 review.update(await self._review_targets([command], state))
             decision = decide(
                 command, text, item.position, self._state(command, state, prior, review), now, self._limits,
-                signed_bytes=signed, content_digest=self._digest(command.envelope.subject, text),
+                signed_bytes=signed, content_digest=digests.get(cid),
                 verify_signatures=self._full, detector=DEFAULT_DETECTOR if self._full else _NoInstructions(),
                 claims=DEFAULT_CLAIMS if self._full else _NoClaims())
             records = self._records(command, decision, item, now)
@@ -220,14 +224,11 @@ class GateProcessor:
 
     # -- state ----------------------------------------------------------------------------------
     def _state(self, command: Command, st: _Batch, prior: Any, review: dict[str, Any]) -> GateState:
-        env = command.envelope
-        subject = env.subject
         target = getattr(command, "quarantined_command_id", None)
         return GateState(
             prior=prior and prior[0], memories=st.memories, principals=st.principals, policy=st.policy,
             grants=tuple(st.grants.values()), facts=st.facts, protected=frozenset(st.protected),
-            claims={k: v for k, v in st.claims.items() if k[0] == subject},
-            twins={d: m for (s, d), m in st.twins.items() if s == subject},
+            claims=st.claims, twins=st.twins,  # keyed by (subject, claim) and by a subject-keyed digest
             quarantine={k: v[0] for k, v in st.quarantine.items()}, sources=st.sources,
             review_target=review.get(target) if target else None)
 
@@ -256,12 +257,16 @@ class GateProcessor:
                 for c in effect.claims:
                     st.claims[(c.subject, c.key_digest)] = (*st.claims.get((c.subject, c.key_digest), ()), c)
                 if effect.digest is not None:
-                    st.twins[effect.digest] = effect.memory_id
+                    st.twins[effect.digest[1]] = effect.memory_id
             elif isinstance(effect, QuarantineSet):
                 old = st.quarantine.get(effect.state.command_id)
                 st.quarantine[effect.state.command_id] = (effect.state, old[1] if old else item.value or b"")
 
-    async def _load(self, parsed: list[tuple[Inbound, Command]]) -> _Batch:
+    async def _load(self, parsed: list[tuple[Inbound, Command]], digests: list[str],
+                    claim_keys: list[tuple[str, str]]) -> _Batch:
+        """Governed state of one batch, read in one short transaction: only the rows its commands can
+        touch (their memories, cited sources, review targets, the content digests and claims of their
+        texts, their subjects' fact slots), plus the registry, the policy and the grants."""
         cids = [c.envelope.command_id for _, c in parsed]
         targets = [c.quarantined_command_id for _, c in parsed
                    if isinstance(c, ApproveQuarantined | RejectQuarantined)]
@@ -279,7 +284,7 @@ class GateProcessor:
                 priors[cid] = (PriorDecision(Outcome(outcome), Position(topic, part, off)), records)
             quarantine = await db.load_quarantine(cur, targets)
             review_mids = [q.memory_id for q, _ in quarantine.values()]
-            facts, protected, claims, twins = await db.load_subject_state(cur, subjects)
+            facts, protected, claims, twins = await db.load_subject_state(cur, subjects, claim_keys, digests)
             # twins too: the gate admits a duplicate only when its twin is a live memory it knows
             mids = sorted({m for _, c in parsed for m in _memory_ids(c)} | set(cited) | set(review_mids)
                           | set(twins.values()))

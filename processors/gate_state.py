@@ -105,10 +105,12 @@ async def load_memories(cur: psycopg.AsyncCursor, ids: Sequence[str]) -> dict[st
                               tuple(r[8] or ())) for r in await cur.fetchall()}
 
 
-async def load_subject_state(cur: psycopg.AsyncCursor, subjects: Sequence[str]) -> tuple[
-        dict[FactKey, FactState], frozenset[FactKey], dict[tuple[str, str], tuple[ClaimState, ...]],
-        dict[tuple[str, str], str]]:
-    """Fact slots, protected slots, claims and content digests of ``subjects``."""
+async def load_subject_state(cur: psycopg.AsyncCursor, subjects: Sequence[str], claim_keys: Sequence[tuple[str, str]],
+                             digests: Sequence[str]) -> tuple[
+        dict[FactKey, FactState], frozenset[FactKey], dict[tuple[str, str], tuple[ClaimState, ...]], dict[str, str]]:
+    """Fact slots and protected slots of ``subjects``; stored claims for the (subject, key digest)
+    pairs of ``claim_keys``; live memory ids of the content ``digests`` (keyed digests that already
+    include the subject). Only what the batch can touch is read, whatever the history's size."""
     subjects = list(subjects)
     await cur.execute("SELECT subject, entity, attribute, value, memory_id::text FROM gate_facts"
                       " WHERE subject = ANY(%s)", (subjects,))
@@ -116,13 +118,18 @@ async def load_subject_state(cur: psycopg.AsyncCursor, subjects: Sequence[str]) 
     await cur.execute("SELECT subject, entity, attribute FROM gate_protected_facts WHERE subject = ANY(%s)",
                       (subjects,))
     protected = frozenset((r[0], r[1], r[2]) for r in await cur.fetchall())
-    await cur.execute("SELECT subject, key_digest, value_digest, positive, memory_id::text FROM gate_claims"
-                      " WHERE subject = ANY(%s)", (subjects,))
     claims: dict[tuple[str, str], tuple[ClaimState, ...]] = {}
-    for r in await cur.fetchall():
-        claims[(r[0], r[1])] = (*claims.get((r[0], r[1]), ()), ClaimState(r[0], r[1], r[2], r[3], r[4]))
-    await cur.execute("SELECT subject, digest, memory_id::text FROM gate_twins WHERE subject = ANY(%s)", (subjects,))
-    twins = {(r[0], r[1]): r[2] for r in await cur.fetchall()}
+    if claim_keys:
+        await cur.execute("SELECT c.subject, c.key_digest, c.value_digest, c.positive, c.memory_id::text"
+                          " FROM gate_claims c JOIN unnest(%s::text[], %s::text[]) AS k(subject, key_digest)"
+                          " ON c.subject = k.subject AND c.key_digest = k.key_digest",
+                          ([k[0] for k in claim_keys], [k[1] for k in claim_keys]))
+        for r in await cur.fetchall():
+            claims[(r[0], r[1])] = (*claims.get((r[0], r[1]), ()), ClaimState(r[0], r[1], r[2], r[3], r[4]))
+    twins: dict[str, str] = {}
+    if digests:
+        await cur.execute("SELECT digest, memory_id::text FROM gate_twins WHERE digest = ANY(%s)", (list(digests),))
+        twins = {r[0]: r[1] for r in await cur.fetchall()}
     return facts, protected, claims, twins
 
 
