@@ -73,7 +73,9 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from re import _constants as _C  # type: ignore[attr-defined]
+from re import _parser as _sre_parse  # type: ignore[attr-defined]
+from typing import Any, Protocol, runtime_checkable
 
 from memwarden.commands import _injection_rules as R
 
@@ -300,11 +302,53 @@ class RuleBasedDetector:
         return out
 
 
+def _required_literals(seq: Any) -> set[str] | None:
+    """Literal strings one of which every match of a parsed regex sequence must contain (``None``
+    when none can be derived). Used only to skip a rule that cannot match: a necessary condition,
+    so detections are identical with and without it."""
+    best: set[str] | None = None
+    items = list(seq)
+    i = 0
+    while i < len(items):
+        op, av = items[i]
+        cand: set[str] | None = None
+        if op is _C.LITERAL:
+            run = ""
+            while i < len(items) and items[i][0] is _C.LITERAL:
+                run += chr(items[i][1])
+                i += 1
+            i -= 1
+            cand = {run}
+        elif op is _C.SUBPATTERN:
+            cand = None if av[1] & re.IGNORECASE else _required_literals(av[-1])
+        elif op in (_C.MAX_REPEAT, _C.MIN_REPEAT) and av[0] >= 1:
+            cand = _required_literals(av[2])
+        elif op is _C.BRANCH:
+            parts = [_required_literals(b) for b in av[1]]
+            cand = None if any(p is None for p in parts) else set().union(*parts)  # type: ignore[arg-type]
+        if cand and (best is None or min(map(len, cand)) > min(map(len, best))):
+            best = cand
+        i += 1
+    return best
+
+
+def _prefilter(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    if pattern.flags & re.IGNORECASE:  # literals would need case folding; the rules match folded text
+        return None
+    found = _required_literals(_sre_parse.parse(pattern.pattern, pattern.flags))
+    return tuple(sorted(found)) if found else None
+
+
 _CORES = {rule.name: [g for g in rule.pattern.groupindex if g.startswith("core")] for rule in R.RULES}
+_NEEDS = {rule.name: _prefilter(rule.pattern) for rule in R.RULES}
 
 
 def _match(norm: _Norm) -> Iterator[Finding]:
+    text = norm.text
     for rule in R.RULES:
+        needs = _NEEDS[rule.name]
+        if needs is not None and not any(w in text for w in needs):
+            continue  # no required word: the rule cannot match
         cores = _CORES[rule.name]
         for m in rule.pattern.finditer(norm.text):
             if rule.human_addressee_exempt and R.HUMAN_ADDRESSEE.match(norm.text, norm.sentence(m.start())[0]):
