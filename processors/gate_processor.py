@@ -112,6 +112,17 @@ class _NoInstructions:
         return Detection(())
 
 
+class _CachedClaims:
+    """Claims extracted once per batch text (the processor needs them to load state, the gate to decide)."""
+
+    def __init__(self, found: dict[str, tuple[Any, ...]]) -> None:
+        self._found = found
+
+    def claims(self, text: str) -> tuple[Any, ...]:
+        got = self._found.get(text)
+        return got if got is not None else DEFAULT_CLAIMS.claims(text)
+
+
 class _NoClaims:
     def claims(self, text: str) -> tuple[()]:
         return ()
@@ -183,8 +194,9 @@ class GateProcessor:
         texts = await self._decrypt([c for _, c, _ in parsed])
         digests = {c.envelope.command_id: self._digest(c.envelope.subject, texts.get(c.envelope.command_id))
                    for _, c, _ in parsed}
-        claim_keys = sorted({(c.envelope.subject, claim.digest) for _, c, _ in parsed if self._full
-                             for claim in DEFAULT_CLAIMS.claims(texts.get(c.envelope.command_id) or "")})
+        claims = _CachedClaims({t: DEFAULT_CLAIMS.claims(t) for t in texts.values() if t} if self._full else {})
+        claim_keys = sorted({(c.envelope.subject, claim.digest) for _, c, _ in parsed
+                             for claim in claims.claims(texts.get(c.envelope.command_id) or "")})
         state = await self._load([(i, c) for i, c, _ in parsed], [d for d in digests.values() if d], claim_keys)
         review = await self._review_targets([c for _, c, _ in parsed], state)
         rows: list[tuple] = []
@@ -204,7 +216,7 @@ class GateProcessor:
                 command, text, item.position, self._state(command, state, prior, review), now, self._limits,
                 signed_bytes=signed, content_digest=digests.get(cid),
                 verify_signatures=self._full, detector=DEFAULT_DETECTOR if self._full else _NoInstructions(),
-                claims=DEFAULT_CLAIMS if self._full else _NoClaims())
+                claims=claims if self._full else _NoClaims())
             records = self._records(command, decision, item, now)
             out += _outbound(records)
             if decision.outcome is Outcome.DUPLICATE:
