@@ -46,6 +46,9 @@ class Settings(BaseSettings):
         admin_public_key: base64 raw Ed25519 public key of the root admin; ``None`` uses (and on
             first use creates) the key pair in ``data_dir/keys/``. In production set this and keep
             the private key offline.
+        read_auth: ``required``: every recall request must be signed by a key of the principal it
+            reads as (:mod:`memwarden.commands.read_auth`); ``optional``: signed requests are verified,
+            unsigned ones are served.
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
     """
@@ -76,6 +79,7 @@ class Settings(BaseSettings):
     admin_principal: str = "service:admin"
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"
+    read_auth: Literal["required", "optional"] = "required"
 
     @field_validator("topic_prefix")
     @classmethod

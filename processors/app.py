@@ -27,11 +27,12 @@ from faust.web import Request, Response, View
 from memwarden.bootstrap import Container
 from memwarden.commands.freshness import UsageBatcher
 from memwarden.commands.gate import Position
+from memwarden.commands.read_auth import ReadAuthProblem, check_request
 from memwarden.errors import DecodeError, ValidationError
 from memwarden.processors.gate_processor import GateProcessor, Inbound, Outbound
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import EventIn, ProfileProjector, save_offsets
-from memwarden.projections.recall import DEFAULT_PURPOSE, READ_POLICY_VERSION, Recaller
+from memwarden.projections.recall import DEFAULT_PURPOSE, READ_POLICY_VERSION, Recaller, check_query
 from memwarden.projections.vector_index import FieldIn, Filter
 from memwarden.settings import Settings
 
@@ -152,6 +153,18 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
             """Publish the pending ``MemoryUsed`` batch once it is due, even without further reads."""
             await publish(used_events([usage.poll(int(datetime.now(UTC).timestamp() * 1000))]))
 
+        async def authenticate(body: Any) -> ReadAuthProblem | None:
+            """Verify a signed request (always when signed; unsigned ones only pass when optional)."""
+            if not isinstance(body, dict):
+                raise ValidationError("body", "must be a JSON object")
+            if "auth" not in body and s.read_auth == "optional":
+                return None
+            principal = body.get("principal")
+            anchor = container.trust_anchor
+            record = anchor if principal == anchor.principal_id else (
+                await (await recaller()).registered(principal) if isinstance(principal, str) else None)
+            return check_request(body, record, int(datetime.now(UTC).timestamp() * 1000))
+
         def _time(body: dict[str, Any], key: str) -> datetime | None:
             value = body.get(key)
             if value is None:
@@ -166,8 +179,16 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
             async def post(self, request: Request) -> Response:
                 try:
                     body = await request.json()
+                    if not isinstance(body, dict):
+                        raise ValidationError("body", "must be a JSON object")
                     as_of, known_at = _time(body, "as_of"), _time(body, "known_at")
                     purpose = body.get("purpose") or DEFAULT_PURPOSE
+                    check_query(body.get("principal"), body.get("query"), body.get("k", 10), as_of, known_at,
+                                purpose, body.get("mode") or "hybrid")  # a malformed request is a 400 first
+                    problem = await authenticate(body)
+                    if problem is not None:
+                        return self.json({"error": f"{problem.code}: {problem.message}", "code": problem.code,
+                                          "field": "auth"}, status=401)
                     found = await (await recaller()).recall(
                         body.get("principal"), body.get("query"), body.get("k", 10), as_of, known_at, purpose,
                         freshness=body.get("freshness", True) is not False,

@@ -18,6 +18,7 @@ Reads: ``recall`` asks the projector worker's read endpoint (the process that ow
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ from memwarden.commands.model import (
     WriteAuthority,
     to_avro,
 )
+from memwarden.commands.read_auth import sign_request
 from memwarden.commands.signing import Signer
 from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
@@ -306,7 +308,6 @@ class MemwardenClient:
         Reads the gate's decision rows (the same outcomes as the decisions topic). Raises
         ``StackUnavailable`` after ``timeout_s`` seconds.
         """
-        import time
 
         from memwarden.projections.pg import connect
 
@@ -398,12 +399,15 @@ class MemwardenClient:
         body = {"principal": principal, "query": query, "k": k, "as_of": as_of.isoformat() if as_of else None,
                 "known_at": known_at.isoformat() if known_at else None, "purpose": purpose,
                 "freshness": freshness, "include_untrusted": include_untrusted, "mode": mode}
+        signer = self._signers.get(principal)
+        if signer is not None:  # authenticated read (commands.read_auth)
+            body = sign_request(body, signer, int(time.time() * 1000))
         try:
             response = self._http.post("/recall", json=body)
         except httpx.HTTPError as exc:
             raise StackUnavailable(f"worker at {self.settings.worker_url} does not answer: {exc}") from exc
         data = response.json()
-        if response.status_code == 400:
+        if response.status_code in (400, 401):
             raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
         if response.status_code != 200:
             raise MemwardenError(f"recall failed with HTTP {response.status_code}: {data}")

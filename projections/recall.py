@@ -23,8 +23,9 @@ import psycopg
 from memwarden.commands.access import ReadContext, read_permission_filter, read_permission_sql
 from memwarden.commands.freshness import fresh_since_ms
 from memwarden.commands.model import StoreKind
+from memwarden.commands.principals import PrincipalRecord
 from memwarden.errors import ValidationError
-from memwarden.processors.gate_state import load_grants
+from memwarden.processors.gate_state import load_grants, principal_from_json
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.index_projector import to_ms
 from memwarden.projections.sparse import Bm25Encoder
@@ -149,6 +150,15 @@ def check_query(principal: str, query: str, k: int, as_of: datetime | None, know
         raise ValidationError("as_of", "must be a timezone-aware datetime")
 
 
+async def principal_record(conn: psycopg.AsyncConnection, principal: str) -> PrincipalRecord | None:
+    """The registry record of ``principal`` as the gate stored it, or ``None``."""
+    async with conn.cursor() as cur:
+        await cur.execute("SELECT record FROM gate_principals WHERE principal_id = %s", (principal,))
+        row = await cur.fetchone()
+    await conn.commit()
+    return principal_from_json(row[0]) if row else None
+
+
 class Recaller:
     """Runs recall over an ``Embedder``, a ``VectorIndex`` and the profile state in Postgres."""
 
@@ -159,6 +169,11 @@ class Recaller:
         self._index = index
         self._conn = conn
         self._lock = asyncio.Lock()
+
+    async def registered(self, principal: str) -> PrincipalRecord | None:
+        """The registry record of ``principal`` (read authentication), or ``None``."""
+        async with self._lock:
+            return await principal_record(self._conn, principal)
 
     async def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
                      known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,

@@ -117,8 +117,9 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
                 domain_of[q.checkpoint_id] = d.domain
                 try:
                     asker = plan.principal_id(q.asker_id)
-                except KeyError:  # an asker the episode does not know holds no grant: reads nothing
-                    asker = f"user:{plan.namespace}/unknown-{q.asker_id}"
+                except KeyError:  # an asker the episode does not know cannot authenticate: reads nothing
+                    returned[q.checkpoint_id] = []
+                    continue
                 as_of = plan.records_through(q.as_of_turn_id)[-1].observed_at - shift
                 start = time.perf_counter()
                 found = client.recall(asker, q.query_text[:2000], k=k, as_of=as_of, purpose=PURPOSE)
