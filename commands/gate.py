@@ -58,6 +58,7 @@ from memwarden.commands.principals import (
     PrincipalRecord,
     all_key_ids,
     check_signature,
+    kind_from_id,
 )
 from memwarden.commands.risk import UNTRUSTED_SOURCES, Tier, tier
 
@@ -331,7 +332,7 @@ def _decide(command: Command, plaintext: str | None, position: Position, state: 
         return _reject("OBSERVED_IN_FUTURE", "observed_at lies in the future", "envelope.observed_at")
     if env.expires_at is not None and env.expires_at <= env.valid_from:
         return _reject("EXPIRES_BEFORE_VALID", "expires_at is not after the start of validity", "envelope.expires_at")
-    issuer = state.principals.get(env.principal) or PrincipalRecord(env.principal, _kind_of(env.principal))
+    issuer = state.principals.get(env.principal) or PrincipalRecord(env.principal, kind_from_id(env.principal))
     if isinstance(command, RecordMemory | SupersedeMemory):
         return _decide_write(command, plaintext, issuer, state, now, limits, content_digest, detector, claims)
     if isinstance(command, ForgetMemory):
@@ -339,13 +340,6 @@ def _decide(command: Command, plaintext: str | None, position: Position, state: 
     if isinstance(command, ApproveQuarantined):
         return _decide_approve(command, issuer, state, now, limits, content_digest, detector, claims)
     return _decide_governance(command, issuer, state, now)
-
-
-def _kind_of(principal: str):  # unsigned runs only (skeleton baseline): infer the kind from the id prefix
-    from memwarden.commands.model import PrincipalKind
-
-    prefix = principal.split(":", 1)[0].upper()
-    return PrincipalKind[prefix] if prefix in PrincipalKind.__members__ else PrincipalKind.USER
 
 
 def _check_text(plaintext: str | None, limits: GateLimits) -> Decision | None:
@@ -520,7 +514,7 @@ def _decide_approve(command: ApproveQuarantined, issuer: PrincipalRecord, state:
         return _reject("QUARANTINED_COMMAND_UNAVAILABLE", "only memory writes are quarantined",
                        "quarantined_command_id")
     writer = state.principals.get(original.envelope.principal) or PrincipalRecord(
-        original.envelope.principal, _kind_of(original.envelope.principal))
+        original.envelope.principal, kind_from_id(original.envelope.principal))
     inner = _decide_write(original, text, writer, state, now, limits, digest, detector, claims,
                           released_by=command.envelope.principal)
     resolved = QuarantineSet(replace(q, status="approved" if inner.admitted else "rejected"))

@@ -102,6 +102,12 @@ def check_signature(command: Command, signed_bytes: bytes | None,
     return None
 
 
+def kind_from_id(principal_id: str) -> PrincipalKind:
+    """The kind an id's prefix names (``agent:x`` → AGENT); USER for any other prefix."""
+    prefix = principal_id.split(":", 1)[0].upper()
+    return PrincipalKind[prefix] if prefix in PrincipalKind.__members__ else PrincipalKind.USER
+
+
 def all_key_ids(principals: Mapping[str, PrincipalRecord]) -> dict[str, str]:
     """``key_id -> principal_id`` over the registry (key ids are unique across principals)."""
     return {k.key_id: p.principal_id for p in principals.values() for k in p.keys}

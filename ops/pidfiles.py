@@ -163,6 +163,13 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS reports free on ``host`` right now (for a worker's read endpoint)."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
 def port_owner(port: int) -> int | None:
     """Pid of a process listening on TCP ``port`` (any address), best effort via ``/proc``; else None."""
     inodes = set()

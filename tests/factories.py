@@ -42,7 +42,7 @@ def forget(target: str, **env: Any) -> ForgetMemory:
 
 # -- principals and signatures (issue 3) -----------------------------------------------------------
 from memwarden.commands.model import PrincipalKind  # noqa: E402
-from memwarden.commands.principals import ADMIN_ROLE, KeyRecord, PrincipalRecord  # noqa: E402
+from memwarden.commands.principals import ADMIN_ROLE, KeyRecord, PrincipalRecord, kind_from_id  # noqa: E402
 from memwarden.commands.signing import Signer  # noqa: E402
 from memwarden.schemas.codec import default_codec  # noqa: E402
 
@@ -61,8 +61,7 @@ def principal(principal_id: str, kind: PrincipalKind | None = None, roles: tuple
     """Registry record of ``principal_id`` with its factory signer's key."""
     s = signer(principal_id)
     if kind is None:
-        prefix = principal_id.split(":", 1)[0].upper()
-        kind = PrincipalKind[prefix] if prefix in PrincipalKind.__members__ else PrincipalKind.USER
+        kind = kind_from_id(principal_id)
     key = KeyRecord(s.key_id, s.public_key, valid_from_ms)
     return PrincipalRecord(principal_id, kind, frozenset(roles), {}, (key,))
 

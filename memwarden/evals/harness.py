@@ -4,7 +4,6 @@ cleanup afterwards (used by every ``memwarden eval`` command)."""
 from __future__ import annotations
 
 import shutil
-import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +11,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
+from memwarden.ops.pidfiles import free_port
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.settings import Settings
 
@@ -25,13 +25,6 @@ class EvalRun:
     console: Console
 
 
-def _free_port() -> int:
-    """A free loopback port for the evaluation worker's read endpoint (runs may overlap)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def eval_namespace(base: Settings, label: str, keep: bool = False, progress: bool = True) -> Iterator[EvalRun]:
     """Create ``<prefix>.<label>-<8 hex>`` (topics, schema), start a worker, yield, then stop the
@@ -40,7 +33,7 @@ def eval_namespace(base: Settings, label: str, keep: bool = False, progress: boo
     from memwarden.projections.pg import drop_namespace, migrate
 
     settings = base.model_copy(update={"topic_prefix": f"{base.topic_prefix}.{label}-{uuid.uuid4().hex[:8]}",
-                                       "worker_port": _free_port()})
+                                       "worker_port": free_port()})  # runs may overlap
     console = Console(stderr=True, quiet=not progress)
     migrate(settings)
     ensure_topics(settings)

@@ -4,7 +4,6 @@ a real worker process. Nothing is mocked."""
 from __future__ import annotations
 
 import shutil
-import socket
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -16,6 +15,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from memwarden.commands.model import PrincipalKind
 from memwarden.commands.signing import Signer
 from memwarden.keystore import admin_signer
+from memwarden.ops.pidfiles import free_port
 from memwarden.ops.topics import delete_topics, ensure_topics
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.producers.client import MemwardenClient, enroll
@@ -24,12 +24,6 @@ from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
 
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def poll(fn: Callable[[], T], timeout_s: float = 60.0, every_s: float = 0.2, what: str = "condition") -> T:

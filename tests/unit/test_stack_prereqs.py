@@ -17,14 +17,8 @@ from memwarden.ops import pidfiles, postgres_server, stack
 from memwarden.settings import Settings
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _settings(tmp_path: Path, **overrides: object) -> Settings:
-    kafka, ctl, pg = _free_port(), _free_port(), _free_port()
+    kafka, ctl, pg = pidfiles.free_port(), pidfiles.free_port(), pidfiles.free_port()
     values: dict[str, object] = dict(
         data_dir=tmp_path / "data",
         kafka_port=kafka,
