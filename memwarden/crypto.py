@@ -14,8 +14,10 @@ import base64
 import hashlib
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -50,6 +52,18 @@ def decrypt_text(nonce: bytes, ciphertext: bytes, key: bytes, key_id: str) -> st
         return AESGCM(key).decrypt(nonce, ciphertext, key_id.encode()).decode("utf-8")
     except (InvalidTag, ValueError, UnicodeDecodeError) as exc:
         raise ContentUnreadable(f"content of key {key_id} does not decrypt: {type(exc).__name__}") from None
+
+
+def open_content(content: Mapping[str, Any], keys: Mapping[str, bytes | None]) -> str | None:
+    """Plaintext of an ``EncryptedContent`` record (``key_id``, ``nonce``, ``ciphertext``) with the data
+    key found in ``keys``; ``None`` when the key is missing (shredded) or does not open it."""
+    key = keys.get(content["key_id"])
+    if key is None:
+        return None
+    try:
+        return decrypt_text(content["nonce"], content["ciphertext"], key, content["key_id"])
+    except ContentUnreadable:
+        return None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from memwarden.bootstrap import Container
 from memwarden.commands.freshness import UsageBatcher
 from memwarden.commands.gate import Position
 from memwarden.commands.read_auth import ReadAuthProblem, check_request
+from memwarden.crypto import open_content
 from memwarden.errors import DecodeError, ValidationError
 from memwarden.processors.gate_processor import GateProcessor, Inbound, Outbound
 from memwarden.projections.index_projector import EmbeddingProjector
@@ -240,12 +241,4 @@ async def _decode_events(container: Container, batch: Sequence[Any]) -> list[Eve
 def _with_text(event: EventIn, keys: dict[str, bytes | None]) -> EventIn:
     if event.name != "MemoryRecorded":
         return event
-    from memwarden.crypto import ContentUnreadable, decrypt_text
-
-    c = event.record["content"]
-    key = keys.get(c["key_id"])
-    try:
-        text = None if key is None else decrypt_text(c["nonce"], c["ciphertext"], key, c["key_id"])
-    except ContentUnreadable:
-        text = None
-    return EventIn(event.name, event.record, event.position, text)
+    return EventIn(event.name, event.record, event.position, open_content(event.record["content"], keys))

@@ -59,7 +59,7 @@ from memwarden.commands.model import (
     from_avro,
 )
 from memwarden.commands.principals import PrincipalRecord
-from memwarden.crypto import ContentUnreadable, decrypt_text
+from memwarden.crypto import open_content
 from memwarden.errors import DecodeError
 from memwarden.processors import gate_state as db
 from memwarden.processors.keyring import KeyRing
@@ -318,7 +318,7 @@ class GateProcessor:
         for m, r in decoded.items():
             env = r["envelope"]
             out[m] = SourceRecord(m, env["scope"], Sensitivity(env["sensitivity"]),
-                                  EpistemicStatus(env["epistemic_status"]), _open(r["content"], keys))
+                                  EpistemicStatus(env["epistemic_status"]), open_content(r["content"], keys))
         return out
 
     async def _review_targets(self, commands: list[Command], st: _Batch) -> dict[str, Any]:
@@ -378,7 +378,7 @@ class GateProcessor:
         if not wanted:
             return {}
         keys = await asyncio.to_thread(self._keyring.lookup, [c.content.key_id for c in wanted])
-        return {c.envelope.command_id: _open({"key_id": c.content.key_id, "nonce": c.content.nonce,
+        return {c.envelope.command_id: open_content({"key_id": c.content.key_id, "nonce": c.content.nonce,
                                               "ciphertext": c.content.ciphertext}, keys) for c in wanted}
 
     async def _store(self, rows: list[tuple], changed: dict[str, tuple[MemoryState, str | None]],
@@ -403,16 +403,6 @@ class GateProcessor:
                       m.fact[1] if m.fact else None, m.fact[2] if m.fact else None, cmd, list(m.key_ids))
                      for m, cmd in changed.values()])
             await db.store_effects(cur, effects)
-
-
-def _open(content: dict[str, Any], keys: dict[str, bytes | None]) -> str | None:
-    key = keys.get(content["key_id"])
-    if key is None:
-        return None
-    try:
-        return decrypt_text(content["nonce"], content["ciphertext"], key, content["key_id"])
-    except ContentUnreadable:
-        return None
 
 
 def _rec(topic: str, key: bytes | None, value: bytes | None) -> dict[str, Any]:
