@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import statistics
 import time
-import uuid
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -67,22 +66,15 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
     """
     from memwarden.bootstrap import Container
     from memwarden.errors import MemwardenError
+    from memwarden.evals.harness import eval_namespace
     from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
-    from memwarden.ops.topics import delete_topics, ensure_topics
-    from memwarden.ops.worker_process import WorkerProcess
     from memwarden.producers.client import MemwardenClient, enroll
-    from memwarden.projections.pg import connect, drop_namespace, migrate
+    from memwarden.projections.pg import connect
 
     conversations = load_conversations(data, ids)
-    settings = base.model_copy(update={"topic_prefix": f"{base.topic_prefix}.eval-{uuid.uuid4().hex[:8]}"})
-    console = Console(stderr=True, quiet=not progress)
-    migrate(settings)
-    ensure_topics(settings)
-    worker = WorkerProcess(settings)
-    try:
-        console.print(f"namespace {settings.topic_prefix}: starting worker")
-        worker.start()
+    with eval_namespace(base, "eval", keep, progress) as run:
+        settings, worker, console = run.settings, run.worker, run.console
         texts = [memory_text(t) for c in conversations for t in c.turns]
         embedder = Container(settings).embedder()
         embedder.embed(texts[:32])  # warm-up
@@ -161,14 +153,6 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
                           "p95": round(_percentile(latencies, 0.95), 2)},
             "recall_calls": len(latencies),
         }
-    finally:
-        worker.stop()
-        if not keep:
-            drop_namespace(settings)
-            delete_topics(settings)
-            import shutil
-
-            shutil.rmtree(settings.data_dir / "qdrant" / settings.index_name, ignore_errors=True)
 
 
 def render(result: dict[str, Any], console: Console) -> None:
