@@ -75,9 +75,13 @@ def grant_from_json(d: dict[str, Any]) -> Grant:
     return Grant(**d)
 
 
-async def load_grants(cur: psycopg.AsyncCursor) -> tuple[Grant, ...]:
-    """Every grant (revoked ones included: the rules look at ``revoked_at_ms``)."""
-    await cur.execute("SELECT record FROM grants ORDER BY grant_id")
+async def load_grants(cur: psycopg.AsyncCursor, grantees: Sequence[str] | None = None) -> tuple[Grant, ...]:
+    """Every grant, or only those held by ``grantees`` (principal ids and ``role:<name>``); revoked
+    ones included: the rules look at ``revoked_at_ms``."""
+    if grantees is None:
+        await cur.execute("SELECT record FROM grants ORDER BY grant_id")
+    else:
+        await cur.execute("SELECT record FROM grants WHERE grantee = ANY(%s) ORDER BY grant_id", (list(grantees),))
     return tuple(grant_from_json(r[0]) for r in await cur.fetchall())
 
 

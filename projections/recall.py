@@ -20,7 +20,7 @@ from typing import Any, Literal, get_args
 
 import psycopg
 
-from memwarden.commands.access import ReadContext, read_permission_filter, read_permission_sql
+from memwarden.commands.access import ROLE_PREFIX, ReadContext, read_permission_filter, read_permission_sql
 from memwarden.commands.freshness import fresh_since_ms
 from memwarden.commands.model import StoreKind
 from memwarden.commands.principals import PrincipalRecord
@@ -120,13 +120,15 @@ WHERE command_id = ANY(%(ids)s::uuid[]) AND {acl}
 
 
 async def read_context(conn: psycopg.AsyncConnection, principal: str) -> tuple[frozenset[str], tuple]:
-    """Roles of ``principal`` (from the registry) and every grant, read in one short transaction."""
+    """Roles of ``principal`` (from the registry) and the grants held by it or one of its roles (the
+    only ones that can apply to its reads), read in one short transaction."""
     async with conn.cursor() as cur:
         await cur.execute("SELECT record -> 'roles' FROM gate_principals WHERE principal_id = %s", (principal,))
         row = await cur.fetchone()
-        grants = await load_grants(cur)
+        roles = frozenset(row[0]) if row else frozenset()
+        grants = await load_grants(cur, [principal, *(ROLE_PREFIX + r for r in sorted(roles))])
     await conn.commit()
-    return frozenset(row[0]) if row else frozenset(), grants
+    return roles, grants
 
 
 def check_query(principal: str, query: str, k: int, as_of: datetime | None, known_at: datetime | None = None,
