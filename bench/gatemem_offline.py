@@ -34,7 +34,7 @@ from typing import Any
 
 from memwarden.commands.model import Sensitivity, StoreKind
 from memwarden.evals.gatemem_data import DOMAINS, Query, load_domain
-from memwarden.evals.gatemem_mapping import EpisodePlan, GrantSpec, RecordSpec, plan_episode, summarise_plans
+from memwarden.evals.gatemem_mapping import EpisodePlan, RecordSpec, plan_episode, summarise_plans
 from memwarden.evals.gatemem_score import aggregate, pattern_hits, score_checkpoint
 
 PURPOSE = "assist"
@@ -184,7 +184,7 @@ def run(data: Path, domains: Sequence[str], k: int, recency: float) -> tuple[dic
     for domain in domains:
         dd = load_domain(data, domain)
         plans = {eid: plan_episode(ep) for eid, ep in dd.episodes.items()}
-        grants = {eid: tuple(_as_grant(g) for g in p.grants) for eid, p in plans.items()}
+        grants = {eid: tuple(p.grants) for eid, p in plans.items()}
         all_plans.extend(plans.values())
         for q in dd.queries:
             j = dd.judgements[q.checkpoint_id]
@@ -222,13 +222,6 @@ def _miss_reason(plan: EpisodePlan, query: Query, grants: tuple[Any, ...], missi
         if not pattern_hits(readable_text, pattern):
             return "denied"
     return "unranked"
-
-
-def _as_grant(g: GrantSpec) -> Any:
-    try:
-        return g.to_grant()
-    except ImportError:
-        return g
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,7 +56,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memwarden.commands.model import Sensitivity, StoreKind
+from memwarden.commands.access import Grant
+from memwarden.commands.model import Right, Sensitivity, StoreKind
 from memwarden.evals.gatemem_content import _RESTRICTION_WORD, ContentFacts, analyse, facet_of
 from memwarden.evals.gatemem_data import Episode, Relationship, Turn
 from memwarden.evals.gatemem_policy import EMPTY_POLICY, POLICY, Access, DomainPolicy
@@ -65,7 +66,6 @@ __all__ = [
     "CREDENTIALS",
     "PLACES",
     "EpisodePlan",
-    "GrantSpec",
     "PrincipalSpec",
     "RecordSpec",
     "ScopeSpec",
@@ -74,8 +74,8 @@ __all__ = [
     "summarise_plans",
 ]
 
-READ = "READ"
-WRITE = "WRITE"
+READ = Right.READ
+WRITE = Right.WRITE
 #: Facet suffix of a circle's credential-only records.
 CREDENTIALS = "#credentials"
 PLACES = "#places"
@@ -115,39 +115,6 @@ class ScopeSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class GrantSpec:
-    """The fields of ``memwarden.commands.access.Grant`` as plain data (``rights`` as strings)."""
-
-    grant_id: str
-    grantee: str
-    rights: frozenset[str]
-    scopes: tuple[str, ...]
-    subjects: tuple[str, ...] = ()
-    purposes: tuple[str, ...] = ()
-    store_kinds: tuple[StoreKind, ...] = ()
-    sensitivity_ceiling: Sensitivity = Sensitivity.INTERNAL
-    valid_from_ms: int = 0
-    valid_to_ms: int | None = None
-    revoked_at_ms: int | None = None
-    granted_by: str = ""
-    relationship: str | None = None
-
-    def to_grant(self) -> Any:
-        """The contract's ``Grant`` (imports ``memwarden.commands.access`` lazily; ``ImportError``
-        until that module exists)."""
-        from memwarden.commands.access import Grant
-        from memwarden.commands.model import Right
-
-        return Grant(
-            grant_id=self.grant_id, grantee=self.grantee, rights=frozenset(Right(r) for r in self.rights),
-            scopes=self.scopes, subjects=self.subjects, purposes=self.purposes, store_kinds=self.store_kinds,
-            sensitivity_ceiling=self.sensitivity_ceiling, valid_from_ms=self.valid_from_ms,
-            valid_to_ms=self.valid_to_ms, revoked_at_ms=self.revoked_at_ms, granted_by=self.granted_by,
-            relationship=self.relationship,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class RecordSpec:
     """One memory record per turn (R8). ``writer`` owns it; ``attributes['speaker']`` is the source."""
 
@@ -175,7 +142,7 @@ class EpisodePlan:
     writer: str
     principals: tuple[PrincipalSpec, ...]
     scopes: tuple[ScopeSpec, ...]
-    grants: tuple[GrantSpec, ...]
+    grants: tuple[Grant, ...]
     records: tuple[RecordSpec, ...]
     stats: Mapping[str, Any] = field(default_factory=dict)
 
@@ -489,8 +456,8 @@ def _reach(principal_id: str, role: str, relationships: tuple[Relationship, ...]
 
 def _grants(episode: Episode, policy: DomainPolicy, circles: _Circles, ns: str, writer: str,
             qualified: Mapping[str, str], records: list[RecordSpec],
-            participants: Mapping[tuple[str, str], int]) -> tuple[list[GrantSpec], Counter[str]]:
-    grants: list[GrantSpec] = []
+            participants: Mapping[tuple[str, str], int]) -> tuple[list[Grant], Counter[str]]:
+    grants: list[Grant] = []
     stats: Counter[str] = Counter()
     circles_used = {r.scope.split("/", 1)[1].split("#", 1)[0] for r in records}
     threads = frozenset(c for c in circles_used if c.startswith("track:") and "/" in c)
@@ -502,7 +469,7 @@ def _grants(episode: Episode, policy: DomainPolicy, circles: _Circles, ns: str, 
             groups.setdefault((why, ceiling), []).append(f"{ns}/{circle}")
         for n, ((why, ceiling), scopes) in enumerate(sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1].value))):
             reason, _, since = why.partition("@")
-            grants.append(GrantSpec(
+            grants.append(Grant(
                 grant_id=f"{ns}/grant/{p.principal_id}/{n}",
                 grantee=qualified[p.principal_id],
                 rights=frozenset({READ}),
@@ -547,7 +514,7 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> Episod
     grants, grant_stats = _grants(episode, policy, circles, ns, writer, qualified, records, participants)
     scope_names = sorted({r.scope for r in records} | {s for g in grants for s in g.scopes})
     scopes = tuple(ScopeSpec(s, s.split("/", 1)[1].split(":", 1)[0]) for s in scope_names)
-    grants.append(GrantSpec(
+    grants.append(Grant(
         grant_id=f"{ns}/grant/memory-ingest",
         grantee=writer,
         rights=frozenset({WRITE}),

@@ -101,7 +101,7 @@ def _reads(plan: EpisodePlan, local: str, turn_id: str) -> bool:
     record = next(r for r in plan.records if r.turn_id == turn_id)
     ctx = ReadContext(
         principal=plan.principal_id(local), roles=plan.roles_of(local), purpose="assist",
-        now_ms=int(plan.records[-1].observed_at.timestamp() * 1000), grants=tuple(g.to_grant() for g in plan.grants),
+        now_ms=int(plan.records[-1].observed_at.timestamp() * 1000), grants=plan.grants,
     )
     attrs = RecordAttrs(owner=record.writer, subject=record.subject, scope=record.scope,
                         store_kind=record.store_kind, sensitivity=record.sensitivity, purposes=record.purposes)
@@ -348,7 +348,7 @@ def test_content_markers(text: str, level: Sensitivity, credential: bool) -> Non
 
 def test_grants_match_the_contract_and_ingest_holds_write() -> None:
     plan = _plan(OFFICE)
-    grants = [g.to_grant() for g in plan.grants]
+    grants = list(plan.grants)
     ingest = [g for g in grants if g.grantee == plan.writer]
     assert len(ingest) == 1 and {s.name for s in plan.scopes} == set(ingest[0].scopes)
     assert plan.stats["turns"] == len(OFFICE["turns"])
