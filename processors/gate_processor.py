@@ -26,6 +26,7 @@ import psycopg
 import pydantic
 
 from memwarden.commands import events
+from memwarden.commands.access import ROLE_PREFIX
 from memwarden.commands.attribution import SourceRecord, normalise
 from memwarden.commands.contradiction import DEFAULT_CLAIMS
 from memwarden.commands.gate import (
@@ -52,8 +53,11 @@ from memwarden.commands.model import (
     Command,
     EpistemicStatus,
     ForgetMemory,
+    GrantAccess,
     RecordMemory,
+    RegisterPrincipal,
     RejectQuarantined,
+    RevokeAccess,
     Sensitivity,
     SupersedeMemory,
     from_avro,
@@ -304,7 +308,15 @@ class GateProcessor:
             principals = await db.load_principals(cur)
             principals[self._anchor.principal_id] = self._anchor
             policy = await db.load_policy(cur)
-            grants = {g.grant_id: g for g in await db.load_grants(cur)}
+            # grants that can matter: held by a writer of the batch (or a released command's writer) or one
+            # of their roles, and those a GrantAccess / RevokeAccess names
+            writers = {c.envelope.principal for _, c in parsed} | {q.principal for q, _ in quarantine.values()}
+            roles = {r for w in writers if w in principals for r in principals[w].roles}
+            roles |= {r for _, c in parsed if isinstance(c, RegisterPrincipal) for r in c.roles}  # registered now
+            holders = writers | {ROLE_PREFIX + r for r in roles}
+            named = [c.grant_id for _, c in parsed if isinstance(c, GrantAccess | RevokeAccess)]
+            grants = {g.grant_id: g for g in await db.load_grants(cur, sorted(holders))}
+            grants.update({g.grant_id: g for g in await db.load_grants_by_id(cur, named)})
             source_events = await db.load_current_events(cur, cited)
         await self._conn.commit()
         sources = await self._sources(source_events)

@@ -85,6 +85,14 @@ async def load_grants(cur: psycopg.AsyncCursor, grantees: Sequence[str] | None =
     return tuple(grant_from_json(r[0]) for r in await cur.fetchall())
 
 
+async def load_grants_by_id(cur: psycopg.AsyncCursor, grant_ids: Sequence[str]) -> tuple[Grant, ...]:
+    """The grants named by ``grant_ids`` (unknown ids are absent)."""
+    if not grant_ids:
+        return ()
+    await cur.execute("SELECT record FROM grants WHERE grant_id = ANY(%s) ORDER BY grant_id", (list(grant_ids),))
+    return tuple(grant_from_json(r[0]) for r in await cur.fetchall())
+
+
 async def load_principals(cur: psycopg.AsyncCursor) -> dict[str, PrincipalRecord]:
     """The whole registry by principal id (the trust anchor is added by the caller)."""
     await cur.execute("SELECT record FROM gate_principals")
