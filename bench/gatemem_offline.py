@@ -80,7 +80,8 @@ def _oracle() -> tuple[Callable[..., bool], Callable[..., Any], Callable[..., An
     """``(may_read, ReadContext, RecordAttrs)`` from memwarden.commands.access, else a local copy of the
     contract's read rule (used only until the module lands)."""
     try:
-        from memwarden.commands.access import ReadContext, RecordAttrs, may_read
+        from memwarden.commands.readmodel.payload import RecordAttrs
+        from memwarden.commands.readmodel.permission import ReadContext, may_read
 
         return may_read, ReadContext, RecordAttrs
     except ImportError:

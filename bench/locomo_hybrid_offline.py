@@ -40,18 +40,19 @@ from typing import Any
 
 import numpy as np
 
+from memwarden.commands.readmodel.filters import Filter
+from memwarden.commands.readmodel.payload import point_payload as payload_of
 from memwarden.evals.locomo import PURPOSE, principal_of
 from memwarden.evals.locomo_data import Conversation, RecallTable, Turn, load_conversations, memory_text, turn_recall
 from memwarden.projections import recall as recall_mod
 from memwarden.projections import sparse
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.embedder import SentenceTransformerEmbedder
-from memwarden.projections.index_projector import payload_of, point_id
+from memwarden.projections.index_projector import point_id
 from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import (
     DEFAULT_FUSION,
     PREFETCH_FACTOR,
-    Filter,
     FusionMethod,
     Hit,
     IndexPoint,

@@ -47,12 +47,13 @@ from typing import Any
 
 import numpy as np
 
-from memwarden.commands.access import Grant
 from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.commands.readmodel.payload import point_payload as payload_of
+from memwarden.commands.readmodel.permission import Grant
+from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.embedder import SentenceTransformerEmbedder
-from memwarden.projections.index_projector import payload_of, point_id
-from memwarden.projections.recall import read_filter
+from memwarden.projections.index_projector import point_id
 from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import PREFETCH_FACTOR, IndexPoint
 

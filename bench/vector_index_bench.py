@@ -24,8 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+from memwarden.commands.readmodel.filters import FieldIn, FieldRange, Filter
+from memwarden.commands.readmodel.payload import OPEN_END_MS
 from memwarden.projections.edge_index import EdgeVectorIndex
-from memwarden.projections.vector_index import OPEN_END_MS, FieldIn, FieldRange, Filter, IndexPoint
+from memwarden.projections.vector_index import IndexPoint
 
 DIM = 384
 T_MS = 500_000

@@ -37,6 +37,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
+from memwarden.commands.reasons import Reason
 from memwarden.errors import ValidationError
 
 ANY = "*"
@@ -218,15 +219,6 @@ def _keys(prefix: str, obj: dict, allowed: set[str], required: set[str]) -> None
 
 
 @dataclass(frozen=True)
-class Reason:
-    """Machine-readable ``code``, human ``text``, and the rule it comes from (if any)."""
-
-    code: str
-    text: str
-    rule_id: str | None = None
-
-
-@dataclass(frozen=True)
 class AuthorizationDecision:
     """Allow or deny with reasons, the policy (id, version) that decided, and the evidence ids echoed
     for audit only (they played no part in the decision)."""
@@ -285,10 +277,10 @@ def _limit_failures(rule: Rule, resource: Resource) -> list[Reason]:
         if value is None or isinstance(value, str):
             out.append(Reason("LIMIT_ATTRIBUTE_MISSING",
                               f"rule {rule.rule_id} limits {attr!r} but the resource has no numeric {attr!r}",
-                              rule.rule_id))
+                              rule_id=rule.rule_id))
         elif value > maximum:
             out.append(Reason("LIMIT_EXCEEDED", f"{attr} {value:g} exceeds the limit {maximum:g} of rule "
-                              f"{rule.rule_id}", rule.rule_id))
+                              f"{rule.rule_id}", rule_id=rule.rule_id))
     return out
 
 
@@ -319,13 +311,13 @@ def authorize(principal: PrincipalInfo, action: str, resource: Resource, evidenc
     denies = [r for r in matching if r.effect is Effect.DENY]
     if denies:
         return decide(False, [Reason("DENIED_BY_RULE", f"rule {r.rule_id} denies {action} on {resource.type}",
-                                     r.rule_id) for r in denies])
+                                     rule_id=r.rule_id) for r in denies])
     failures: list[Reason] = []
     for rule in (r for r in matching if r.effect is Effect.ALLOW):
         failed = _limit_failures(rule, resource)
         if not failed:
             return decide(True, [Reason("ALLOWED_BY_RULE", f"rule {rule.rule_id} allows {action} on "
-                                                           f"{resource.type}", rule.rule_id)])
+                                                           f"{resource.type}", rule_id=rule.rule_id)])
         failures.extend(failed)
     if failures:
         return decide(False, failures)

@@ -1,6 +1,7 @@
-"""Events the gate emits (past tense): ``GateDecided`` for every command, ``MemoryRecorded`` and
-``MemoryForgotten`` for admitted ones. Pure builders of the Avro record dicts; ids are
-deterministic in the ledger position, so a re-run over the same input yields the same events."""
+"""Events the gate emits (past tense): ``GateDecided`` for every command; ``MemoryRecorded``,
+``MemoryForgotten`` and ``GovernanceChanged`` for admitted ones; ``PrincipalState`` for the registry
+topic. Pure builders of the Avro record dicts; ids are deterministic in the ledger position, so a
+re-run over the same input yields the same events."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 
 from memwarden.commands.gate import Decision, Outcome, Position, Reason
 from memwarden.commands.model import Command, ForgetMemory, RecordMemory, SupersedeMemory, to_avro
+from memwarden.commands.principals import PrincipalRecord
+from memwarden.epoch import from_ms_or_none
 
 _NS = uuid.UUID("6f1d3c8e-2a57-4f0b-9d7e-8c4b1a2e5f90")
 
@@ -20,7 +23,7 @@ def position_id(kind: str, position: Position) -> str:
 
 
 def _position(position: Position) -> dict[str, Any]:
-    return {"topic": position.topic, "partition": position.partition, "offset": position.offset}
+    return dict(position.as_record())
 
 
 def _reasons(reasons: tuple[Reason, ...]) -> list[dict[str, Any]]:
@@ -100,4 +103,18 @@ def memory_forgotten(command: ForgetMemory, position: Position, now: datetime) -
         "reason": command.reason,
         "position": _position(position),
         "decided_at": now,
+    }
+
+
+def principal_state(p: PrincipalRecord, position: Position) -> dict[str, Any]:
+    """``PrincipalState`` for the compacted principals topic: the registry record after the command at
+    ``position`` (keys with their validity in UTC datetimes)."""
+    return {
+        "principal_id": p.principal_id, "kind": p.kind.value, "roles": sorted(p.roles),
+        "attributes": dict(p.attributes),
+        "keys": [{"key": {"key_id": k.key_id, "algorithm": "Ed25519", "public_key": k.public_key},
+                  "valid_from": from_ms_or_none(k.valid_from_ms), "valid_to": from_ms_or_none(k.valid_to_ms),
+                  "revoked_at": from_ms_or_none(k.revoked_at_ms)}
+                 for k in p.keys],
+        "position": _position(position),
     }

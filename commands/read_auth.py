@@ -13,10 +13,10 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from memwarden.commands.principals import PrincipalRecord
+from memwarden.commands.reasons import Reason
 from memwarden.commands.signing import Signer, verify
 
 #: How far a request's ``signed_at_ms`` may lie from the server's clock, in milliseconds.
@@ -36,41 +36,38 @@ def sign_request(body: dict[str, Any], signer: Signer, now_ms: int) -> dict[str,
     return {**signed, "auth": {"key_id": signer.key_id, "signature": value}}
 
 
-@dataclass(frozen=True)
-class ReadAuthProblem:
-    """Why a read request is not authenticated: reason ``code`` and human ``message``."""
-
-    code: str
-    message: str
+def _problem(code: str, message: str) -> Reason:
+    return Reason(code, message, "auth")
 
 
 def check_request(body: Mapping[str, Any], record: PrincipalRecord | None, now_ms: int,
-                  max_skew_ms: int = MAX_SKEW_MS) -> ReadAuthProblem | None:
+                  max_skew_ms: int = MAX_SKEW_MS) -> Reason | None:
     """Verify the request's signature against ``record`` (the registry entry of ``body['principal']``).
 
-    Codes: ``READ_UNSIGNED``, ``UNKNOWN_PRINCIPAL``, ``UNKNOWN_KEY``, ``KEY_REVOKED``, ``KEY_NOT_VALID``,
+    Returns ``None`` when it verifies, else a :class:`Reason` (field ``auth``) with one of the codes
+    ``READ_UNSIGNED``, ``UNKNOWN_PRINCIPAL``, ``UNKNOWN_KEY``, ``KEY_REVOKED``, ``KEY_NOT_VALID``,
     ``STALE_REQUEST``, ``BAD_SIGNATURE``. Never raises for any body.
     """
     auth = body.get("auth")
     if not isinstance(auth, Mapping) or not isinstance(auth.get("key_id"), str) \
             or not isinstance(auth.get("signature"), str):
-        return ReadAuthProblem("READ_UNSIGNED", "the request carries no auth.key_id and auth.signature")
+        return _problem("READ_UNSIGNED", "the request carries no auth.key_id and auth.signature")
     if record is None:
-        return ReadAuthProblem("UNKNOWN_PRINCIPAL", f"principal {body.get('principal')!r} is not registered")
+        return _problem("UNKNOWN_PRINCIPAL", f"principal {body.get('principal')!r} is not registered")
     key = record.key(auth["key_id"])
     if key is None:
-        return ReadAuthProblem("UNKNOWN_KEY", f"key {auth['key_id']!r} is not a key of {record.principal_id}")
+        return _problem("UNKNOWN_KEY", f"key {auth['key_id']!r} is not a key of {record.principal_id}")
     if key.revoked_at_ms is not None:
-        return ReadAuthProblem("KEY_REVOKED", f"key {auth['key_id']!r} was revoked")
+        return _problem("KEY_REVOKED", f"key {auth['key_id']!r} was revoked")
     if now_ms < key.valid_from_ms or (key.valid_to_ms is not None and now_ms >= key.valid_to_ms):
-        return ReadAuthProblem("KEY_NOT_VALID", f"key {auth['key_id']!r} is not valid now")
+        return _problem("KEY_NOT_VALID", f"key {auth['key_id']!r} is not valid now")
     signed_at = body.get("signed_at_ms")
     if isinstance(signed_at, bool) or not isinstance(signed_at, int) or abs(now_ms - signed_at) > max_skew_ms:
-        return ReadAuthProblem("STALE_REQUEST", f"signed_at_ms must be within {max_skew_ms} ms of the server clock")
+        return _problem("STALE_REQUEST", f"signed_at_ms must be within {max_skew_ms} ms of the server clock")
     try:
         signature = base64.b64decode(auth["signature"], validate=True)
     except (binascii.Error, ValueError):
-        return ReadAuthProblem("BAD_SIGNATURE", "auth.signature is not base64")
+        return _problem("BAD_SIGNATURE", "auth.signature is not base64")
     if not verify(key.public_key, signature, request_bytes(body)):
-        return ReadAuthProblem("BAD_SIGNATURE", "the signature does not verify over the request")
+        return _problem("BAD_SIGNATURE", "the signature does not verify over the request")
     return None

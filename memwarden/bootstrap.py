@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     import psycopg
 
     from memwarden.commands.principals import PrincipalRecord
-    from memwarden.processors.keyring import KeyRing
     from memwarden.projections.embedder import Embedder
     from memwarden.projections.vector_index import VectorIndex
+    from memwarden.stores.keyring import KeyRing
 
 
 class Container:
@@ -57,7 +57,7 @@ class Container:
     def keyring(self) -> KeyRing:
         """The started key ring over the namespace's keys topic."""
         if self._keyring is None:
-            from memwarden.processors.keyring import KeyRing
+            from memwarden.stores.keyring import KeyRing
 
             ring = KeyRing(self.settings, self.kek, self.codec)
             ring.start()
@@ -98,7 +98,7 @@ class Container:
 
     async def pg(self) -> psycopg.AsyncConnection:
         """A new asyncio Postgres connection in the namespace schema."""
-        from memwarden.projections.pg import connect_async
+        from memwarden.stores.pg import connect_async
 
         return await connect_async(self.settings)
 

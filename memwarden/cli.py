@@ -80,7 +80,7 @@ def worker(role: Annotated[list[str] | None, typer.Option(help="gate and/or proj
 def migrate() -> None:
     """Create the namespace's Postgres schema and topics."""
     from memwarden.ops.topics import ensure_topics
-    from memwarden.projections.pg import migrate as run
+    from memwarden.stores.pg import migrate as run
 
     settings = Settings()
     console.print(f"migrations applied: {run(settings)}; topics created: {ensure_topics(settings)}")
@@ -190,13 +190,13 @@ def principal_register(
 @review_app.command("list")
 def review_list() -> None:
     """Quarantined memory commands awaiting review: command id, writer, subject, reasons."""
-    from memwarden.projections.pg import connect
     from memwarden.settings import Settings
+    from memwarden.stores.gate_state import pending_reviews
+    from memwarden.stores.pg import connect
 
     try:
         with connect(Settings()) as conn:
-            rows = conn.execute("SELECT command_id::text, principal, subject, reasons, quarantined_at FROM"
-                                " gate_quarantine WHERE status = 'pending' ORDER BY quarantined_at").fetchall()
+            rows = pending_reviews(conn)
     except Exception as exc:  # noqa: BLE001
         _fail(exc)
     for cid, writer, subject, reasons, at in rows:
@@ -209,21 +209,22 @@ def review_list() -> None:
 def _review(command_id: str, by: str, note: str, approve: bool) -> None:
     from memwarden.keystore import key_path, load_or_create_signer
     from memwarden.producers.client import MemwardenClient
-    from memwarden.projections.pg import connect
     from memwarden.settings import Settings
+    from memwarden.stores.gate_state import review_subject
+    from memwarden.stores.pg import connect
 
     s = Settings()
     try:
         with connect(s) as conn:
-            row = conn.execute("SELECT subject FROM gate_quarantine WHERE command_id = %s", (command_id,)).fetchone()
-        if row is None:
+            subject = review_subject(conn, command_id)
+        if subject is None:
             raise ValueError(f"command {command_id} is not in quarantine")
         path = key_path(s.data_dir, by)
         if not path.exists():
             raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
         with MemwardenClient(s, signers=[load_or_create_signer(path, by)]) as client:
             act = client.approve_quarantined if approve else client.reject_quarantined
-            r = act(command_id, by=by, subject=row[0], note=note)
+            r = act(command_id, by=by, subject=subject, note=note)
             outcome = client.decisions([r.command_id])[r.command_id]
     except Exception as exc:  # noqa: BLE001
         _fail(exc)

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, TopicPartition
 
 from memwarden.errors import StackUnavailable
-from memwarden.projections.pg import connect
 from memwarden.settings import Settings
+from memwarden.stores.offsets import consumer_offsets
+from memwarden.stores.pg import connect
 
 
 def end_offsets(settings: Settings, logical: str) -> dict[int, int]:
@@ -31,10 +32,7 @@ def lag(settings: Settings, index_label: str = "edge") -> dict[str, int]:
     stages = {"gate": "commands", "profile": "events", f"index:{index_label}": "events"}
     ends = {t: end_offsets(settings, t) for t in set(stages.values())}
     with connect(settings) as conn:
-        rows = conn.execute("SELECT projector, partition, next_offset FROM projection_offsets").fetchall()
-    done: dict[str, dict[int, int]] = {}
-    for projector, partition, nxt in rows:
-        done.setdefault(projector, {})[partition] = nxt
+        done = consumer_offsets(conn)
     return {stage: sum(max(0, high - done.get(stage, {}).get(p, 0)) for p, high in ends[topic].items())
             for stage, topic in stages.items()}
 

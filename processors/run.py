@@ -30,8 +30,8 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     from memwarden.bootstrap import Container
     from memwarden.ops.pidfiles import write_pidfile
     from memwarden.ops.topics import ensure_topics
-    from memwarden.processors.app import build_app
-    from memwarden.projections.pg import migrate
+    from memwarden.processors.worker import build_app
+    from memwarden.stores.pg import migrate
 
     logging.basicConfig(level=settings.log_level.upper())
     migrate(settings)

@@ -56,10 +56,10 @@ from memwarden.commands.model import (
     to_avro,
 )
 from memwarden.commands.read_auth import sign_request
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, RecalledMemory, RecallMode, check_query
 from memwarden.commands.signing import Signer
 from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
-from memwarden.projections.recall import DEFAULT_PURPOSE, RecalledMemory, RecallMode, check_query
 from memwarden.schemas.codec import AvroCodec, default_codec
 from memwarden.settings import Settings
 
@@ -112,6 +112,10 @@ def _names(value: Any, field: str) -> tuple[Any, ...]:
 
 def _fact(fact: Mapping[str, Any] | None) -> Fact | None:
     return _build(Fact, dict(fact), "fact.") if fact else None
+
+
+#: Command ids per decisions lookup request.
+_LOOKUP_CHUNK = 2_000
 
 
 class MemwardenClient:
@@ -305,23 +309,40 @@ class MemwardenClient:
     def decisions(self, command_ids: Sequence[str], timeout_s: float = 60.0) -> dict[str, str]:
         """Wait until the gate decided every command id; returns ``command_id -> outcome``.
 
-        Reads the gate's decision rows (the same outcomes as the decisions topic). Raises
-        ``StackUnavailable`` after ``timeout_s`` seconds.
+        See :meth:`decided` for the whole decisions. Raises ``StackUnavailable`` after ``timeout_s``
+        seconds or when the read API does not answer.
         """
+        return {cid: d["outcome"] for cid, d in self.decided(command_ids, timeout_s).items()}
 
-        from memwarden.projections.pg import connect
+    def decided(self, command_ids: Sequence[str], timeout_s: float = 60.0) -> dict[str, dict[str, Any]]:
+        """Wait until the gate decided every command id; returns ``command_id -> decision`` (``outcome``,
+        ``reasons`` with ``code``/``message``/``field``, ``memory_id``, ``policy_version``, ledger
+        ``position``, ``decided_at``), asked of the read API's public decisions endpoint.
 
+        Raises ``StackUnavailable`` after ``timeout_s`` seconds or when the read API does not answer.
+        """
+        wanted = list(dict.fromkeys(command_ids))
+        found: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + timeout_s
-        with connect(self.settings) as conn:
-            while True:
-                rows = conn.execute("SELECT command_id::text, outcome FROM gate_decisions"
-                                    " WHERE command_id = ANY(%s::uuid[])", (list(command_ids),)).fetchall()
-                conn.commit()
-                if len(rows) >= len(set(command_ids)):
-                    return dict(rows)
-                if time.monotonic() > deadline:
-                    raise StackUnavailable(f"{len(set(command_ids)) - len(rows)} commands not decided in {timeout_s}s")
-                time.sleep(0.1)
+        while True:
+            missing = [cid for cid in wanted if cid not in found]
+            for i in range(0, len(missing), _LOOKUP_CHUNK):
+                found.update(self._lookup(missing[i:i + _LOOKUP_CHUNK]))
+            if len(found) >= len(wanted):
+                return found
+            if time.monotonic() > deadline:
+                raise StackUnavailable(f"{len(wanted) - len(found)} commands not decided in {timeout_s}s")
+            time.sleep(0.1)
+
+    def _lookup(self, command_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        try:
+            response = self._http.post("/decisions", json={"command_ids": list(command_ids)})
+        except httpx.HTTPError as exc:
+            raise StackUnavailable(f"worker at {self.settings.worker_url} does not answer: {exc}") from exc
+        if response.status_code != 200:
+            raise MemwardenError(f"decisions lookup failed with HTTP {response.status_code}: {response.text}")
+        decisions: dict[str, dict[str, Any]] = response.json()["decisions"]
+        return decisions
 
     def publish_raw(self, key: bytes | None, value: bytes | None) -> Receipt:
         """Publish arbitrary bytes to the commands topic (tests and tools; no validation at all)."""
@@ -411,7 +432,7 @@ class MemwardenClient:
             raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
         if response.status_code != 200:
             raise MemwardenError(f"recall failed with HTTP {response.status_code}: {data}")
-        return [RecalledMemory(**{**m, "tags": tuple(m.get("tags") or ())}) for m in data["memories"]]
+        return [RecalledMemory.from_json(m) for m in data["memories"]]
 
     def close(self) -> None:
         """Flush pending records and close connections."""

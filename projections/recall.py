@@ -1,11 +1,11 @@
 """The read path (SSGM Eq. 5): ``recall(principal, query, k, as_of, known_at, purpose)``.
 
-Isolation before candidate generation: what the principal may read for the requested purpose (ABAC
-over owner, subject and grants, :mod:`memwarden.commands.access`), what was valid at ``as_of``, what
-the ledger knew at ``known_at``, expiry, and freshness (Eq. 3 horizon per store kind) become one
-filter *inside* the vector search; nothing is filtered after ranking. Candidates are then verified
-against Postgres with the same permission as SQL (status, validity, known time, expiry) before
-return, and each result carries its score, provenance and ledger position.
+Isolation before candidate generation: what the principal may read for the requested purpose, what
+was valid at ``as_of``, what the ledger knew at ``known_at``, expiry, and freshness become one filter
+*inside* the vector search (:func:`memwarden.commands.readmodel.read_filter.read_filter`); nothing is
+filtered after ranking. Candidates are then verified against Postgres with the same rules as SQL
+(:func:`memwarden.commands.readmodel.sql.read_filter_sql`) before return, and each result carries
+its score, provenance and ledger position.
 
 Grants and roles are read from Postgres on every recall, so a ``RevokeAccess`` holds from the next
 read on.
@@ -14,155 +14,27 @@ read on.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
 
 import psycopg
 
-from memwarden.commands.access import ROLE_PREFIX, ReadContext, read_permission_filter, read_permission_sql
-from memwarden.commands.freshness import fresh_since_ms
-from memwarden.commands.model import StoreKind
 from memwarden.commands.principals import PrincipalRecord
-from memwarden.errors import ValidationError
-from memwarden.processors.gate_state import load_grants, principal_from_json
+from memwarden.commands.readmodel.filters import Filter
+from memwarden.commands.readmodel.permission import ReadContext
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, RecalledMemory, RecallMode, check_query
+from memwarden.commands.readmodel.read_filter import read_filter
+from memwarden.commands.readmodel.sql import read_filter_sql
+from memwarden.epoch import to_ms
 from memwarden.projections.embedder import Embedder
-from memwarden.projections.index_projector import to_ms
 from memwarden.projections.sparse import Bm25Encoder
-from memwarden.projections.vector_index import PREFETCH_FACTOR, FieldIn, FieldRange, Filter, VectorIndex
-
-DEFAULT_PURPOSE = "general"
-#: Version of the read policy (ABAC rules of :mod:`memwarden.commands.access` + Eq. 5 filter).
-READ_POLICY_VERSION = "abac/1"
-
-MAX_K = 100
-MAX_QUERY_CHARS = 2_000
-
-#: Retrieval path of a recall: ``hybrid`` (dense + lexical prefetch fused in the engine, the default),
-#: ``dense`` (cosine only) or ``lexical`` (BM25 sparse only). Every path carries the same read filter.
-RecallMode = Literal["hybrid", "dense", "lexical"]
-RECALL_MODES: tuple[RecallMode, ...] = get_args(RecallMode)
-
-
-@dataclass(frozen=True)
-class RecalledMemory:
-    """One recalled memory version: content, fused relevance score (dense + lexical, comparable within
-    one recall only), provenance and ledger position."""
-
-    memory_id: str
-    version: int
-    text: str
-    score: float
-    principal: str
-    subject: str
-    scope: str
-    source_kind: str
-    source_ref: str | None
-    observed_at: str
-    valid_from: str
-    valid_to: str | None
-    status: str
-    ledger_topic: str
-    ledger_partition: int
-    ledger_offset: int
-    unverified: bool = False
-    tags: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain dict for the HTTP response."""
-        return asdict(self)
-
-
-def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = DEFAULT_PURPOSE,
-                roles: frozenset[str] = frozenset(), grants: tuple = (), known_at: datetime | None = None,
-                freshness: bool = True, include_untrusted: bool = False) -> Filter:
-    """The Eq. 5 admissibility filter, applied inside the vector search.
-
-    ``ACL`` (owner, subject or an applicable grant, for ``purpose``), valid at ``at`` (UTC), known to
-    the ledger at ``known_at`` (a version decided later is invisible; a version closed later is still
-    current as known then), not expired at ``now``, fresh at ``at`` (Eq. 3: last use or validity start
-    within the store kind's horizon; skipped for ``known_at`` reads and when ``freshness`` is off),
-    never forgotten or quarantined (they are not in the index at all), and not tagged ``untrusted``
-    (content from web, email, documents or tool text, kept as quoted data) unless
-    ``include_untrusted`` (seed 004: untrusted content must not steer the agent by default)."""
-    t = to_ms(at)
-    k = to_ms(known_at or now)
-    ctx = ReadContext(principal, roles, purpose, to_ms(now), tuple(grants))
-    must: list = [
-        read_permission_filter(ctx),
-        FieldIn("status", ("active", "superseded")),
-        FieldRange("valid_from_ms", lte=t),
-        FieldRange("decided_ms", lte=k),
-        Filter(should=(FieldRange("valid_to_ms", gt=t),  # closed later than known_at: as the ledger knew it then
-                       Filter(must=(FieldIn("status", ("superseded",)), FieldRange("closed_known_ms", gt=k))))),
-        FieldRange("expires_ms", gt=to_ms(now)),
-    ]
-    if not include_untrusted:
-        must.append(FieldIn("trust", ("trusted",)))
-    if freshness and known_at is None:
-        must.append(Filter(should=tuple(
-            Filter(must=(FieldIn("store_kind", (kind.value,)), FieldRange("fresh_ref_ms", gte=fresh_since_ms(kind, t))))
-            for kind in StoreKind)))
-    return Filter(must=tuple(must))
-
-
-_VERIFY = """
-SELECT memory_id::text, version, command_id::text, content, principal, subject, scope, source_kind, source_ref,
-       observed_at, valid_from, valid_to, status, ledger_topic, ledger_partition, ledger_offset, unverified, tags
-FROM memory_versions
-WHERE command_id = ANY(%(ids)s::uuid[]) AND {acl}
-  AND status IN ('active', 'superseded') AND content IS NOT NULL
-  AND valid_from <= %(at)s AND decided_at <= %(known)s
-  AND (valid_to IS NULL OR valid_to > %(at)s OR closed_at > %(known)s)
-  AND (expires_at IS NULL OR expires_at > %(now)s)
-  AND (%(untrusted)s OR NOT ('untrusted' = ANY(tags)))
-"""
-
-
-async def read_context(conn: psycopg.AsyncConnection, principal: str) -> tuple[frozenset[str], tuple]:
-    """Roles of ``principal`` (from the registry) and the grants held by it or one of its roles (the
-    only ones that can apply to its reads), read in one short transaction."""
-    async with conn.cursor() as cur:
-        await cur.execute("SELECT record -> 'roles' FROM gate_principals WHERE principal_id = %s", (principal,))
-        row = await cur.fetchone()
-        roles = frozenset(row[0]) if row else frozenset()
-        grants = await load_grants(cur, [principal, *(ROLE_PREFIX + r for r in sorted(roles))])
-    await conn.commit()
-    return roles, grants
-
-
-def check_query(principal: str, query: str, k: int, as_of: datetime | None, known_at: datetime | None = None,
-                purpose: str = DEFAULT_PURPOSE, mode: str = "hybrid") -> None:
-    """Validate recall arguments; raises ``ValidationError`` naming the field."""
-    if mode not in RECALL_MODES:
-        raise ValidationError("mode", f"must be one of {', '.join(RECALL_MODES)}, got {mode!r}")
-    if not isinstance(purpose, str) or not purpose.strip() or purpose == "*":
-        raise ValidationError("purpose", "must name one purpose")
-    if known_at is not None and (not isinstance(known_at, datetime) or known_at.tzinfo is None):
-        raise ValidationError("known_at", "must be a timezone-aware datetime")
-    if not isinstance(principal, str) or not principal.strip():
-        raise ValidationError("principal", "must be a non-empty string")
-    if not isinstance(query, str) or not query.strip():
-        raise ValidationError("query", "must be a non-empty string")
-    if len(query) > MAX_QUERY_CHARS:
-        raise ValidationError("query", f"longer than {MAX_QUERY_CHARS} characters")
-    if not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise ValidationError("k", f"must be an integer in [1, {MAX_K}]")
-    if as_of is not None and (not isinstance(as_of, datetime) or as_of.tzinfo is None):
-        raise ValidationError("as_of", "must be a timezone-aware datetime")
-
-
-async def principal_record(conn: psycopg.AsyncConnection, principal: str) -> PrincipalRecord | None:
-    """The registry record of ``principal`` as the gate stored it, or ``None``."""
-    async with conn.cursor() as cur:
-        await cur.execute("SELECT record FROM gate_principals WHERE principal_id = %s", (principal,))
-        row = await cur.fetchone()
-    await conn.commit()
-    return principal_from_json(row[0]) if row else None
+from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, VectorIndex
+from memwarden.stores.profile_rows import verify_candidates
+from memwarden.stores.registry import principal_record, read_context
 
 
 class Recaller:
-    """Runs recall over an ``Embedder``, a ``VectorIndex`` and the profile state in Postgres."""
+    """Runs recall over an ``Embedder``, a ``VectorIndex`` and the profile state in Postgres (one
+    connection, used by one call at a time)."""
 
     def __init__(self, embedder: Embedder, index: VectorIndex, conn: psycopg.AsyncConnection,
                  lexical: Bm25Encoder | None = None) -> None:
@@ -176,6 +48,16 @@ class Recaller:
         """The registry record of ``principal`` (read authentication), or ``None``."""
         async with self._lock:
             return await principal_record(self._conn, principal)
+
+    async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode) -> list[Hit]:
+        """Top-``k`` candidates of ``mode`` among the points matching ``where`` (filter inside the search)."""
+        if mode == "lexical":
+            return await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k)
+        vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
+        if mode == "dense":
+            return await asyncio.to_thread(self._index.search, vector.tolist(), where, k)
+        return await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query), where, k,
+                                       PREFETCH_FACTOR * k)
 
     async def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
                      known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
@@ -202,25 +84,14 @@ class Recaller:
             grants = tuple(g for g in grants if g.valid_at(to_ms(at)))
         where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants, known_at=known_at,
                             freshness=freshness, include_untrusted=include_untrusted)
-        if mode == "lexical":
-            hits = await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k)
-        else:
-            vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
-            if mode == "dense":
-                hits = await asyncio.to_thread(self._index.search, vector.tolist(), where, k)
-            else:
-                hits = await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query), where,
-                                               k, PREFETCH_FACTOR * k)
+        hits = await self._candidates(query, where, k, mode)
         if not hits:
             return []
         scores = {h.payload["command_id"]: h.score for h in hits}
-        acl, acl_params = read_permission_sql(ReadContext(principal, roles, purpose, to_ms(now), grants))
-        async with self._lock, self._conn.cursor() as cur:
-            await cur.execute(_VERIFY.format(acl=acl),  # type: ignore[arg-type]
-                              {"ids": list(scores), "at": at, "now": now, "known": known,
-                               "untrusted": include_untrusted, **acl_params})
-            rows = await cur.fetchall()
-        await self._conn.commit()
+        sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
+                                      include_untrusted)
+        async with self._lock:
+            rows = await verify_candidates(self._conn, list(scores), sql, params)
         out = [
             RecalledMemory(
                 memory_id=r[0], version=r[1], text=r[3], score=float(scores[r[2]]), principal=r[4], subject=r[5],

@@ -19,27 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from memwarden.commands.readmodel.filters import Condition, FieldIn, FieldRange, Filter, filter_is_empty
+from memwarden.commands.readmodel.payload import INTEGER_FIELDS, KEYWORD_FIELDS, OPEN_END_MS
 from memwarden.errors import MemwardenError, ValidationError
-
-#: Payload fields that carry a keyword index (exact match filters).
-KEYWORD_FIELDS: tuple[str, ...] = (
-    "memory_id",
-    "command_id",
-    "owner",
-    "subject",
-    "scope",
-    "status",
-    "store_kind",
-    "sensitivity",
-    "purposes",
-    "trust",
-)
-#: Payload fields that carry an integer index (epoch milliseconds, UTC).
-INTEGER_FIELDS: tuple[str, ...] = ("valid_from_ms", "valid_to_ms", "expires_ms", "decided_ms", "closed_known_ms",
-                                   "fresh_ref_ms")
-
-#: Sentinel "open end" for ``valid_to_ms`` / ``expires_ms`` (year 9999, ms).
-OPEN_END_MS = 253_402_300_799_000
 
 #: Name of the sparse lexical vector of every point (BM25 term weights, IDF applied by the engine).
 LEXICAL = "lexical"
@@ -59,40 +41,6 @@ RRF_K = 60
 DEFAULT_FUSION: FusionMethod = "dbsf"
 #: Prefetch stage length as a multiple of the requested ``limit`` (``prefetch_limit = 2 * limit``).
 PREFETCH_FACTOR = 2
-
-
-@dataclass(frozen=True)
-class FieldIn:
-    """``payload[key]`` equals one of ``values`` (for list payloads: any element does)."""
-
-    key: str
-    values: tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class FieldRange:
-    """Integer range condition on ``payload[key]``; ``None`` bounds are open."""
-
-    key: str
-    gt: int | None = None
-    gte: int | None = None
-    lt: int | None = None
-    lte: int | None = None
-
-
-Condition = FieldIn | FieldRange
-
-
-@dataclass(frozen=True)
-class Filter:
-    """``must`` all hold, no ``must_not`` holds, and (when ``should`` is non-empty) at least one
-    ``should`` holds. Any entry may itself be a nested ``Filter``, so an ABAC permission is
-    ``Filter(should=(grant_1, grant_2, ...))`` with one conjunctive sub-filter per grant. An empty
-    ``should`` imposes nothing; to match nothing use ``FieldIn(key, ())`` in ``must``."""
-
-    must: tuple[Condition | Filter, ...] = ()
-    must_not: tuple[Condition | Filter, ...] = ()
-    should: tuple[Condition | Filter, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -248,52 +196,16 @@ def search_with_tie_closure(fetch: Callable[[int], list[Hit]], limit: int) -> li
         n *= 2
 
 
-def condition_holds(payload: Mapping[str, Any], cond: Condition | Filter) -> bool:
-    """Reference semantics of one filter entry on one payload (what both engines implement).
-
-    A missing key satisfies no condition; a list payload satisfies a condition when any element
-    does; a nested :class:`Filter` holds per :func:`filter_matches`."""
-    if isinstance(cond, Filter):
-        return filter_matches(payload, cond)
-    value = payload.get(cond.key)
-    if value is None:
-        return False
-    values = value if isinstance(value, list) else [value]
-    if isinstance(cond, FieldIn):
-        return any(v in cond.values for v in values)
-    if isinstance(cond, FieldRange):
-        return any(
-            isinstance(v, int | float)
-            and not isinstance(v, bool)
-            and (cond.gt is None or v > cond.gt)
-            and (cond.gte is None or v >= cond.gte)
-            and (cond.lt is None or v < cond.lt)
-            and (cond.lte is None or v <= cond.lte)
-            for v in values
-        )
-    raise ValidationError("where", f"unsupported condition {type(cond).__name__}")
-
-
-def filter_matches(payload: Mapping[str, Any], where: Filter | None) -> bool:
-    """Reference semantics of the filter AST: every ``must`` entry holds, no ``must_not`` entry
-    holds, and at least one ``should`` entry holds when ``should`` is non-empty. ``None`` and
-    ``Filter()`` match every payload. Pure; used by tests and property checks as the oracle."""
-    if where is None:
-        return True
-    return (
-        all(condition_holds(payload, c) for c in where.must)
-        and not any(condition_holds(payload, c) for c in where.must_not)
-        and (not where.should or any(condition_holds(payload, c) for c in where.should))
-    )
-
-
-def filter_is_empty(where: Filter | None) -> bool:
-    """True when ``where`` imposes nothing at the top level (``None`` or no entries at all)."""
-    return where is None or not (where.must or where.must_not or where.should)
-
-
 def check_hybrid_limits(limit: int, prefetch_limit: int) -> None:
     """Validate :meth:`VectorIndex.query` limits: ``prefetch_limit`` must be ``>= limit`` (a
     prefetch stage shorter than the result cannot fill it). Raises ``ValidationError``."""
     if limit > 0 and prefetch_limit < limit:
         raise ValidationError("prefetch_limit", f"must be >= limit ({limit}), got {prefetch_limit}")
+
+
+__all__ = [
+    "DEFAULT_FUSION", "INTEGER_FIELDS", "KEYWORD_FIELDS", "LAYOUT_VERSION", "LEXICAL", "OPEN_END_MS", "PREFETCH_FACTOR",
+    "RRF_K", "Condition", "FieldIn", "FieldRange", "Filter", "FusionMethod", "Hit", "IndexPoint", "IndexUnavailable",
+    "SparseVector", "VectorIndex", "canonical_id", "check_hybrid_limits", "filter_is_empty", "match_values",
+    "plain_vector", "rank_hits", "search_with_tie_closure",
+]

@@ -68,7 +68,8 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
     from memwarden.producers.client import MemwardenClient, enroll
-    from memwarden.projections.pg import connect
+    from memwarden.stores.decisions import outcome_counts
+    from memwarden.stores.pg import connect
 
     loaded = load_domains(data, tuple(domains or DOMAINS))
     plans = {ep_id: plan_episode(ep) for d in loaded for ep_id, ep in d.episodes.items()}
@@ -106,8 +107,7 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
         ingest_s = time.perf_counter() - t0
         console.print(f"ingested {len(items)} turns in {ingest_s:.0f} s")
         with connect(s) as conn:
-            outcomes = dict(conn.execute("SELECT outcome, count(*) FROM gate_decisions d"
-                                         " WHERE decision IS NOT NULL GROUP BY outcome").fetchall())
+            outcomes = outcome_counts(conn)
         returned: dict[str, list[str]] = {}
         domain_of: dict[str, str] = {}
         latencies: list[float] = []

@@ -56,8 +56,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memwarden.commands.access import Grant
 from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.commands.readmodel.permission import Grant
 from memwarden.evals.gatemem_content import _RESTRICTION_WORD, ContentFacts, analyse, facet_of
 from memwarden.evals.gatemem_data import Episode, Relationship, Turn
 from memwarden.evals.gatemem_policy import EMPTY_POLICY, POLICY, Access, DomainPolicy

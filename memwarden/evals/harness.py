@@ -30,7 +30,7 @@ def eval_namespace(base: Settings, label: str, keep: bool = False, progress: boo
     """Create ``<prefix>.<label>-<8 hex>`` (topics, schema), start a worker, yield, then stop the
     worker and (unless ``keep``) drop everything. Raises ``StackUnavailable`` if the stack is down."""
     from memwarden.ops.topics import delete_topics, ensure_topics
-    from memwarden.projections.pg import drop_namespace, migrate
+    from memwarden.stores.pg import drop_namespace, migrate
 
     settings = base.model_copy(update={"topic_prefix": f"{base.topic_prefix}.{label}-{uuid.uuid4().hex[:8]}",
                                        "worker_port": free_port()})  # runs may overlap

@@ -70,7 +70,9 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
     from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
     from memwarden.producers.client import MemwardenClient, enroll
-    from memwarden.projections.pg import connect
+    from memwarden.stores.decisions import outcome_counts
+    from memwarden.stores.pg import connect
+    from memwarden.stores.profile_rows import version_count
 
     conversations = load_conversations(data, ids)
     with eval_namespace(base, "eval", keep, progress) as run:
@@ -110,9 +112,8 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
             final_lag = wait_caught_up(settings, alive=worker.alive)
             ingest_s = time.perf_counter() - t0
             with connect(settings) as conn:
-                rows = conn.execute("SELECT outcome, count(*) FROM gate_decisions GROUP BY outcome").fetchall()
-                outcomes = dict(rows)
-                projected = conn.execute("SELECT count(*) FROM memory_versions").fetchone()[0]
+                outcomes = outcome_counts(conn)
+                projected = version_count(conn)
             turns_tab, sessions_tab = RecallTable(ks, turn_recall), RecallTable(ks, session_recall)
             latencies: list[float] = []
             kmax = max(ks)

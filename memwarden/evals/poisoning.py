@@ -41,7 +41,9 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
     from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
     from memwarden.producers.client import MemwardenClient, enroll
-    from memwarden.projections.pg import connect
+    from memwarden.stores.decisions import outcome_counts
+    from memwarden.stores.pg import connect
+    from memwarden.stores.profile_rows import memory_ids, source_refs
 
     items = load_labelled(data)
     score = score_detector(DEFAULT_DETECTOR, items)
@@ -71,12 +73,9 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
         outcomes = client.decisions([r.command_id for r in (*receipts, *procedure_tries)], timeout_s=300)
         wait_caught_up(s, alive=run.worker.alive)
         with connect(s) as conn:
-            projected = {r[0] for r in conn.execute("SELECT memory_id::text FROM memory_versions"
-                                                    " WHERE status = 'active'").fetchall()}
-            procedures = {r[0] for r in conn.execute("SELECT source_ref FROM memory_versions"
-                                                     " WHERE store_kind = 'PROCEDURE'").fetchall()}
-            reasons = dict(conn.execute(
-                "SELECT outcome, count(*) FROM gate_decisions GROUP BY outcome").fetchall())
+            projected = memory_ids(conn, "active")
+            procedures = source_refs(conn, "PROCEDURE")
+            reasons = outcome_counts(conn)
         recalled: set[str] = set()
         for i in injected:
             for reader in (VICTIM, AGENT):

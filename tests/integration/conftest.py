@@ -19,9 +19,9 @@ from memwarden.ops.pidfiles import free_port
 from memwarden.ops.topics import delete_topics, ensure_topics
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.producers.client import MemwardenClient, enroll
-from memwarden.projections.pg import connect, drop_namespace, migrate
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
+from memwarden.stores.pg import connect, drop_namespace, migrate
 
 T = TypeVar("T")
 

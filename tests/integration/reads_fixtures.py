@@ -20,15 +20,18 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from memwarden.commands.access import Grant
-from memwarden.commands.gate import Position
 from memwarden.commands.model import PrincipalKind, Sensitivity, StoreKind
 from memwarden.commands.principals import PrincipalRecord
-from memwarden.processors.gate_state import grant_to_json, principal_to_json
-from memwarden.projections.index_projector import payload_of, point_id, to_ms
-from memwarden.projections.profile_projector import EventIn, row_of
+from memwarden.commands.readmodel.filters import Filter
+from memwarden.commands.readmodel.payload import OPEN_END_MS
+from memwarden.commands.readmodel.payload import point_payload as payload_of
+from memwarden.commands.readmodel.permission import Grant
+from memwarden.epoch import to_ms, to_ms_or
+from memwarden.projections.index_projector import point_id
 from memwarden.projections.sparse import Bm25Encoder
-from memwarden.projections.vector_index import Filter, IndexPoint, VectorIndex
+from memwarden.projections.vector_index import IndexPoint, VectorIndex
+from memwarden.stores.profile_rows import row_of
+from memwarden.stores.records import grant_to_json, principal_to_json
 
 DIM = 384
 _WORD = re.compile(r"\w+")
@@ -135,7 +138,7 @@ class Version:
         p = payload_of(self.recorded(offset))
         if self.last_used is not None:
             p["fresh_ref_ms"] = to_ms(self.last_used)
-        p["valid_to_ms"] = to_ms(self.valid_to)
+        p["valid_to_ms"] = to_ms_or(self.valid_to, OPEN_END_MS)
         if self.closed_at is not None:
             p["closed_known_ms"] = to_ms(self.closed_at)
         p["status"] = self.status
@@ -145,7 +148,7 @@ class Version:
         """The ``memory_versions`` row after every projector update (``row_of``, then close, use,
         forget; a quarantined version never reaches the projections: it is stored here anyway)."""
         text = None if self.status == "forgotten" else self.text
-        r = row_of(EventIn("MemoryRecorded", self.recorded(offset), Position("events", 0, offset), text))
+        r = row_of(self.recorded(offset), text)
         r.update(status=self.status, valid_to=self.valid_to, closed_at=self.closed_at, last_used_at=self.last_used)
         return r
 

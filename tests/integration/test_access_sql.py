@@ -17,10 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memwarden.commands.access import Grant, ReadContext, RecordAttrs, Right, may_read, read_permission_sql
-from memwarden.commands.model import Sensitivity, StoreKind
-from memwarden.projections.pg import connect, drop_namespace, migrate
+from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.commands.readmodel.payload import RecordAttrs
+from memwarden.commands.readmodel.permission import Grant, ReadContext, may_read
+from memwarden.commands.readmodel.sql import read_permission_sql
 from memwarden.settings import Settings
+from memwarden.stores.pg import connect, drop_namespace, migrate
 from tests.unit.test_access import contexts_st, records_st
 
 pytestmark = pytest.mark.integration

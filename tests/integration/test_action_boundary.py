@@ -13,10 +13,10 @@ import uuid
 import pytest
 
 from memwarden.commands.authorize import ActionPolicy, AuthorizationDecision, PrincipalInfo, Resource, Rule, authorize
+from memwarden.commands.readmodel.query import RecalledMemory
 from memwarden.errors import ValidationError
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.producers.client import MemwardenClient
-from memwarden.projections.recall import RecalledMemory
 from memwarden.settings import Settings
 from tests.integration.conftest import enroll_ids, poll
 

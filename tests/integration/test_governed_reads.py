@@ -20,11 +20,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memwarden.commands.readmodel.query import RECALL_MODES, RecalledMemory, RecallMode
 from memwarden.keystore import admin_signer
 from memwarden.ops.audit import reads_of
 from memwarden.ops.worker_process import WorkerProcess, settings_env
 from memwarden.producers.client import MemwardenClient, Receipt
-from memwarden.projections.recall import RECALL_MODES, RecalledMemory, RecallMode
 from memwarden.settings import Settings
 from tests.integration.conftest import enroll_ids, poll, read_topic, rows
 

@@ -35,16 +35,18 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from memwarden.commands.access import Grant, ReadContext, RecordAttrs, Right, may_read
-from memwarden.commands.freshness import is_fresh
-from memwarden.commands.model import Sensitivity, StoreKind
+from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.commands.readmodel.freshness import is_fresh
+from memwarden.commands.readmodel.payload import RecordAttrs
+from memwarden.commands.readmodel.permission import Grant, ReadContext, may_read
+from memwarden.commands.readmodel.query import RECALL_MODES, RecalledMemory, RecallMode
+from memwarden.epoch import to_ms
 from memwarden.projections.edge_index import EdgeVectorIndex
-from memwarden.projections.index_projector import to_ms
-from memwarden.projections.pg import connect, connect_async
-from memwarden.projections.recall import RECALL_MODES, RecalledMemory, Recaller, RecallMode
+from memwarden.projections.recall import Recaller
 from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import VectorIndex
 from memwarden.settings import Settings
+from memwarden.stores.pg import connect, connect_async
 from tests.integration.conftest import drop, make_namespace
 from tests.integration.reads_fixtures import DIM, HashEmbedder, Loop, Version, qdrant_server_url, store, utc_now
 

@@ -19,12 +19,14 @@ import pytest
 
 from memwarden.commands.gate import Position
 from memwarden.commands.model import Sensitivity, StoreKind
+from memwarden.commands.readmodel.payload import OPEN_END_MS
+from memwarden.epoch import to_ms, to_ms_or
 from memwarden.projections.edge_index import EdgeVectorIndex
-from memwarden.projections.index_projector import EmbeddingProjector, point_id, to_ms
-from memwarden.projections.pg import connect_async
-from memwarden.projections.profile_projector import EventIn, ProfileProjector
-from memwarden.projections.vector_index import OPEN_END_MS
+from memwarden.projections.events_in import EventIn
+from memwarden.projections.index_projector import EmbeddingProjector, point_id
+from memwarden.projections.profile_projector import ProfileProjector
 from memwarden.settings import Settings
+from memwarden.stores.pg import connect_async
 from tests.integration.conftest import drop, make_namespace
 from tests.integration.reads_fixtures import DIM, HashEmbedder, Loop, Version
 
@@ -124,7 +126,7 @@ def test_index_payloads_say_what_the_rows_say(ns: Settings, loop: Loop, aconn: p
         p = payloads[point_id(memory_id, command_id)]
         expected = {
             "status": status,
-            "valid_to_ms": to_ms(valid_to),
+            "valid_to_ms": to_ms_or(valid_to, OPEN_END_MS),
             "closed_known_ms": to_ms(closed_at) if closed_at else OPEN_END_MS,
             "fresh_ref_ms": to_ms(max(valid_from, last_used) if last_used else valid_from),
         }

@@ -28,22 +28,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memwarden.commands.readmodel.filters import Condition, FieldIn, FieldRange, Filter, evaluate
+from memwarden.commands.readmodel.payload import OPEN_END_MS
 from memwarden.errors import ValidationError
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.sparse import Bm25Encoder
-from memwarden.projections.vector_index import (
-    OPEN_END_MS,
-    Condition,
-    FieldIn,
-    FieldRange,
-    Filter,
-    Hit,
-    IndexPoint,
-    IndexUnavailable,
-    SparseVector,
-    VectorIndex,
-    filter_matches,
-)
+from memwarden.projections.vector_index import Hit, IndexPoint, IndexUnavailable, SparseVector, VectorIndex
 
 DIM = 384
 N_POINTS = 300
@@ -98,7 +88,7 @@ def valid_at(t_ms: int) -> tuple[Condition, ...]:
 
 def matches(payload: Mapping[str, Any], where: Filter | None) -> bool:
     """Reference semantics of the filter AST (the port's pure oracle)."""
-    return filter_matches(payload, where)
+    return evaluate(where, payload)
 
 
 def reference_search(

@@ -14,22 +14,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memwarden.commands.access import (
+from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.commands.readmodel.filters import FieldIn, FieldRange, Filter, evaluate
+from memwarden.commands.readmodel.payload import RecordAttrs
+from memwarden.commands.readmodel.payload import attrs_payload as payload_of
+from memwarden.commands.readmodel.permission import (
     Grant,
     ReadContext,
-    RecordAttrs,
-    Right,
     applicable_grants,
-    evaluate,
     may_read,
     may_write,
-    payload_of,
     read_permission_filter,
-    read_permission_sql,
 )
-from memwarden.commands.model import Sensitivity, StoreKind
+from memwarden.commands.readmodel.sql import read_permission_sql
 from memwarden.errors import ValidationError
-from memwarden.projections.vector_index import FieldIn, FieldRange, Filter
 
 NOW = 1_000_000
 LEVELS = list(Sensitivity)

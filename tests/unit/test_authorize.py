@@ -68,7 +68,7 @@ def test_allowed_within_limit_names_the_rule_and_policy_version() -> None:
     d = decide()
     assert d.allowed and d.codes == ("ALLOWED_BY_RULE",) and d.reasons[0].rule_id == "clerk-approve"
     assert (d.policy_id, d.policy_version, d.principal, d.action) == ("payments", 7, "user:carla", "approve_invoice")
-    assert (d.resource_type, d.resource_id) == ("invoice", "inv-1") and d.reasons[0].text
+    assert (d.resource_type, d.resource_id) == ("invoice", "inv-1") and d.reasons[0].message
 
 
 @pytest.mark.parametrize("amount, allowed", [(0, True), (999.99, True), (1000, True), (1000.01, False), (10**6, False)])
@@ -77,7 +77,7 @@ def test_numeric_limit_is_an_inclusive_maximum(amount: float, allowed: bool) -> 
     assert d.allowed is allowed
     if not allowed:
         assert d.codes == ("LIMIT_EXCEEDED",) and d.reasons[0].rule_id == "clerk-approve"
-        assert "1000" in d.reasons[0].text
+        assert "1000" in d.reasons[0].message
 
 
 @pytest.mark.parametrize("amount", [None, "500"])
@@ -101,7 +101,7 @@ def test_no_matching_rule_is_a_default_deny() -> None:
 
 def test_unknown_action_is_denied_with_its_own_reason() -> None:
     d = decide(CFO, action="wire_money")
-    assert not d.allowed and d.codes == ("UNKNOWN_ACTION",) and "wire_money" in d.reasons[0].text
+    assert not d.allowed and d.codes == ("UNKNOWN_ACTION",) and "wire_money" in d.reasons[0].message
 
 
 def test_unauthenticated_principal_is_denied_before_anything_else() -> None:

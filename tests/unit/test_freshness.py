@@ -8,13 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memwarden.commands.freshness import (
+from memwarden.commands.model import StoreKind
+from memwarden.commands.readmodel.freshness import (
     DAY_S,
     DEFAULT_FRESHNESS,
     THETA_FRESH,
     FreshnessParams,
-    Usage,
-    UsageBatcher,
     delta_seconds,
     fresh_since_ms,
     freshness,
@@ -23,7 +22,7 @@ from memwarden.commands.freshness import (
     rank_score,
     weight,
 )
-from memwarden.commands.model import StoreKind
+from memwarden.commands.readmodel.usage import Usage, UsageBatcher
 from memwarden.errors import ValidationError
 
 DAY_MS = 86_400_000

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from memwarden.commands.access import ReadContext, RecordAttrs, may_read
 from memwarden.commands.model import Sensitivity
+from memwarden.commands.readmodel.payload import RecordAttrs
+from memwarden.commands.readmodel.permission import ReadContext, may_read
 from memwarden.evals.gatemem_content import analyse, is_credential_only
 from memwarden.evals.gatemem_data import (
     SYNTHETIC_EPOCH,

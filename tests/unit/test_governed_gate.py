@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from memwarden.commands import gate
-from memwarden.commands.access import Grant, Right
 from memwarden.commands.attribution import SourceRecord
 from memwarden.commands.contradiction import DEFAULT_CLAIMS
 from memwarden.commands.facts import FactState, fact_key
@@ -43,6 +42,7 @@ from memwarden.commands.model import (
     RejectQuarantined,
     RevokeAccess,
     RevokeKey,
+    Right,
     RotateKey,
     Sensitivity,
     Source,
@@ -51,6 +51,7 @@ from memwarden.commands.model import (
 )
 from memwarden.commands.policy import default_policy
 from memwarden.commands.principals import KeyRecord
+from memwarden.commands.readmodel.permission import Grant
 from memwarden.commands.risk import Tier, tier
 from memwarden.commands.signing import Signer
 from tests import factories as f

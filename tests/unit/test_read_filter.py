@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
-from memwarden.commands.access import Grant, RecordAttrs, Right, evaluate, payload_of
-from memwarden.commands.freshness import DEFAULT_FRESHNESS, horizon_s
-from memwarden.commands.model import Sensitivity, StoreKind
-from memwarden.projections.index_projector import to_ms
-from memwarden.projections.recall import read_filter
-from memwarden.projections.vector_index import OPEN_END_MS
+from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.commands.readmodel.filters import evaluate
+from memwarden.commands.readmodel.freshness import DEFAULT_FRESHNESS, horizon_s
+from memwarden.commands.readmodel.payload import OPEN_END_MS, RecordAttrs
+from memwarden.commands.readmodel.payload import attrs_payload as payload_of
+from memwarden.commands.readmodel.permission import Grant
+from memwarden.commands.readmodel.read_filter import read_filter
+from memwarden.epoch import to_ms
 
 NOW = datetime(2025, 7, 25, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)

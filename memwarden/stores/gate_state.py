@@ -13,14 +13,12 @@ Everything here is plain I/O mapping between rows and the pure types of :mod:`me
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
 
-from memwarden.commands.access import Grant
 from memwarden.commands.facts import FactKey, FactState
 from memwarden.commands.gate import (
     ClaimState,
@@ -35,44 +33,10 @@ from memwarden.commands.gate import (
     QuarantineSet,
     QuarantineState,
 )
-from memwarden.commands.model import PrincipalKind
 from memwarden.commands.policy import WritePolicy, default_policy, parse_policy
-from memwarden.commands.principals import KeyRecord, PrincipalRecord
-
-
-def principal_to_json(p: PrincipalRecord) -> dict[str, Any]:
-    """JSON form of a registry record (public keys base64)."""
-    return {
-        "principal_id": p.principal_id, "kind": p.kind.value, "roles": sorted(p.roles),
-        "attributes": dict(p.attributes),
-        "keys": [{"key_id": k.key_id, "public_key": base64.b64encode(k.public_key).decode(),
-                  "valid_from_ms": k.valid_from_ms, "valid_to_ms": k.valid_to_ms, "revoked_at_ms": k.revoked_at_ms}
-                 for k in p.keys],
-    }
-
-
-def principal_from_json(d: dict[str, Any]) -> PrincipalRecord:
-    """Inverse of :func:`principal_to_json`."""
-    return PrincipalRecord(
-        d["principal_id"], PrincipalKind(d["kind"]), frozenset(d["roles"]), dict(d["attributes"]),
-        tuple(KeyRecord(k["key_id"], base64.b64decode(k["public_key"]), k["valid_from_ms"], k["valid_to_ms"],
-                        k["revoked_at_ms"]) for k in d["keys"]))
-
-
-def grant_to_json(g: Grant) -> dict[str, Any]:
-    """JSON form of a grant (every field; enums as their names, times in epoch ms)."""
-    return {
-        "grant_id": g.grant_id, "grantee": g.grantee, "rights": sorted(r.value for r in g.rights),
-        "scopes": list(g.scopes), "subjects": list(g.subjects), "purposes": list(g.purposes),
-        "store_kinds": [k.value for k in g.store_kinds], "sensitivity_ceiling": g.sensitivity_ceiling.value,
-        "valid_from_ms": g.valid_from_ms, "valid_to_ms": g.valid_to_ms, "revoked_at_ms": g.revoked_at_ms,
-        "granted_by": g.granted_by, "relationship": g.relationship,
-    }
-
-
-def grant_from_json(d: dict[str, Any]) -> Grant:
-    """Inverse of :func:`grant_to_json`."""
-    return Grant(**d)
+from memwarden.commands.principals import PrincipalRecord
+from memwarden.commands.readmodel.permission import Grant
+from memwarden.stores.records import grant_from_json, grant_to_json, principal_from_json, principal_to_json
 
 
 async def load_grants(cur: psycopg.AsyncCursor, grantees: Sequence[str] | None = None) -> tuple[Grant, ...]:
@@ -221,3 +185,35 @@ async def store_effects(cur: psycopg.AsyncCursor, effects: Iterable[tuple[Effect
             else:
                 await cur.execute("UPDATE gate_quarantine SET status = %s, reviewed_by = %s, reviewed_at = now()"
                                   " WHERE command_id = %s", (q.status, ctx.get("reviewer"), q.command_id))
+
+
+async def store_memories(cur: psycopg.AsyncCursor, changed: Iterable[tuple[MemoryState, str | None]]) -> None:
+    """Upsert the gate's view of changed memories; each comes with the command id whose decision row
+    holds its current ``MemoryRecorded`` (``None`` keeps the stored one: a forget)."""
+    rows = [(m.memory_id, m.subject, m.owner, m.version, m.forgotten, m.scope, m.fact[1] if m.fact else None,
+             m.fact[2] if m.fact else None, cmd, list(m.key_ids)) for m, cmd in changed]
+    if not rows:
+        return
+    await cur.executemany(
+        "INSERT INTO gate_memories (memory_id, subject, owner, version, forgotten, scope, fact_entity,"
+        " fact_attribute, current_command_id, key_ids) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[])"
+        " ON CONFLICT (memory_id) DO UPDATE SET version = EXCLUDED.version, forgotten = EXCLUDED.forgotten,"
+        " scope = EXCLUDED.scope, fact_entity = EXCLUDED.fact_entity, fact_attribute = EXCLUDED.fact_attribute,"
+        " current_command_id = COALESCE(EXCLUDED.current_command_id, gate_memories.current_command_id),"
+        " key_ids = EXCLUDED.key_ids", rows)
+
+
+
+def pending_reviews(conn: psycopg.Connection) -> list[tuple[str, str, str, list[dict[str, Any]], Any]]:
+    """Quarantined commands awaiting review, oldest first: command id, writer, subject, reasons, when."""
+    rows = conn.execute("SELECT command_id::text, principal, subject, reasons, quarantined_at FROM gate_quarantine"
+                        " WHERE status = 'pending' ORDER BY quarantined_at").fetchall()
+    conn.commit()
+    return [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+def review_subject(conn: psycopg.Connection, command_id: str) -> str | None:
+    """The subject of quarantined command ``command_id`` (a review is keyed by it), or ``None``."""
+    row = conn.execute("SELECT subject FROM gate_quarantine WHERE command_id = %s", (command_id,)).fetchone()
+    conn.commit()
+    return row[0] if row else None

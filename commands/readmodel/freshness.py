@@ -27,9 +27,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import NamedTuple
 
 from memwarden.commands.model import StoreKind
+from memwarden.commands.readmodel.checks import epoch_ms
 from memwarden.errors import ValidationError
 
 DAY_S = 86_400.0
@@ -117,21 +117,13 @@ def _params(store_kind: StoreKind | str,
     return params[kind]
 
 
-def _ms(field: str, value: int | None, *, optional: bool = False) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(field, f"must be integer epoch milliseconds, got {value!r}")
-    return value
-
-
 def delta_seconds(last_used_ms: int | None, valid_from_ms: int, now_ms: int) -> float:
     """Seconds from the reference time to ``now_ms``: the reference is the later of the last use and
     ``valid_from_ms`` (a new version starts fresh; a never-used record ages from ``valid_from_ms``).
     A reference after ``now_ms`` (clock skew between nodes, as-of reads) counts as 0, not an error."""
-    _ms("last_used_ms", last_used_ms, optional=True)
-    _ms("valid_from_ms", valid_from_ms)
-    _ms("now_ms", now_ms)
+    epoch_ms("last_used_ms", last_used_ms, optional=True)
+    epoch_ms("valid_from_ms", valid_from_ms)
+    epoch_ms("now_ms", now_ms)
     ref = valid_from_ms if last_used_ms is None else max(last_used_ms, valid_from_ms)
     return max(0, now_ms - ref) / 1000.0
 
@@ -175,7 +167,7 @@ def fresh_since_ms(store_kind: StoreKind | str, now_ms: int,
     ``is_fresh`` holds iff ``max(last_used_ms, valid_from_ms) >= fresh_since_ms`` (to the
     millisecond, up to float rounding). ``None`` when every record of the kind is fresh. Use it as a
     ``FieldRange(gte=...)`` inside the index query so that stale records are never candidates."""
-    _ms("now_ms", now_ms)
+    epoch_ms("now_ms", now_ms)
     h = horizon_s(_params(store_kind, params), theta)
     return None if math.isinf(h) else now_ms - math.floor(h * 1000.0)
 
@@ -193,74 +185,3 @@ def rank_score(relevance: float, w: float, theta: float = THETA_FRESH) -> float:
     if not 0.0 <= w <= 1.0:
         raise ValidationError("w", f"must be within [0, 1], got {w!r}")
     return relevance if w >= _theta(theta) else -math.inf
-
-
-class Usage(NamedTuple):
-    """One use of a memory: its id and when it was returned by a read (epoch ms)."""
-
-    memory_id: str
-    used_at_ms: int
-
-
-class UsageBatcher:
-    """Accumulates memory uses for the batched ``MemoryUsed`` event (issue 4 part 4). Pure: no clock,
-    no I/O; the caller passes ``now_ms`` and publishes what it gets back.
-
-    A batch is due when it holds ``max_items`` distinct memory ids or when ``max_wait_ms`` have passed
-    since its first use was added. Only the latest use per memory id is kept (uses may arrive out of
-    order). Batches list memories in the order they were first added. Not thread-safe: one owner.
-    Raises ``ValidationError`` for ``max_items < 1``, ``max_wait_ms < 0``, an empty memory id or a
-    non-integer time."""
-
-    def __init__(self, max_items: int = 256, max_wait_ms: int = 1_000) -> None:
-        if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 1:
-            raise ValidationError("max_items", f"must be an integer >= 1, got {max_items!r}")
-        if isinstance(max_wait_ms, bool) or not isinstance(max_wait_ms, int) or max_wait_ms < 0:
-            raise ValidationError("max_wait_ms", f"must be an integer >= 0, got {max_wait_ms!r}")
-        self.max_items = max_items
-        self.max_wait_ms = max_wait_ms
-        self._uses: dict[str, int] = {}
-        self._first_ms: int | None = None
-
-    def __len__(self) -> int:
-        return len(self._uses)
-
-    @property
-    def due_at_ms(self) -> int | None:
-        """When the pending batch becomes due by time (epoch ms), ``None`` when nothing is pending."""
-        return None if self._first_ms is None else self._first_ms + self.max_wait_ms
-
-    def add(self, memory_id: str, used_at_ms: int, now_ms: int) -> tuple[Usage, ...] | None:
-        """Record one use; returns the batch (and starts a new one) when it is due, else ``None``."""
-        if not isinstance(memory_id, str) or not memory_id.strip():
-            raise ValidationError("memory_id", f"must be a non-empty string, got {memory_id!r}")
-        _ms("used_at_ms", used_at_ms)
-        _ms("now_ms", now_ms)
-        if self._first_ms is None:
-            self._first_ms = now_ms
-        prior = self._uses.get(memory_id)
-        self._uses[memory_id] = used_at_ms if prior is None else max(prior, used_at_ms)
-        return self.poll(now_ms)
-
-    def add_many(self, memory_ids: list[str] | tuple[str, ...], used_at_ms: int,
-                 now_ms: int) -> list[tuple[Usage, ...]]:
-        """Record that one read returned ``memory_ids`` at ``used_at_ms``; returns every batch that
-        became due (several when one read returns more than ``max_items`` memories)."""
-        out = [b for m in memory_ids if (b := self.add(m, used_at_ms, now_ms)) is not None]
-        return out
-
-    def poll(self, now_ms: int) -> tuple[Usage, ...] | None:
-        """The pending batch if it is due at ``now_ms`` (size or age), else ``None``."""
-        _ms("now_ms", now_ms)
-        if self._first_ms is None:
-            return None
-        if len(self._uses) >= self.max_items or now_ms - self._first_ms >= self.max_wait_ms:
-            return self.flush()
-        return None
-
-    def flush(self) -> tuple[Usage, ...]:
-        """Everything pending, due or not (on shutdown); empty when nothing is pending."""
-        batch = tuple(Usage(m, t) for m, t in self._uses.items())
-        self._uses = {}
-        self._first_ms = None
-        return batch

@@ -2,10 +2,11 @@
 
 SSGM Principle 3 ("Access-Scoped Retrieval") and seed 004 "Shared memory needs principal-aware
 isolation": the permission is decided from the principal, its roles, the grants known at ``now_ms``
-and the requested purpose, and it is injected *into* every query (vector filter, SQL predicate) so
-that candidate generation only ever sees permitted records. Nothing here does I/O.
+and the requested purpose, and it is injected *into* every query (vector filter here, SQL predicate
+in :mod:`memwarden.commands.readmodel.sql`) so that candidate generation only ever sees permitted
+records. Nothing here does I/O.
 
-Rules (see /work/notes/access-contract.md):
+Rules:
 
 - Purpose limitation applies to every read: a record with purpose tags is readable only for one of
   them (own records included). No tags = any purpose.
@@ -17,25 +18,24 @@ Rules (see /work/notes/access-contract.md):
 
 Wildcards: ``"*"`` in a grant's ``scopes``, ``subjects`` or ``purposes`` means "any" (like ``()`` for
 subjects and purposes); ``"*"`` among a record's purpose tags means "any purpose" — it is the payload
-form of "no tags" (payload convention: ``purposes == ["*"]`` when the record has no tags).
+form of "no tags" (:mod:`memwarden.commands.readmodel.payload`).
 
-Three equivalent forms: :func:`may_read` (the oracle), :func:`read_permission_filter` (the
-``VectorIndex`` Filter AST) and :func:`read_permission_sql` (a WHERE fragment over
-``memory_versions``); :func:`evaluate` is the reference evaluator of the AST used to prove them equal.
+Three equivalent forms: :func:`may_read` (the oracle), :func:`read_permission_filter` (the filter
+tree) and :func:`memwarden.commands.readmodel.sql.read_permission_sql` (a WHERE fragment over
+``memory_versions``); :func:`memwarden.commands.readmodel.filters.evaluate` proves them equal.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.commands.readmodel import checks
+from memwarden.commands.readmodel.filters import FieldIn, Filter
+from memwarden.commands.readmodel.payload import ANY, RecordAttrs
 from memwarden.errors import ValidationError
-from memwarden.projections.vector_index import FieldIn, FieldRange, Filter
 
-ANY = "*"
 ROLE_PREFIX = "role:"
 #: Sensitivity levels from least to most sensitive.
 SENSITIVITY_ORDER: tuple[Sensitivity, ...] = (
@@ -43,44 +43,9 @@ SENSITIVITY_ORDER: tuple[Sensitivity, ...] = (
 )
 
 
-# -- validation helpers ----------------------------------------------------------------------------
-
-
-def _name(field: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(field, f"must be a non-empty string, got {value!r}")
-    return value
-
-
-def _names(field: str, value: Any, *, nonempty: bool = False) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise ValidationError(field, f"must be a sequence of names, not {type(value).__name__}")
-    out = tuple(_name(f"{field}[{i}]", v) for i, v in enumerate(value))
-    if nonempty and not out:
-        raise ValidationError(field, "must not be empty")
-    return out
-
-
-def _enum(field: str, cls: type[Any], value: Any) -> Any:
-    try:
-        return cls(value)
-    except ValueError:
-        raise ValidationError(field, f"unknown {cls.__name__} {value!r}") from None
-
-
-def _ms(field: str, value: Any, *, optional: bool = False) -> int | None:
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(field, f"must be integer epoch milliseconds, got {value!r}")
-    return value
-
-
-def _allowed_levels(ceiling: Sensitivity) -> tuple[str, ...]:
+def allowed_levels(ceiling: Sensitivity) -> tuple[str, ...]:
+    """The sensitivity values at or below ``ceiling``, least sensitive first."""
     return tuple(s.value for s in SENSITIVITY_ORDER[: SENSITIVITY_ORDER.index(ceiling) + 1])
-
-
-# -- the data --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -109,28 +74,28 @@ class Grant:
     relationship: str | None = None
 
     def __post_init__(self) -> None:
-        _name("grant_id", self.grant_id)
-        _name("grantee", self.grantee)
+        checks.name("grant_id", self.grant_id)
+        checks.name("grantee", self.grantee)
         if self.grantee.startswith(ROLE_PREFIX) and not self.grantee[len(ROLE_PREFIX):].strip():
             raise ValidationError("grantee", "role grantee needs a role name after 'role:'")
         if isinstance(self.rights, str) or not isinstance(self.rights, Iterable):
             raise ValidationError("rights", "must be a set of rights")
-        rights = frozenset(_enum(f"rights[{i}]", Right, r) for i, r in enumerate(self.rights))
+        rights = frozenset(checks.enum(f"rights[{i}]", Right, r) for i, r in enumerate(self.rights))
         if not rights:
             raise ValidationError("rights", "must not be empty")
         set_ = object.__setattr__
         set_(self, "rights", rights)
-        set_(self, "scopes", _names("scopes", self.scopes, nonempty=True))
-        set_(self, "subjects", _names("subjects", self.subjects))
-        set_(self, "purposes", _names("purposes", self.purposes))
+        set_(self, "scopes", checks.names("scopes", self.scopes, nonempty=True))
+        set_(self, "subjects", checks.names("subjects", self.subjects))
+        set_(self, "purposes", checks.names("purposes", self.purposes))
         if isinstance(self.store_kinds, str) or not isinstance(self.store_kinds, Iterable):
             raise ValidationError("store_kinds", "must be a sequence of store kinds")
         set_(self, "store_kinds",
-             tuple(_enum(f"store_kinds[{i}]", StoreKind, k) for i, k in enumerate(self.store_kinds)))
-        set_(self, "sensitivity_ceiling", _enum("sensitivity_ceiling", Sensitivity, self.sensitivity_ceiling))
-        _ms("valid_from_ms", self.valid_from_ms)
-        _ms("valid_to_ms", self.valid_to_ms, optional=True)
-        _ms("revoked_at_ms", self.revoked_at_ms, optional=True)
+             tuple(checks.enum(f"store_kinds[{i}]", StoreKind, k) for i, k in enumerate(self.store_kinds)))
+        set_(self, "sensitivity_ceiling", checks.enum("sensitivity_ceiling", Sensitivity, self.sensitivity_ceiling))
+        checks.epoch_ms("valid_from_ms", self.valid_from_ms)
+        checks.epoch_ms("valid_to_ms", self.valid_to_ms, optional=True)
+        checks.epoch_ms("revoked_at_ms", self.revoked_at_ms, optional=True)
         if self.valid_to_ms is not None and self.valid_to_ms <= self.valid_from_ms:
             raise ValidationError("valid_to_ms", "must be later than valid_from_ms")
 
@@ -157,46 +122,23 @@ class ReadContext:
     grants: tuple[Grant, ...]
 
     def __post_init__(self) -> None:
-        _name("principal", self.principal)
+        checks.name("principal", self.principal)
         if self.principal.startswith(ROLE_PREFIX):
             raise ValidationError("principal", f"a principal id cannot be a role: {self.principal!r}")
-        roles = _names("roles", self.roles)
+        roles = checks.names("roles", self.roles)
         for i, role in enumerate(roles):
             if role.startswith(ROLE_PREFIX):
                 raise ValidationError(f"roles[{i}]", f"bare role names only, got {role!r}")
-        _name("purpose", self.purpose)
+        checks.name("purpose", self.purpose)
         if self.purpose == ANY:
             raise ValidationError("purpose", "a read names one purpose, not '*'")
-        _ms("now_ms", self.now_ms)
+        checks.epoch_ms("now_ms", self.now_ms)
         grants = tuple(self.grants)
         for i, g in enumerate(grants):
             if not isinstance(g, Grant):
                 raise ValidationError(f"grants[{i}]", f"must be a Grant, got {type(g).__name__}")
         object.__setattr__(self, "roles", frozenset(roles))
         object.__setattr__(self, "grants", grants)
-
-
-@dataclass(frozen=True)
-class RecordAttrs:
-    """The access attributes a stored memory version carries (``owner`` = the writing principal).
-
-    ``purposes`` empty (or containing ``"*"``) = readable for any purpose. Raises ``ValidationError``
-    for empty names or unknown store kind / sensitivity (strings are accepted and normalised)."""
-
-    owner: str
-    subject: str
-    scope: str
-    store_kind: StoreKind
-    sensitivity: Sensitivity
-    purposes: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        _name("owner", self.owner)
-        _name("subject", self.subject)
-        _name("scope", self.scope)
-        object.__setattr__(self, "store_kind", _enum("store_kind", StoreKind, self.store_kind))
-        object.__setattr__(self, "sensitivity", _enum("sensitivity", Sensitivity, self.sensitivity))
-        object.__setattr__(self, "purposes", _names("purposes", self.purposes))
 
 
 # -- decisions -------------------------------------------------------------------------------------
@@ -221,7 +163,7 @@ def applicable_grants(ctx: ReadContext, right: Right = Right.READ) -> tuple[Gran
     """The grants of ``ctx`` that apply to this principal now, for ``right`` and ``ctx.purpose``:
     grantee match (principal or one of its roles), ``right`` held, valid at ``ctx.now_ms`` (revoked
     grants drop out from ``revoked_at_ms`` on), purpose covered. Order as in ``ctx.grants``."""
-    right = _enum("right", Right, right)
+    right = checks.enum("right", Right, right)
     return tuple(
         g for g in ctx.grants
         if right in g.rights and _is_grantee(g, ctx.principal, ctx.roles) and g.valid_at(ctx.now_ms)
@@ -255,13 +197,14 @@ def may_write(principal: str, roles: Iterable[str], now_ms: int, grants: Iterabl
     needs no grant; that is the gate's rule, not this function's (it only looks up grants).
     Raises ``ValidationError`` for empty names, a non-integer ``now_ms`` or a non-``Grant`` entry;
     a principal id written like a role (``"role:x"``) matches no grant (grantee ``role:`` is a role)."""
-    _name("principal", principal)
-    _name("subject", subject)
-    _name("scope", scope)
-    _ms("now_ms", now_ms)
-    role_set = frozenset(_names("roles", roles))
-    store_kind = _enum("store_kind", StoreKind, store_kind)
-    level = None if sensitivity is None else SENSITIVITY_ORDER.index(_enum("sensitivity", Sensitivity, sensitivity))
+    checks.name("principal", principal)
+    checks.name("subject", subject)
+    checks.name("scope", scope)
+    checks.epoch_ms("now_ms", now_ms)
+    role_set = frozenset(checks.names("roles", roles))
+    store_kind = checks.enum("store_kind", StoreKind, store_kind)
+    level = (None if sensitivity is None
+             else SENSITIVITY_ORDER.index(checks.enum("sensitivity", Sensitivity, sensitivity)))
     for i, g in enumerate(grants):
         if not isinstance(g, Grant):
             raise ValidationError(f"grants[{i}]", f"must be a Grant, got {type(g).__name__}")
@@ -275,7 +218,10 @@ def may_write(principal: str, roles: Iterable[str], now_ms: int, grants: Iterabl
 # -- the same predicate for the vector index and for SQL -------------------------------------------
 
 
-def _grant_filter(g: Grant) -> Filter:
+def grant_filter(g: Grant) -> Filter:
+    """The records one grant covers, as a conjunctive filter over the payload: its scopes (unless
+    ``"*"``), subjects (unless any), store kinds (unless any) and the sensitivity levels up to its
+    ceiling. Purpose and validity are checked by :func:`applicable_grants`, not here."""
     must: list[FieldIn] = []
     if ANY not in g.scopes:
         must.append(FieldIn("scope", tuple(dict.fromkeys(g.scopes))))
@@ -283,7 +229,7 @@ def _grant_filter(g: Grant) -> Filter:
         must.append(FieldIn("subject", tuple(dict.fromkeys(g.subjects))))
     if g.store_kinds:
         must.append(FieldIn("store_kind", tuple(dict.fromkeys(k.value for k in g.store_kinds))))
-    must.append(FieldIn("sensitivity", _allowed_levels(g.sensitivity_ceiling)))
+    must.append(FieldIn("sensitivity", allowed_levels(g.sensitivity_ceiling)))
     return Filter(must=tuple(must))
 
 
@@ -294,85 +240,5 @@ def read_permission_filter(ctx: ReadContext) -> Filter:
     should=(owner, subject, one conjunctive sub-filter per applicable grant))``; identical grant
     sub-filters are emitted once. Combine it with other conditions by nesting it in ``must``."""
     ways: list[FieldIn | Filter] = [FieldIn("owner", (ctx.principal,)), FieldIn("subject", (ctx.principal,))]
-    ways.extend(dict.fromkeys(_grant_filter(g) for g in applicable_grants(ctx)))
+    ways.extend(dict.fromkeys(grant_filter(g) for g in applicable_grants(ctx)))
     return Filter(must=(FieldIn("purposes", (ANY, ctx.purpose)),), should=tuple(ways))
-
-
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def read_permission_sql(ctx: ReadContext, alias: str | None = None, param_prefix: str = "acl_") -> tuple[str, dict]:
-    """The read permission as a parenthesised SQL boolean over ``memory_versions`` columns
-    (``principal`` = owner, ``subject``, ``scope``, ``store_kind``, ``sensitivity``, ``purposes
-    text[]``, empty array = any purpose) with named psycopg parameters (``%(acl_...)s``).
-
-    ``alias`` qualifies the columns (``"mv"`` -> ``mv.scope``); ``param_prefix`` keeps the parameter
-    names apart from the caller's. Returns ``(sql, params)``; use as ``WHERE ... AND <sql>``.
-    Raises ``ValidationError`` when ``alias`` or ``param_prefix`` is not a plain identifier."""
-    if alias is not None and not _IDENT.match(alias):
-        raise ValidationError("alias", f"not a plain SQL identifier: {alias!r}")
-    if not _IDENT.match(param_prefix):
-        raise ValidationError("param_prefix", f"not a plain identifier: {param_prefix!r}")
-    col = (lambda c: f"{alias}.{c}") if alias else (lambda c: c)
-    p = param_prefix
-    params: dict[str, Any] = {f"{p}principal": ctx.principal, f"{p}purpose": ctx.purpose, f"{p}any": ANY}
-    ways = [f"{col('principal')} = %({p}principal)s", f"{col('subject')} = %({p}principal)s"]
-    for i, sub in enumerate(dict.fromkeys(_grant_filter(g) for g in applicable_grants(ctx))):
-        terms = []
-        for cond in sub.must:
-            assert isinstance(cond, FieldIn)
-            name = f"{p}g{i}_{cond.key}"
-            params[name] = list(cond.values)
-            terms.append(f"{col(cond.key)} = ANY(%({name})s::text[])")
-        ways.append("(" + " AND ".join(terms) + ")")
-    purposes = col("purposes")
-    purpose_sql = (f"(cardinality({purposes}) = 0 OR %({p}purpose)s = ANY({purposes})"
-                   f" OR %({p}any)s = ANY({purposes}))")
-    return f"({purpose_sql} AND ({' OR '.join(ways)}))", params
-
-
-def payload_of(record: RecordAttrs) -> dict[str, Any]:
-    """The permission-relevant payload of a record in the index convention (tests and projectors)."""
-    return {"owner": record.owner, "subject": record.subject, "scope": record.scope,
-            "store_kind": record.store_kind.value, "sensitivity": record.sensitivity.value,
-            "purposes": list(record.purposes) or [ANY]}
-
-
-def _holds(entry: FieldIn | FieldRange | Filter, payload: Mapping[str, Any]) -> bool:
-    if isinstance(entry, Filter):
-        return evaluate(entry, payload)
-    if not isinstance(entry, FieldIn | FieldRange):
-        raise ValidationError("filter", f"unsupported entry {type(entry).__name__}")
-    if entry.key not in payload or payload[entry.key] is None:
-        return False
-    raw = payload[entry.key]
-    values = list(raw) if isinstance(raw, list | tuple) else [raw]
-    if isinstance(entry, FieldIn):
-        return any(_same(v, w) for v in values for w in entry.values)
-    return any(_in_range(entry, v) for v in values)
-
-
-def _same(v: Any, w: Any) -> bool:
-    """Engine equality: str with str, int with int (bools and floats never match a keyword)."""
-    if isinstance(v, str) and isinstance(w, str):
-        return v == w
-    return (isinstance(v, int) and isinstance(w, int) and not isinstance(v, bool) and not isinstance(w, bool)
-            and v == w)
-
-
-def _in_range(r: FieldRange, v: Any) -> bool:
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        return False
-    return ((r.gt is None or v > r.gt) and (r.gte is None or v >= r.gte)
-            and (r.lt is None or v < r.lt) and (r.lte is None or v <= r.lte))
-
-
-def evaluate(filter: Filter, payload: Mapping[str, Any]) -> bool:
-    """Reference evaluation of the Filter AST on one payload, with the engines' semantics: every
-    ``must`` holds, no ``must_not`` holds, and at least one ``should`` holds when ``should`` is
-    non-empty. ``FieldIn`` on a list payload matches when any element is among ``values``; a missing
-    or null key matches no condition (so it satisfies every ``must_not``). ``FieldRange`` matches
-    numbers only. Raises ``ValidationError`` for an entry that is not a condition or Filter."""
-    return (all(_holds(e, payload) for e in filter.must)
-            and not any(_holds(e, payload) for e in filter.must_not)
-            and (not filter.should or any(_holds(e, payload) for e in filter.should)))

@@ -11,7 +11,7 @@ from memwarden.settings import Settings
 
 
 def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("memwarden.projections") / "migrations"
+    folder = resources.files("memwarden.stores") / "migrations"
     found = []
     for entry in folder.iterdir():
         if entry.name.endswith(".sql"):

@@ -1,0 +1,118 @@
+"""What the write gate reads: the governed state of SSGM Eq. 6 (``M_core``, the registry, policy,
+grants, live memories, claims, quarantine) and the outcome vocabulary. Plain frozen data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from memwarden.commands.attribution import SourceRecord
+from memwarden.commands.contradiction import Claim
+from memwarden.commands.facts import FactKey, FactState
+from memwarden.commands.ledger import Position
+from memwarden.commands.model import Command
+from memwarden.commands.policy import WritePolicy, default_policy
+from memwarden.commands.principals import PrincipalRecord
+from memwarden.commands.readmodel.permission import Grant
+
+GATE_VERSION = "gate/0.2.0"
+
+
+class Outcome(StrEnum):
+    """What the gate decided for one command (``GateDecided.outcome``)."""
+
+    ACCEPTED = "ACCEPTED"
+    ACCEPTED_UNVERIFIED = "ACCEPTED_UNVERIFIED"
+    QUARANTINED = "QUARANTINED"
+    REJECTED = "REJECTED"
+    DUPLICATE = "DUPLICATE"
+
+
+ADMITTED = frozenset({Outcome.ACCEPTED, Outcome.ACCEPTED_UNVERIFIED})
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """What the gate knows of one memory id: subject, owner (writing principal), live or forgotten,
+    its current version number, scope, the fact slot it holds (if any) and the data-key ids of all
+    its versions (shredded by a forget)."""
+
+    memory_id: str
+    subject: str
+    owner: str
+    version: int
+    forgotten: bool = False
+    scope: str = ""
+    fact: FactKey | None = None
+    key_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PriorDecision:
+    """A decision already taken for this command id, and where that command sat on the ledger."""
+
+    outcome: Outcome
+    position: Position
+
+
+@dataclass(frozen=True)
+class ClaimState:
+    """A claim a live memory asserts (digests only, see :mod:`memwarden.commands.contradiction`)."""
+
+    subject: str
+    key_digest: str
+    value_digest: str | None
+    positive: bool
+    memory_id: str
+
+    def as_claim(self) -> Claim:
+        """The stored claim as a :class:`Claim` over digests (comparable with a new claim's digests)."""
+        return Claim(self.key_digest, self.value_digest, self.positive)
+
+
+@dataclass(frozen=True)
+class QuarantineState:
+    """A quarantined memory command awaiting review: who wrote it, about whom, and its status
+    (``pending``, ``approved``, ``rejected``)."""
+
+    command_id: str
+    memory_id: str
+    principal: str
+    subject: str
+    status: str = "pending"
+    key_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GateState:
+    """Governed state the gate reads (loaded by the processor in the decision's transaction).
+
+    ``prior``: the decision already taken for this command id, if any. ``memories``: referenced
+    memories by id. ``principals``: the registry, trust anchor included. ``policy``: write policy in
+    force. ``grants``: ABAC grants. ``facts``: current single-valued fact slots. ``protected``:
+    protected core slots (M_core). ``claims``: claims of live memories by (subject, key digest).
+    ``twins``: live memory id by keyed content digest (the subject is inside the digest).
+    ``quarantine``: reviews by command id. ``sources``: cited source records of derived commands.
+    ``review_target``: for ``ApproveQuarantined``, the quarantined command, its plaintext and digest.
+    """
+
+    prior: PriorDecision | None = None
+    memories: Mapping[str, MemoryState] = field(default_factory=dict)
+    principals: Mapping[str, PrincipalRecord] = field(default_factory=dict)
+    policy: WritePolicy = field(default_factory=default_policy)
+    grants: tuple[Grant, ...] = ()
+    facts: Mapping[FactKey, FactState] = field(default_factory=dict)
+    protected: frozenset[FactKey] = frozenset()
+    claims: Mapping[tuple[str, str], tuple[ClaimState, ...]] = field(default_factory=dict)
+    twins: Mapping[str, str] = field(default_factory=dict)
+    quarantine: Mapping[str, QuarantineState] = field(default_factory=dict)
+    sources: Mapping[str, SourceRecord] = field(default_factory=dict)
+    review_target: tuple[Command, str | None, str | None] | None = None
+
+
+@dataclass(frozen=True)
+class GateLimits:
+    """Content limits: ``max_text_chars`` in characters."""
+
+    max_text_chars: int = 20_000

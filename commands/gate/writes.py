@@ -1,0 +1,261 @@
+"""Memory writes through the gate: ``RecordMemory``, ``SupersedeMemory`` and ``ForgetMemory``.
+
+SSGM Eq. 6 (admit ΔM only when it is authorised, consistent with ``M_core`` and not contradicting
+protected facts) and seed 004 "The write boundary" (authority, scope, provenance, risk class,
+instructions stay data, duplicates, supersession with evidence). Each step below is a small pure
+function; :func:`decide_write` runs them in order and the first refusal decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from memwarden.commands.attribution import derivation_problem, status_problem
+from memwarden.commands.contradiction import ClaimExtractor, contradicts
+from memwarden.commands.facts import FactState, check_fact, fact_key, protected_supersede
+from memwarden.commands.gate.effects import Decision, Effect, MemoryCleared, MemoryFacts, QuarantineSet, reject
+from memwarden.commands.gate.state import ClaimState, GateLimits, GateState, MemoryState, Outcome, QuarantineState
+from memwarden.commands.injection import Detection, InstructionDetector
+from memwarden.commands.model import Command, FactCardinality, ForgetMemory, RecordMemory, SupersedeMemory
+from memwarden.commands.policy import write_rule
+from memwarden.commands.principals import ADMIN_ROLE, APPROVER_ROLE, REVIEWER_ROLE, PrincipalRecord
+from memwarden.commands.readmodel.payload import UNTRUSTED_TAG
+from memwarden.commands.readmodel.permission import Grant, may_write
+from memwarden.commands.reasons import Reason
+from memwarden.commands.risk import UNTRUSTED_SOURCES, Tier, tier
+from memwarden.epoch import to_ms
+
+MemoryWrite = RecordMemory | SupersedeMemory
+
+
+@dataclass(frozen=True)
+class _Authority:
+    """What the authority step found: the WRITE grant used (if any), whether the writer is an admin,
+    and reasons that hold the write for review."""
+
+    grant: Grant | None
+    admin: bool
+    needs_review: tuple[Reason, ...]
+
+
+@dataclass(frozen=True)
+class _Risk:
+    """The risk step: tier, its reason code, what the detector found, the tags to add."""
+
+    tier: Tier
+    code: str
+    detection: Detection
+    tags: tuple[str, ...]
+
+
+def check_text(plaintext: str | None, limits: GateLimits) -> Decision | None:
+    """Refuse unreadable, empty or oversize content (``limits.max_text_chars`` characters)."""
+    if plaintext is None:
+        return reject("CONTENT_UNREADABLE", "the data key of the content is missing or shredded", "content.key_id")
+    if not plaintext.strip():
+        return reject("EMPTY_TEXT", "memory text is empty", "content")
+    if len(plaintext) > limits.max_text_chars:
+        return reject("TEXT_TOO_LONG", f"memory text has {len(plaintext)} characters, limit {limits.max_text_chars}",
+                      "content")
+    return None
+
+
+def live_target(memory_id: str, command: Command, issuer: PrincipalRecord, state: GateState) -> MemoryState | Decision:
+    """The live memory ``command`` changes, or the refusal: unknown, forgotten, another subject's, or
+    not the issuer's to change (owner, subject or admin only)."""
+    target = state.memories.get(memory_id)
+    env = command.envelope
+    if target is None:
+        return reject("UNKNOWN_MEMORY", f"no memory {memory_id}", "memory_id")
+    if target.forgotten:
+        return reject("MEMORY_FORGOTTEN", f"memory {memory_id} was forgotten", "memory_id")
+    if target.subject != env.subject:
+        return reject("SUBJECT_MISMATCH", "memory belongs to another subject", "envelope.subject")
+    if env.principal not in (target.owner, target.subject) and not issuer.has_role(ADMIN_ROLE):
+        return reject("NOT_OWNER", "only the owner, the subject or an admin may change this memory",
+                      "envelope.principal")
+    return target
+
+
+def _authority(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, now: datetime,
+               released_by: str | None) -> _Authority | Decision:
+    """Declared scope, the policy's write rule for the store kind, WRITE grants on closed scopes and
+    about other subjects, epistemic status and derivation (seed 004 "The write boundary")."""
+    env = command.envelope
+    policy = state.policy
+    scope_rule = policy.scope(env.scope)
+    if scope_rule is None:
+        return reject("UNKNOWN_SCOPE", f"scope {env.scope!r} is not declared by policy {policy.label}",
+                      "envelope.scope")
+    rule = write_rule(policy, issuer, env.store_kind)
+    if rule is None:
+        return reject("NO_WRITE_AUTHORITY", f"{env.principal} may not write {env.store_kind.value} memories under "
+                      f"policy {policy.label}", "envelope.store_kind")
+    grant = may_write(env.principal, issuer.roles, to_ms(now), state.grants, env.subject, env.scope, env.store_kind,
+                      env.sensitivity)
+    admin = issuer.has_role(ADMIN_ROLE)
+    if not scope_rule.open and grant is None and not admin:
+        return reject("SCOPE_NOT_GRANTED", f"{env.principal} holds no WRITE grant on scope {env.scope!r}",
+                      "envelope.scope")
+    own = env.principal == env.subject
+    if not own and rule.subjects == "self":
+        return reject("NO_WRITE_AUTHORITY", f"rule {rule.id} lets {env.principal} write only about itself",
+                      "envelope.subject")
+    needs_review: tuple[Reason, ...] = ()
+    if not own and rule.subjects == "granted" and grant is None:
+        needs_review = (Reason("SUBJECT_NOT_GRANTED", f"{env.principal} writes about {env.subject} without a "
+                               "WRITE grant: held for review", "envelope.subject"),)
+    reviewer = issuer.has_role(REVIEWER_ROLE, APPROVER_ROLE) or released_by is not None
+    for check in (status_problem(env, reviewer), derivation_problem(env, state.sources, reviewer)):
+        if check is not None:
+            return reject(check.code, check.message, check.field)
+    return _Authority(grant, admin, needs_review)
+
+
+def _risk(command: MemoryWrite, plaintext: str, issuer: PrincipalRecord,
+          detector: InstructionDetector) -> _Risk | Decision:
+    """The risk tier of seed 004 from source kind, store kind, sensitivity and what the instruction
+    detector finds (instructions in untrusted content stay data, never procedure)."""
+    env = command.envelope
+    detection = detector.detect(plaintext)
+    risk, code = tier(env.source.kind, env.store_kind, env.sensitivity, detection.carries_instructions,
+                      issuer.has_role(APPROVER_ROLE))
+    if risk is Tier.REJECT:
+        return reject(code, f"risk tier REJECT: {code}", "envelope.source.kind")
+    untrusted = env.source.kind in UNTRUSTED_SOURCES or detection.carries_instructions
+    return _Risk(risk, code, detection, (UNTRUSTED_TAG,) if untrusted else ())
+
+
+def _new_version(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, content_digest: str | None,
+                 authority: _Authority) -> tuple[MemoryState, str | None] | Decision:
+    """The memory state after the write and the id it supersedes (``None`` for a new record), or the
+    refusal: a taken memory id, a duplicate of a live memory's text (W1), a supersession the target
+    or its protected fact slot does not allow."""
+    env = command.envelope
+    if isinstance(command, RecordMemory):
+        if command.memory_id in state.memories:
+            return reject("MEMORY_ID_EXISTS", "memory id already recorded; use SupersedeMemory", "memory_id")
+        twin = state.twins.get(content_digest) if content_digest else None
+        if twin is not None and twin in state.memories and not state.memories[twin].forgotten:
+            return Decision(Outcome.DUPLICATE, (Reason("DUPLICATE_CONTENT", f"same text is already memory {twin}",
+                                                       "content"),))
+        return MemoryState(command.memory_id, env.subject, env.principal, 1, scope=env.scope,
+                           key_ids=(command.content.key_id,)), None
+    target = live_target(command.memory_id, command, issuer, state)
+    if isinstance(target, Decision):
+        return target
+    if target.fact is not None:
+        guard = protected_supersede(target.fact in state.protected, authority.admin or env.principal == env.subject,
+                                    bool(command.evidence))
+        if guard.code is not None:
+            return reject(guard.code, guard.message, "evidence")
+    return replace(target, version=target.version + 1, scope=env.scope,
+                   key_ids=(*target.key_ids, command.content.key_id)), target.memory_id
+
+
+def _fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | None, state: GateState,
+               authority: _Authority) -> tuple[MemoryState, FactState | None, tuple[str, ...]] | Decision:
+    """A typed single-valued fact (Eq. 6 ``M_core``): the slot it takes, the memory it closes, or the
+    refusal when it contradicts a protected fact without authority and evidence."""
+    env = command.envelope
+    fact = command.fact
+    if fact is None or fact.cardinality is not FactCardinality.SINGLE:
+        return (replace(memory, fact=None) if superseding is not None else memory), None, ()
+    key = fact_key(env.subject, fact.entity, fact.attribute)
+    check = check_fact(fact, state.facts.get(key), key in state.protected, superseding,
+                       authority.admin or env.principal == env.subject, bool(getattr(command, "evidence", ())))
+    if check.code is not None:
+        return reject(check.code, check.message, "fact.value")
+    closes = (check.closes,) if check.closes is not None else ()
+    return replace(memory, fact=key), FactState(key, fact.value, memory.memory_id), closes
+
+
+def _contradictions(subject: str, memory_id: str, new_claims: tuple[ClaimState, ...], closes: tuple[str, ...],
+                    state: GateState) -> tuple[str, ...] | Decision:
+    """Untyped contradiction (issue 3 part 5): live memories whose claims the new text contradicts are
+    closed, unless one holds a protected core fact (Eq. 6: ``ΔM ∧ M_core ⊨ ⊥`` → reject)."""
+    core_holders = {state.facts[k].memory_id for k in state.protected if k in state.facts}
+    out = list(closes)
+    for c in new_claims:
+        for old in state.claims.get((subject, c.key_digest), ()):
+            if old.memory_id not in (memory_id, *out) and contradicts(c.as_claim(), old.as_claim()):
+                if old.memory_id in core_holders:
+                    return reject("CORE_FACT_CONFLICT", f"the text contradicts memory {old.memory_id}, which holds "
+                                  "a protected core fact; change it with SupersedeMemory, authority and evidence",
+                                  "content")
+                out.append(old.memory_id)
+    return tuple(out)
+
+
+def _admitted(memory: MemoryState, superseding: str | None, closes: tuple[str, ...], facts: MemoryFacts, risk: _Risk,
+              released_by: str | None) -> Decision:
+    effects: list[Effect] = [MemoryCleared(superseding)] if superseding is not None else []
+    effects += [MemoryCleared(m) for m in closes]
+    effects.append(facts)
+    verified = risk.tier is Tier.ACCEPT and released_by is None
+    reasons = [Reason("OK" if verified else risk.code, "accepted" if verified else "accepted as unverified")]
+    if released_by is not None:
+        reasons = [Reason("RELEASED_BY_REVIEW", f"released from quarantine by {released_by}")]
+    if closes:
+        reasons.append(Reason("SUPERSEDES_CONTRADICTED", "closes contradicted memories " + ", ".join(closes)))
+    return Decision(Outcome.ACCEPTED if verified else Outcome.ACCEPTED_UNVERIFIED, tuple(reasons), memory=memory,
+                    version=memory.version, closes=closes, effects=tuple(effects), tags=risk.tags)
+
+
+def decide_write(command: MemoryWrite, plaintext: str | None, issuer: PrincipalRecord, state: GateState,
+                 now: datetime, limits: GateLimits, content_digest: str | None, detector: InstructionDetector,
+                 claims: ClaimExtractor, released_by: str | None = None) -> Decision:
+    """Decide a memory write: text limits, authority, risk tier, the new version, the fact slot,
+    contradictions, then quarantine (when any step asked for review and no reviewer released it) or
+    admission. ``released_by`` is the reviewer when an ``ApproveQuarantined`` re-decides the write."""
+    problem = check_text(plaintext, limits)
+    if problem is not None or plaintext is None:
+        return problem or reject("CONTENT_UNREADABLE", "no content", "content")
+    authority = _authority(command, issuer, state, now, released_by)
+    if isinstance(authority, Decision):
+        return authority
+    risk = _risk(command, plaintext, issuer, detector)
+    if isinstance(risk, Decision):
+        return risk
+    version = _new_version(command, issuer, state, content_digest, authority)
+    if isinstance(version, Decision):
+        return version
+    slot = _fact_slot(command, *version, state, authority)
+    if isinstance(slot, Decision):
+        return slot
+    memory, fact_state, fact_closes = slot
+    env = command.envelope
+    new_claims = tuple(ClaimState(env.subject, c.digest, c.value_digest, c.positive, memory.memory_id)
+                       for c in claims.claims(plaintext))
+    closes = _contradictions(env.subject, memory.memory_id, new_claims, fact_closes, state)
+    if isinstance(closes, Decision):
+        return closes
+    needs_review = list(authority.needs_review)
+    if risk.tier is Tier.QUARANTINE:
+        found = risk.detection.carries_instructions
+        kinds = ", ".join(sorted(k.value for k in risk.detection.kinds)) if found else ""
+        needs_review.append(Reason(risk.code, "held for review" + (f": instructions found ({kinds})" if kinds else ""),
+                                   "content"))
+    if needs_review and released_by is None:
+        q = QuarantineState(env.command_id, memory.memory_id, env.principal, env.subject, "pending",
+                            command.content.key_id)
+        tags = (UNTRUSTED_TAG,) if risk.detection.carries_instructions else risk.tags
+        return Decision(Outcome.QUARANTINED, tuple(needs_review), effects=(QuarantineSet(q),), tags=tags)
+    digest = (env.subject, content_digest) if content_digest else None
+    facts = MemoryFacts(memory.memory_id, fact_state, new_claims, digest)
+    return _admitted(memory, version[1], closes, facts, risk, released_by)
+
+
+def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateState) -> Decision:
+    """``ForgetMemory``: the owner, the subject or an admin forgets every version; the decision carries
+    the data-key ids of all of them (``shred``), which the processor tombstones on the keys topic.
+    Forgetting a forgotten memory is accepted again and changes nothing."""
+    target = state.memories.get(command.memory_id)
+    if target is not None and target.forgotten:
+        return Decision(Outcome.ACCEPTED, (Reason("ALREADY_FORGOTTEN", "memory was already forgotten"),))
+    live = live_target(command.memory_id, command, issuer, state)
+    if isinstance(live, Decision):
+        return live
+    return Decision(Outcome.ACCEPTED, (Reason("OK", "accepted"),), memory=replace(live, forgotten=True),
+                    effects=(MemoryCleared(live.memory_id),), shred=live.key_ids)

@@ -1,0 +1,129 @@
+"""The payload schema of the derived index: what every point carries for the read filter, and how
+the ledger's events change it. One home for the field names; pure, no I/O.
+
+A point is one memory version (seed 004 "derived index": candidates only, rebuilt from the ledger).
+Its payload holds the access attributes (:class:`RecordAttrs`: owner, subject, scope, store kind,
+sensitivity, purposes), the lifecycle (status, validity interval, decision and closing times,
+expiry), the freshness reference of SSGM Eq. 3 (``fresh_ref_ms``: last use, else validity start)
+and the trust class. Times are UTC epoch milliseconds; :data:`OPEN_END_MS` stands for an open end.
+No content is ever in a payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memwarden.commands.model import Sensitivity, StoreKind
+from memwarden.commands.readmodel import checks
+from memwarden.commands.readmodel.filters import FieldIn, FieldRange, Filter
+from memwarden.epoch import to_ms, to_ms_or
+
+#: The wildcard: in a grant's scopes, subjects or purposes "any"; among a record's purposes "no tags".
+ANY = "*"
+#: Sentinel "open end" for ``valid_to_ms`` / ``expires_ms`` / ``closed_known_ms`` (year 9999, ms).
+OPEN_END_MS = 253_402_300_799_000
+#: Tag of content from untrusted sources (web, email, documents, tool text) or carrying instructions.
+UNTRUSTED_TAG = "untrusted"
+
+#: Payload fields that carry a keyword index (exact match filters).
+KEYWORD_FIELDS: tuple[str, ...] = (
+    "memory_id", "command_id", "owner", "subject", "scope", "status", "store_kind", "sensitivity", "purposes",
+    "trust",
+)
+#: Payload fields that carry an integer index (epoch milliseconds, UTC).
+INTEGER_FIELDS: tuple[str, ...] = (
+    "valid_from_ms", "valid_to_ms", "expires_ms", "decided_ms", "closed_known_ms", "fresh_ref_ms",
+)
+
+
+@dataclass(frozen=True)
+class RecordAttrs:
+    """The access attributes a stored memory version carries (``owner`` = the writing principal).
+
+    ``purposes`` empty (or containing ``"*"``) = readable for any purpose. Raises ``ValidationError``
+    for empty names or unknown store kind / sensitivity (strings are accepted and normalised)."""
+
+    owner: str
+    subject: str
+    scope: str
+    store_kind: StoreKind
+    sensitivity: Sensitivity
+    purposes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        checks.name("owner", self.owner)
+        checks.name("subject", self.subject)
+        checks.name("scope", self.scope)
+        object.__setattr__(self, "store_kind", checks.enum("store_kind", StoreKind, self.store_kind))
+        object.__setattr__(self, "sensitivity", checks.enum("sensitivity", Sensitivity, self.sensitivity))
+        object.__setattr__(self, "purposes", checks.names("purposes", self.purposes))
+
+
+def attrs_payload(record: RecordAttrs) -> dict[str, Any]:
+    """The permission-relevant payload of a record (``purposes == ["*"]`` when it has no tags)."""
+    return {"owner": record.owner, "subject": record.subject, "scope": record.scope,
+            "store_kind": record.store_kind.value, "sensitivity": record.sensitivity.value,
+            "purposes": list(record.purposes) or [ANY]}
+
+
+def valid_from_of(envelope: Mapping[str, Any]) -> Any:
+    """Start of a version's validity interval: ``effective_from``, else ``observed_at`` (an envelope dict)."""
+    return envelope["effective_from"] or envelope["observed_at"]
+
+
+def point_payload(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The payload of the point of a ``MemoryRecorded`` event record (Avro dict): ids, access
+    attributes, status ``active``, validity interval, expiry, decision time, freshness reference
+    (the validity start until a use), trust class."""
+    env = record["envelope"]
+    valid_from = to_ms(valid_from_of(env))
+    return {
+        "memory_id": record["memory_id"],
+        "command_id": record["command_id"],
+        "version": record["version"],
+        **attrs_payload(RecordAttrs(env["principal"], env["subject"], env["scope"], env["store_kind"],
+                                    env["sensitivity"], tuple(env["purposes"]))),
+        "status": "active",
+        "valid_from_ms": valid_from,
+        "valid_to_ms": to_ms_or(env["effective_to"], OPEN_END_MS),
+        "expires_ms": to_ms_or(env["expires_at"], OPEN_END_MS),
+        "decided_ms": to_ms(record["decided_at"]),
+        "closed_known_ms": OPEN_END_MS,  # when the ledger closed this version (known_at reads)
+        "fresh_ref_ms": valid_from,  # last use, else validity start
+        "trust": UNTRUSTED_TAG if UNTRUSTED_TAG in (record.get("tags") or ()) else "trusted",
+    }
+
+
+def closed_by(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """The memory ids a ``MemoryRecorded`` closes: the one it supersedes, then contradicted ones (Eq. 6)."""
+    target = record["envelope"]["supersedes"]
+    return ((target,) if target is not None else ()) + tuple(record.get("closes") or ())
+
+
+def supersession_updates(record: Mapping[str, Any]) -> list[tuple[Filter, dict[str, Any]]]:
+    """Payload updates that close the versions a ``MemoryRecorded`` supersedes, as (selector,
+    payload) pairs to apply in order: ``valid_to_ms`` only shrinks to the new version's validity
+    start, and the live versions become ``superseded`` with the ledger's closing time (``known_at``
+    reads see them as current before it). Empty when the record closes nothing."""
+    closed = closed_by(record)
+    if not closed:
+        return []
+    valid_from = to_ms(valid_from_of(record["envelope"]))
+    live = Filter(must=(FieldIn("memory_id", closed), FieldIn("status", ("active",))),
+                  must_not=(FieldIn("command_id", (record["command_id"],)),))
+    return [(Filter(must=(live, FieldRange("valid_to_ms", gt=valid_from))), {"valid_to_ms": valid_from}),
+            (live, {"status": "superseded", "closed_known_ms": to_ms(record["decided_at"])})]
+
+
+def use_update(memory_id: str, used_ms: int) -> tuple[Filter, dict[str, Any]]:
+    """The payload update of one use (``MemoryUsed``): the freshness reference of the live version
+    moves forward to ``used_ms``, never back."""
+    return (Filter(must=(FieldIn("memory_id", (memory_id,)), FieldIn("status", ("active",)),
+                         FieldRange("fresh_ref_ms", lt=used_ms))), {"fresh_ref_ms": used_ms})
+
+
+def memory_selector(memory_id: str) -> Filter:
+    """Every point of every version of ``memory_id`` (a forget deletes them)."""
+    return Filter(must=(FieldIn("memory_id", (memory_id,)),))

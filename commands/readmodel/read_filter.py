@@ -1,0 +1,53 @@
+"""The Eq. 5 admissibility filter of SSGM, applied *inside* the vector search (never after ranking).
+
+Seed 000 Eq. 5: a candidate is admissible when ``ACL(mu, u_id)`` holds and its freshness weight
+``w(dt) >= theta_fresh``; seed 004 adds validity intervals, "known at" reads, expiry, and keeping
+untrusted content out of default reads. Pure: builds the filter tree over the payload schema of
+:mod:`memwarden.commands.readmodel.payload`; the SQL twin is
+:func:`memwarden.commands.readmodel.sql.read_filter_sql`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memwarden.commands.model import StoreKind
+from memwarden.commands.readmodel.filters import Condition, FieldIn, FieldRange, Filter
+from memwarden.commands.readmodel.freshness import fresh_since_ms
+from memwarden.commands.readmodel.permission import Grant, ReadContext, read_permission_filter
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE
+from memwarden.epoch import to_ms
+
+
+def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = DEFAULT_PURPOSE,
+                roles: frozenset[str] = frozenset(), grants: tuple[Grant, ...] = (), known_at: datetime | None = None,
+                freshness: bool = True, include_untrusted: bool = False) -> Filter:
+    """The Eq. 5 admissibility filter over the point payload.
+
+    ``ACL`` (owner, subject or an applicable grant, for ``purpose``), valid at ``at`` (UTC), known to
+    the ledger at ``known_at`` (a version decided later is invisible; a version closed later is still
+    current as known then), not expired at ``now``, fresh at ``at`` (Eq. 3: last use or validity start
+    within the store kind's horizon; skipped for ``known_at`` reads and when ``freshness`` is off),
+    never forgotten or quarantined (they are not in the index at all), and not tagged ``untrusted``
+    (content from web, email, documents or tool text, kept as quoted data) unless
+    ``include_untrusted`` (seed 004: untrusted content must not steer the agent by default).
+    Raises ``ValidationError`` for a bad principal, role or purpose (:class:`ReadContext`)."""
+    t = to_ms(at)
+    k = to_ms(known_at or now)
+    ctx = ReadContext(principal, roles, purpose, to_ms(now), tuple(grants))
+    must: list[Condition | Filter] = [
+        read_permission_filter(ctx),
+        FieldIn("status", ("active", "superseded")),
+        FieldRange("valid_from_ms", lte=t),
+        FieldRange("decided_ms", lte=k),
+        Filter(should=(FieldRange("valid_to_ms", gt=t),  # closed later than known_at: as the ledger knew it then
+                       Filter(must=(FieldIn("status", ("superseded",)), FieldRange("closed_known_ms", gt=k))))),
+        FieldRange("expires_ms", gt=to_ms(now)),
+    ]
+    if not include_untrusted:
+        must.append(FieldIn("trust", ("trusted",)))
+    if freshness and known_at is None:
+        must.append(Filter(should=tuple(
+            Filter(must=(FieldIn("store_kind", (kind.value,)), FieldRange("fresh_ref_ms", gte=fresh_since_ms(kind, t))))
+            for kind in StoreKind)))
+    return Filter(must=tuple(must))

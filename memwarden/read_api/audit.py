@@ -1,0 +1,43 @@
+"""What a read leaves behind: a ``ReadAudited`` record on the audit topic (ids and ledger positions,
+never content; the query as a keyed digest) and ``MemoryUsed`` events that reset the freshness clock
+of what it returned (SSGM Eq. 3). Pure builders; the service publishes them."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from memwarden.commands.ledger import Outbound
+from memwarden.commands.readmodel.query import READ_POLICY_VERSION, RecalledMemory
+from memwarden.commands.readmodel.usage import Usage
+from memwarden.epoch import from_ms
+
+
+def read_audited(digest_key: bytes, principal: str, purpose: str, query: str, found: Sequence[RecalledMemory],
+                 as_of: datetime | None, known_at: datetime | None, now: datetime) -> dict[str, Any]:
+    """The ``ReadAudited`` record of one recall: who read, for what purpose, the HMAC of the query
+    under ``digest_key``, the ids and ledger positions returned, the read policy version and times."""
+    return {
+        "read_id": str(uuid.uuid4()), "principal": principal, "purpose": purpose,
+        "query_hash": hmac.new(digest_key, query.encode(), hashlib.sha256).hexdigest(),
+        "returned": [m.memory_id for m in found],
+        "positions": [{"topic": m.ledger_topic, "partition": m.ledger_partition, "offset": m.ledger_offset}
+                      for m in found],
+        "policy_version": READ_POLICY_VERSION, "as_of": as_of, "known_at": known_at, "read_at": now,
+    }
+
+
+def used_event(batch: Sequence[Usage]) -> dict[str, Any]:
+    """The ``MemoryUsed`` record of one batch of uses."""
+    return {"event_id": str(uuid.uuid4()),
+            "uses": [{"memory_id": u.memory_id, "used_at": from_ms(u.used_at_ms)} for u in batch]}
+
+
+def used_records(encode: Any, batches: Iterable[Sequence[Usage] | None]) -> list[Outbound]:
+    """``MemoryUsed`` records to publish on the events topic (key ``usage``), one per non-empty batch;
+    ``encode(name, record) -> bytes`` is the codec's encoder."""
+    return [Outbound("events", b"usage", encode("MemoryUsed", used_event(b))) for b in batches if b]

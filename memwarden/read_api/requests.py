@@ -1,0 +1,79 @@
+"""Parsing read requests: a JSON body in, a validated request out, or ``ValidationError`` naming the
+field (the HTTP layer turns it into a 400)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, RecallMode, check_query
+from memwarden.errors import ValidationError
+
+#: Most command ids one decisions lookup may name.
+MAX_LOOKUP_IDS = 5_000
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """A validated recall: who, what, how many, when (``as_of``, ``known_at``), why (``purpose``),
+    and the switches (``freshness``, ``include_untrusted``, ``mode``)."""
+
+    principal: str
+    query: str
+    k: int
+    as_of: datetime | None
+    known_at: datetime | None
+    purpose: str
+    freshness: bool
+    include_untrusted: bool
+    mode: RecallMode
+
+
+def _object(body: Any) -> Mapping[str, Any]:
+    if not isinstance(body, Mapping):
+        raise ValidationError("body", "must be a JSON object")
+    return body
+
+
+def _time(body: Mapping[str, Any], key: str) -> datetime | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise ValidationError(key, "must be an ISO-8601 time with a UTC offset") from None
+
+
+def recall_request(body: Any) -> RecallRequest:
+    """The recall a JSON body asks for (keys ``principal``, ``query``, ``k`` (default 10), ``as_of``,
+    ``known_at``, ``purpose``, ``freshness``, ``include_untrusted``, ``mode``; ``auth`` and
+    ``signed_at_ms`` are read by authentication). Raises ``ValidationError`` naming the field."""
+    body = _object(body)
+    as_of, known_at = _time(body, "as_of"), _time(body, "known_at")
+    purpose = body.get("purpose") or DEFAULT_PURPOSE
+    mode = body.get("mode") or "hybrid"
+    k = body.get("k", 10)
+    check_query(body.get("principal"), body.get("query"), k, as_of, known_at, purpose, mode)
+    return RecallRequest(body["principal"], body["query"], k, as_of, known_at, purpose,
+                         body.get("freshness", True) is not False, body.get("include_untrusted", False) is True, mode)
+
+
+def decision_ids(body: Any) -> list[str]:
+    """The command ids of a decisions lookup (``{"command_ids": [...]}``, UUIDs, at most
+    :data:`MAX_LOOKUP_IDS`). Raises ``ValidationError`` naming the field."""
+    ids = _object(body).get("command_ids")
+    if not isinstance(ids, list):
+        raise ValidationError("command_ids", "must be a list of command ids")
+    if len(ids) > MAX_LOOKUP_IDS:
+        raise ValidationError("command_ids", f"at most {MAX_LOOKUP_IDS} ids per lookup")
+    out = []
+    for i, cid in enumerate(ids):
+        try:
+            out.append(str(uuid.UUID(str(cid))))
+        except ValueError:
+            raise ValidationError(f"command_ids[{i}]", "must be a UUID") from None
+    return out

@@ -1,0 +1,146 @@
+"""The read API's behaviour, free of any web framework: each call takes a parsed JSON body and
+answers a :class:`Reply` (status and JSON body). Routes live in :mod:`memwarden.read_api.views`.
+
+- ``recall``: authenticate (signed requests always verified; unsigned ones only when
+  ``read_auth`` is ``optional``), run the filtered recall, append the read audit (ids only) and
+  batch the uses into ``MemoryUsed`` (SSGM Eq. 3, Eq. 5);
+- ``decisions``: the gate's decisions of given command ids (outcome, reasons, policy version,
+  ledger position): the public read through which a caller learns what became of its command;
+- ``index_count`` and ``health``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+
+from memwarden.bootstrap import Container
+from memwarden.commands.ledger import Outbound
+from memwarden.commands.read_auth import check_request
+from memwarden.commands.readmodel.filters import FieldIn, Filter
+from memwarden.commands.readmodel.query import RecalledMemory
+from memwarden.commands.readmodel.usage import UsageBatcher
+from memwarden.commands.reasons import Reason
+from memwarden.epoch import now_ms
+from memwarden.errors import ValidationError
+from memwarden.projections.recall import Recaller
+from memwarden.read_api.audit import read_audited, used_records
+from memwarden.read_api.requests import RecallRequest, decision_ids, recall_request
+from memwarden.stores.decisions import find
+
+#: Publishes records on the namespace's topics (logical names), acknowledged when it returns.
+Publish = Callable[[Sequence[Outbound]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An HTTP answer: status code and JSON body."""
+
+    status: int
+    body: dict[str, Any]
+
+
+def _bad_request(exc: ValidationError) -> Reply:
+    return Reply(400, {"error": str(exc), "field": exc.field})
+
+
+class ReadService:
+    """The read side of one namespace over the container's embedder, index and Postgres; ``publish``
+    sends audit and usage records. Connections open on first use."""
+
+    def __init__(self, container: Container, publish: Publish) -> None:
+        self._c = container
+        self._publish = publish
+        self._recaller: Recaller | None = None
+        self._lookup: psycopg.AsyncConnection | None = None
+        self._lookup_lock = asyncio.Lock()
+        self.usage = UsageBatcher(max_items=256, max_wait_ms=1000)
+
+    async def recaller(self) -> Recaller:
+        """The recaller (built on first use)."""
+        if self._recaller is None:
+            self._recaller = Recaller(self._c.embedder(), self._c.index(), await self._c.pg())
+        return self._recaller
+
+    async def _authenticate(self, body: Mapping[str, Any]) -> Reason | None:
+        if "auth" not in body and self._c.settings.read_auth == "optional":
+            return None
+        principal = body.get("principal")
+        anchor = self._c.trust_anchor
+        record = anchor if principal == anchor.principal_id else (
+            await (await self.recaller()).registered(principal) if isinstance(principal, str) else None)
+        return check_request(body, record, now_ms())
+
+    async def recall(self, body: Any) -> Reply:
+        """``POST /recall``: 200 ``{"memories": [...]}``, 400 naming a bad field, 401 with the reason
+        code when authentication fails."""
+        try:
+            request = recall_request(body)
+            problem = await self._authenticate(body)
+            if problem is not None:
+                return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
+                                   "field": "auth"})
+            found = await self._recall(request)
+        except ValidationError as exc:
+            return _bad_request(exc)
+        except (ValueError, TypeError) as exc:  # a value the checks above let through: still the caller's
+            return Reply(400, {"error": f"bad request: {exc}"})
+        await self._audit(request, found)
+        return Reply(200, {"memories": [m.to_json() for m in found]})
+
+    async def _recall(self, r: RecallRequest) -> list[RecalledMemory]:
+        return await (await self.recaller()).recall(r.principal, r.query, r.k, r.as_of, r.known_at, r.purpose,
+                                                    freshness=r.freshness, include_untrusted=r.include_untrusted,
+                                                    mode=r.mode)
+
+    async def _audit(self, r: RecallRequest, found: list[RecalledMemory]) -> None:
+        """Append the read to the audit topic (ids only) and batch the uses (MemoryUsed, Eq. 3)."""
+        now = datetime.now(UTC)
+        ms = now_ms()
+        codec = self._c.codec
+        record = read_audited(self._c.digest_key, r.principal, r.purpose, r.query, found, r.as_of, r.known_at, now)
+        out = [Outbound("audit", r.principal.encode(), codec.encode("ReadAudited", record))]
+        batches = []
+        if r.known_at is None and r.as_of is None:  # a use of current memory resets its freshness clock
+            batches = self.usage.add_many([m.memory_id for m in found], ms, ms)
+        await self._publish(out + used_records(codec.encode, [*batches, self.usage.poll(ms)]))
+
+    async def flush_usage(self) -> None:
+        """Publish the pending ``MemoryUsed`` batch once it is due, even without further reads."""
+        await self._publish(used_records(self._c.codec.encode, [self.usage.poll(now_ms())]))
+
+    async def decisions(self, body: Any) -> Reply:
+        """``POST /decisions`` with ``{"command_ids": [...]}``: 200 ``{"decisions": {command_id:
+        {outcome, reasons, memory_id, gate_version, policy_version, position, decided_at}}}`` for the
+        decided ones (undecided ids are absent); 400 naming a bad field."""
+        try:
+            ids = decision_ids(body)
+        except ValidationError as exc:
+            return _bad_request(exc)
+        async with self._lookup_lock:
+            if self._lookup is None:
+                self._lookup = await self._c.pg()
+            found = await find(self._lookup, ids)
+        return Reply(200, {"decisions": {cid: self._decision_json(raw) for cid, raw in found.items()}})
+
+    def _decision_json(self, raw: bytes) -> dict[str, Any]:
+        _, d = self._c.codec.decode(raw)
+        return {"outcome": d["outcome"], "reasons": d["reasons"], "memory_id": d["memory_id"],
+                "command_type": d["command_type"], "gate_version": d["gate_version"],
+                "policy_version": d["policy_version"], "position": d["position"],
+                "decided_at": d["decided_at"].isoformat()}
+
+    async def index_count(self, query: Mapping[str, str]) -> Reply:
+        """``GET /index/count``: points in the derived index, optionally of one ``memory_id`` or ``command_id``."""
+        conds = tuple(FieldIn(key, (query[key],)) for key in ("memory_id", "command_id") if query.get(key))
+        where = Filter(must=conds) if conds else None
+        return Reply(200, {"count": await asyncio.to_thread(self._c.index().count, where)})
+
+    def health(self, roles: Sequence[str]) -> Reply:
+        """``GET /health``: the worker's roles and namespace."""
+        return Reply(200, {"ok": True, "roles": list(roles), "prefix": self._c.settings.topic_prefix})

@@ -1,0 +1,63 @@
+"""The read API's routes on a Faust worker's web server (127.0.0.1): ``POST /recall``,
+``POST /decisions``, ``GET /index/count``, ``GET /health``, and the timer that flushes due
+``MemoryUsed`` batches. Thin: parse JSON, call :class:`~memwarden.read_api.service.ReadService`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import faust
+from faust.web import Request, Response, View
+
+from memwarden.errors import ValidationError
+from memwarden.read_api.service import ReadService, Reply
+
+
+async def _json(request: Request) -> Any:
+    try:
+        return await request.json()
+    except ValueError as exc:
+        raise ValidationError("body", f"not JSON: {exc}") from None
+
+
+def mount(app: faust.App, service: ReadService, roles: Sequence[str]) -> None:
+    """Register the read API's routes and its usage-flush timer on ``app``."""
+
+    def answer(view: View, reply: Reply) -> Response:
+        return view.json(reply.body, status=reply.status)
+
+    @app.page("/recall")
+    class RecallView(View):
+        async def post(self, request: Request) -> Response:
+            try:
+                body = await _json(request)
+            except ValidationError as exc:
+                return self.json({"error": str(exc), "field": exc.field}, status=400)
+            return answer(self, await service.recall(body))
+
+    @app.page("/decisions")
+    class DecisionsView(View):
+        async def post(self, request: Request) -> Response:
+            try:
+                body = await _json(request)
+            except ValidationError as exc:
+                return self.json({"error": str(exc), "field": exc.field}, status=400)
+            return answer(self, await service.decisions(body))
+
+    @app.page("/index/count")
+    class IndexCountView(View):
+        """Points in the derived index, optionally for one ``memory_id`` or ``command_id``."""
+
+        async def get(self, request: Request) -> Response:
+            return answer(self, await service.index_count(request.query))
+
+    @app.page("/health")
+    class HealthView(View):
+        async def get(self, request: Request) -> Response:
+            return answer(self, service.health(roles))
+
+    @app.timer(1.0)
+    async def flush_usage() -> None:
+        """Publish the pending ``MemoryUsed`` batch once it is due, even without further reads."""
+        await service.flush_usage()

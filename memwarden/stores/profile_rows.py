@@ -1,0 +1,139 @@
+"""Profile state rows (``memory_versions``): one row per memory version, closed on supersession,
+never silently overwritten (seed 004 "Update by supersession, not silent replacement").
+
+Writers: the profile projector, through :func:`insert_version`, :func:`close_versions`,
+:func:`mark_used` and :func:`mark_forgotten`. Readers: the read side verifies candidates with
+:func:`verify_candidates` (the SQL form of the read filter comes from
+:mod:`memwarden.commands.readmodel.sql`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from memwarden.commands.readmodel.payload import closed_by, valid_from_of
+
+_INSERT = """
+INSERT INTO memory_versions (memory_id, version, command_id, event_id, principal, subject, scope, store_kind,
+  source_kind, source_ref, source_uri, derived_from, epistemic_status, sensitivity, purposes, content,
+  content_key_id, fact_entity, fact_attribute, fact_value, observed_at, valid_from, valid_to, expires_at,
+  status, ledger_topic, ledger_partition, ledger_offset, decided_at, tags, unverified, approved_by)
+VALUES (%(memory_id)s, %(version)s, %(command_id)s, %(event_id)s, %(principal)s, %(subject)s, %(scope)s,
+  %(store_kind)s, %(source_kind)s, %(source_ref)s, %(source_uri)s, %(derived_from)s::uuid[], %(epistemic_status)s,
+  %(sensitivity)s, %(purposes)s, %(content)s, %(content_key_id)s, %(fact_entity)s, %(fact_attribute)s,
+  %(fact_value)s, %(observed_at)s, %(valid_from)s, %(valid_to)s, %(expires_at)s, %(status)s, %(ledger_topic)s,
+  %(ledger_partition)s, %(ledger_offset)s, %(decided_at)s, %(tags)s, %(unverified)s, %(approved_by)s)
+ON CONFLICT DO NOTHING
+"""
+
+_CLOSE = """
+UPDATE memory_versions SET status = 'superseded', superseded_by = %(command_id)s, closed_at = %(decided_at)s,
+  closed_by = %(closed_by)s,
+  valid_to = CASE WHEN valid_to IS NULL OR valid_to > %(valid_from)s THEN %(valid_from)s ELSE valid_to END
+WHERE memory_id = %(target)s AND status = 'active' AND command_id <> %(command_id)s
+"""
+
+_USED = """
+UPDATE memory_versions SET last_used_at = GREATEST(COALESCE(last_used_at, %(used_at)s), %(used_at)s)
+WHERE memory_id = %(memory_id)s AND status = 'active'
+"""
+
+_FORGET = """
+UPDATE memory_versions SET status = 'forgotten', content = NULL, forgotten_by = %(command_id)s
+WHERE memory_id = %(memory_id)s AND status <> 'forgotten'
+"""
+
+_VERIFY = """
+SELECT memory_id::text, version, command_id::text, content, principal, subject, scope, source_kind, source_ref,
+       observed_at, valid_from, valid_to, status, ledger_topic, ledger_partition, ledger_offset, unverified, tags
+FROM memory_versions
+WHERE command_id = ANY(%(ids)s::uuid[]) AND {where}
+"""
+
+
+def row_of(record: Mapping[str, Any], text: str | None) -> dict[str, Any]:
+    """The ``memory_versions`` row of a ``MemoryRecorded`` event record with its decrypted ``text``
+    (``None`` when the key is shredded: the row is stored ``forgotten``, without content)."""
+    env = record["envelope"]
+    fact = record.get("fact") or {}
+    pos = record["position"]
+    return {
+        "memory_id": record["memory_id"], "version": record["version"], "command_id": record["command_id"],
+        "event_id": record["event_id"], "principal": env["principal"], "subject": env["subject"],
+        "scope": env["scope"], "store_kind": env["store_kind"], "source_kind": env["source"]["kind"],
+        "source_ref": env["source"]["reference"], "source_uri": env["source"]["uri"],
+        "derived_from": list(env["source"]["derived_from"]), "epistemic_status": env["epistemic_status"],
+        "sensitivity": env["sensitivity"], "purposes": list(env["purposes"]), "content": text,
+        "content_key_id": record["content"]["key_id"], "fact_entity": fact.get("entity"),
+        "fact_attribute": fact.get("attribute"), "fact_value": fact.get("value"),
+        "observed_at": env["observed_at"], "valid_from": valid_from_of(env),
+        "valid_to": env["effective_to"], "expires_at": env["expires_at"],
+        "status": "active" if text is not None else "forgotten",
+        "ledger_topic": pos["topic"], "ledger_partition": pos["partition"], "ledger_offset": pos["offset"],
+        "decided_at": record["decided_at"], "tags": list(record.get("tags") or []),
+        "unverified": record.get("outcome") == "ACCEPTED_UNVERIFIED", "approved_by": record.get("approved_by"),
+    }
+
+
+async def insert_version(cur: psycopg.AsyncCursor, record: Mapping[str, Any], text: str | None) -> None:
+    """Apply a ``MemoryRecorded``: close what it supersedes (explicitly, then contradicted memories,
+    Eq. 6) at its validity start, then insert its row (idempotent by command id)."""
+    row = row_of(record, text)
+    target = record["envelope"]["supersedes"]
+    for closed in closed_by(record):
+        await cur.execute(_CLOSE, {"command_id": row["command_id"], "valid_from": row["valid_from"], "target": closed,
+                                   "decided_at": row["decided_at"], "closed_by": None if closed == target
+                                   else row["memory_id"]})
+    await cur.execute(_INSERT, row)
+
+
+async def mark_used(cur: psycopg.AsyncCursor, uses: Iterable[tuple[str, datetime]]) -> None:
+    """Apply a ``MemoryUsed``: the live version's last use moves forward, never back."""
+    await cur.executemany(_USED, [{"memory_id": m, "used_at": t} for m, t in uses])
+
+
+async def mark_forgotten(cur: psycopg.AsyncCursor, command_id: str, memory_id: str) -> None:
+    """Apply a ``MemoryForgotten``: every version is ``forgotten`` and loses its content."""
+    await cur.execute(_FORGET, {"command_id": command_id, "memory_id": memory_id})
+
+
+async def verify_candidates(conn: psycopg.AsyncConnection, command_ids: Sequence[str], where: str,
+                            params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """Rows of the candidate versions ``command_ids`` that satisfy ``where`` (an SQL boolean with
+    named parameters, :func:`memwarden.commands.readmodel.sql.read_filter_sql`), in one short
+    transaction. Columns: memory_id, version, command_id, content, principal, subject, scope,
+    source_kind, source_ref, observed_at, valid_from, valid_to, status, ledger topic, partition,
+    offset, unverified, tags."""
+    async with conn.cursor() as cur:
+        await cur.execute(_VERIFY.format(where=where), {"ids": list(command_ids), **params})  # type: ignore[arg-type]
+        rows = await cur.fetchall()
+    await conn.commit()
+    return rows
+
+
+def version_count(conn: psycopg.Connection) -> int:
+    """How many memory versions are projected (evaluation summaries)."""
+    (n,) = conn.execute("SELECT count(*) FROM memory_versions").fetchone() or (0,)
+    conn.commit()
+    return int(n)
+
+
+def memory_ids(conn: psycopg.Connection, status: str | None = None) -> set[str]:
+    """Ids of memories with a projected version (of ``status`` when given): evaluation summaries."""
+    if status is None:
+        rows = conn.execute("SELECT memory_id::text FROM memory_versions").fetchall()
+    else:
+        rows = conn.execute("SELECT memory_id::text FROM memory_versions WHERE status = %s", (status,)).fetchall()
+    conn.commit()
+    return {r[0] for r in rows}
+
+
+def source_refs(conn: psycopg.Connection, store_kind: str) -> set[str]:
+    """Source references of the projected versions of ``store_kind`` (evaluation summaries)."""
+    rows = conn.execute("SELECT source_ref FROM memory_versions WHERE store_kind = %s", (store_kind,)).fetchall()
+    conn.commit()
+    return {r[0] for r in rows}

@@ -1,0 +1,85 @@
+"""Loading the governed state one batch of commands can touch, in one short transaction.
+
+Only the rows a batch can touch are read, whatever the history's size: its memories, cited sources,
+review targets, the content digests and claims of its texts, its subjects' fact slots, and the
+grants held by its writers (or their roles) or named by its grant commands; plus the registry and
+the policy. The SQL is in :mod:`memwarden.stores`; the choice of rows is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from memwarden.commands.gate import GateState, PriorDecision
+from memwarden.commands.model import (
+    ApproveQuarantined,
+    Command,
+    GrantAccess,
+    RecordMemory,
+    RegisterPrincipal,
+    RejectQuarantined,
+    RevokeAccess,
+    SupersedeMemory,
+)
+from memwarden.commands.principals import PrincipalRecord
+from memwarden.commands.readmodel.permission import ROLE_PREFIX
+from memwarden.stores import gate_state as db
+from memwarden.stores.decisions import load_priors
+
+
+@dataclass
+class Batch:
+    """Governed state of one batch: the pure :class:`GateState` (evolved by each decision) and what
+    only the processor needs: prior decisions with the records they published, the bytes of
+    quarantined commands (by command id), and the ``MemoryRecorded`` bytes of cited sources."""
+
+    state: GateState
+    priors: dict[str, tuple[PriorDecision, list[dict[str, Any]]]] = field(default_factory=dict)
+    held: dict[str, bytes] = field(default_factory=dict)
+    source_events: dict[str, bytes] = field(default_factory=dict)
+
+
+def memory_ids(command: Command) -> list[str]:
+    """The memory a command creates, supersedes or forgets (none for governance commands)."""
+    mid = getattr(command, "memory_id", None)
+    return [mid] if mid else []
+
+
+def _grant_holders(commands: Sequence[Command], writers: set[str], principals: dict[str, PrincipalRecord]) -> list[str]:
+    roles = {r for w in writers if w in principals for r in principals[w].roles}
+    roles |= {r for c in commands if isinstance(c, RegisterPrincipal) for r in c.roles}  # registered now
+    return sorted(writers | {ROLE_PREFIX + r for r in roles})
+
+
+async def load_batch(conn: psycopg.AsyncConnection, anchor: PrincipalRecord, commands: Sequence[Command], topic: str,
+                     digests: Sequence[str], claim_keys: Sequence[tuple[str, str]]) -> Batch:
+    """The state ``commands`` (read from ``topic``) can touch, the trust ``anchor`` in the registry."""
+    targets = [c.quarantined_command_id for c in commands if isinstance(c, ApproveQuarantined | RejectQuarantined)]
+    cited = sorted({m for c in commands if isinstance(c, RecordMemory | SupersedeMemory)
+                    for m in c.envelope.source.derived_from})
+    subjects = sorted({c.envelope.subject for c in commands})
+    async with conn.cursor() as cur:
+        priors = await load_priors(cur, [c.envelope.command_id for c in commands], topic)
+        quarantine = await db.load_quarantine(cur, targets)
+        facts, protected, claims, twins = await db.load_subject_state(cur, subjects, claim_keys, digests)
+        # twins too: the gate admits a duplicate only when its twin is a live memory it knows
+        mids = sorted({m for c in commands for m in memory_ids(c)} | set(cited)
+                      | {q.memory_id for q, _ in quarantine.values()} | set(twins.values()))
+        memories = await db.load_memories(cur, mids)
+        principals = await db.load_principals(cur)
+        principals[anchor.principal_id] = anchor
+        policy = await db.load_policy(cur)
+        writers = {c.envelope.principal for c in commands} | {q.principal for q, _ in quarantine.values()}
+        grants = {g.grant_id: g for g in await db.load_grants(cur, _grant_holders(commands, writers, principals))}
+        named = [c.grant_id for c in commands if isinstance(c, GrantAccess | RevokeAccess)]
+        grants.update({g.grant_id: g for g in await db.load_grants_by_id(cur, named)})
+        source_events = await db.load_current_events(cur, cited)
+    await conn.commit()
+    state = GateState(memories=memories, principals=principals, policy=policy, grants=tuple(grants.values()),
+                      facts=facts, protected=protected, claims=claims, twins=twins,
+                      quarantine={k: q for k, (q, _) in quarantine.items()})
+    return Batch(state, priors, {k: raw for k, (_, raw) in quarantine.items()}, source_events)

@@ -1,0 +1,31 @@
+"""The projector agent: consumes the events topic in batches, decodes and decrypts them once, and
+hands them to the profile projector (Postgres) and the embedding projector (the vector index). It
+publishes nothing: every shred was already published by the gate's decision. Wiring only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import faust
+
+from memwarden.bootstrap import Container
+from memwarden.processors.gate_agent import BATCH, WITHIN_S, position_of
+from memwarden.projections.events_in import RawEvent, decode_events
+from memwarden.projections.index_projector import EmbeddingProjector
+from memwarden.projections.profile_projector import ProfileProjector
+
+
+def add_projector_agent(app: faust.App, container: Container, events: faust.TopicT) -> None:
+    """Register the ``projector`` agent on ``app`` over the ``events`` topic."""
+    s = container.settings
+
+    @app.agent(events, name="projector")
+    async def projector(stream: Any) -> None:
+        profile = ProfileProjector(await container.pg(), s.topic("events"))
+        vectors = EmbeddingProjector(container.embedder(), container.index(), await container.pg(),
+                                     s.topic("events"), f"index:{container.index_label}")
+        async for batch in stream.take_events(BATCH, within=WITHIN_S):
+            decoded = await decode_events(container.codec, container.keyring(),
+                                          [RawEvent(e.message.value, position_of(e)) for e in batch])
+            await profile.apply(decoded)
+            await vectors.apply(decoded)

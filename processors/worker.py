@@ -1,0 +1,77 @@
+"""The Faust worker: the agents and the read API of one namespace, by role.
+
+Roles (``memwarden worker --role gate --role projector``; both by default):
+
+* ``gate`` — :mod:`memwarden.processors.gate_agent`: consumes the commands topic (the ledger);
+  publishes decisions, events, registry entries, key tombstones, dead letters.
+* ``projector`` — :mod:`memwarden.processors.projector_agent`: consumes the events topic into the
+  Postgres profile rows and the vector index; owns the embedded Qdrant Edge shard, so it also serves
+  the read API (:mod:`memwarden.read_api`) on 127.0.0.1.
+
+Agents only wire: every decision is in :mod:`memwarden.commands.gate`, every projection in
+:mod:`memwarden.projections`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import faust
+
+from memwarden.bootstrap import Container
+from memwarden.commands.ledger import Outbound
+from memwarden.processors.gate_agent import add_gate_agent
+from memwarden.processors.projector_agent import add_projector_agent
+from memwarden.read_api.service import ReadService
+from memwarden.read_api.views import mount
+from memwarden.settings import Settings
+
+TOPICS = ("commands", "decisions", "events", "deadletter", "keys", "principals", "audit")
+
+
+def app_id(settings: Settings, roles: Sequence[str]) -> str:
+    """Faust app id, which is also the consumer group id, of a worker with ``roles``."""
+    return f"{settings.topic_prefix}-{'-'.join(sorted(roles))}"
+
+
+def _raw_topic(app: faust.App, name: str) -> Any:
+    return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
+                     internal=False)
+
+
+def build_app(container: Container, roles: Sequence[str]) -> faust.App:
+    """A Faust app for ``roles`` over the container's clients. Connects nothing until it runs."""
+    s = container.settings
+    app = faust.App(
+        app_id(s, roles),
+        broker=f"kafka://{s.bootstrap_servers}",
+        store="memory://",
+        autodiscover=False,
+        topic_disable_leader=True,
+        consumer_auto_offset_reset="earliest",
+        producer_acks=-1,
+        web_enabled="projector" in roles,
+        web_host=s.worker_host,
+        web_port=s.worker_port,
+        web_in_thread=False,
+        datadir=str(s.data_dir / "faust" / s.topic_prefix),
+        broker_commit_interval=1.0,
+        broker_session_timeout=s.session_timeout_s,
+        broker_heartbeat_interval=min(1.0, s.session_timeout_s / 5),
+        stream_wait_empty=False,
+    )
+    topics = {name: _raw_topic(app, s.topic(name)) for name in TOPICS}
+
+    async def publish(records: Sequence[Outbound]) -> None:
+        futures = [await topics[r.topic].send(key=r.key, value=r.value, headers=list(r.headers) or None)
+                   for r in records]
+        for fut in futures:
+            await fut
+
+    if "gate" in roles:
+        add_gate_agent(app, container, topics["commands"], publish)
+    if "projector" in roles:
+        add_projector_agent(app, container, topics["events"])
+        mount(app, ReadService(container, publish), roles)
+    return app

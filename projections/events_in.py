@@ -1,0 +1,55 @@
+"""What the projectors consume: decoded events with their position on the events topic and, for
+``MemoryRecorded``, the text decrypted with the key ring (``None`` once the key is shredded)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from memwarden.commands.ledger import Position
+from memwarden.crypto import open_content
+from memwarden.errors import DecodeError
+from memwarden.schemas.codec import AvroCodec
+from memwarden.stores.keyring import KeyRing
+
+log = logging.getLogger("memwarden.projections")
+
+
+@dataclass(frozen=True)
+class EventIn:
+    """A decoded event with its own position on the events topic and, for ``MemoryRecorded``, the
+    decrypted text (``None`` when its key is shredded)."""
+
+    name: str
+    record: dict[str, Any]
+    position: Position
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class RawEvent:
+    """An events-topic record as read: value bytes and position."""
+
+    value: bytes | None
+    position: Position
+
+
+async def decode_events(codec: AvroCodec, keyring: KeyRing, batch: Sequence[RawEvent]) -> list[EventIn]:
+    """Decode ``batch`` and decrypt the texts of ``MemoryRecorded`` events (one key-ring lookup for the
+    batch). The gate wrote these events; an undecodable one is logged with its position and skipped."""
+    out: list[EventIn] = []
+    for raw in batch:
+        try:
+            name, record = codec.decode(raw.value)
+        except DecodeError as exc:
+            log.error("undecodable event at %s: %s", raw.position, exc)
+            continue
+        out.append(EventIn(name, record, raw.position))
+    key_ids = [e.record["content"]["key_id"] for e in out if e.name == "MemoryRecorded"]
+    if not key_ids:
+        return out
+    keys = await asyncio.to_thread(keyring.lookup, key_ids)
+    return [replace(e, text=open_content(e.record["content"], keys)) if e.name == "MemoryRecorded" else e for e in out]
