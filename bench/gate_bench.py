@@ -69,7 +69,8 @@ def bench_e2e(n: int) -> dict[str, float]:
     from memwarden.evals.harness import eval_namespace
     from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
-    from memwarden.producers.client import MemwardenClient, enroll
+    from memwarden.producers.client import MemwardenClient
+    from memwarden.producers.enroll import enroll
 
     items = texts(n, seed=11)
     base = Settings()

@@ -209,7 +209,7 @@ class ActionPolicy:
             for r in self.rules]}, sort_keys=True)
 
 
-def _keys(prefix: str, obj: dict, allowed: set[str], required: set[str]) -> None:
+def _keys(prefix: str, obj: dict[str, Any], allowed: set[str], required: set[str]) -> None:
     missing = sorted(required - obj.keys())
     if missing:
         raise ValidationError(prefix + missing[0], "required")

@@ -121,9 +121,10 @@ class RuleBasedClaims:
                 value = raw if relation == "age" else _object(raw.split())
                 return Claim(relation, value, not negative) if value else None
         parts = text.split(" ", 1)
-        relation = _MULTI.get(parts[0])
-        if relation is None or len(parts) < 2:
+        multi = _MULTI.get(parts[0])
+        if multi is None or len(parts) < 2:
             return None
+        relation = multi
         positive = not negative
         if relation.startswith("-"):
             relation, positive = relation[1:], not positive

@@ -8,183 +8,36 @@ validated here is exactly what Avro ``timestamp-millis`` stores.
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from memwarden.commands.envelope import (
+    EncryptedContent,
+    Envelope,
+    Fact,
+    FrozenModel,
+    Name,
+    Signature,
+    Source,
+    Text,
+    UtcTime,
+    Uuid,
+    WriteAuthority,
+)
+from memwarden.commands.vocabulary import (
+    EpistemicStatus,
+    FactCardinality,
+    PrincipalKind,
+    Right,
+    Sensitivity,
+    SourceKind,
+    StoreKind,
+)
 
 
-def _utf8(value: str) -> str:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"not valid UTF-8 (lone surrogate at index {exc.start})") from None
-    return value
-
-
-def _nonblank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
-    return value
-
-
-def _uuid(value: str) -> str:
-    try:
-        return str(uuid.UUID(value))
-    except (ValueError, AttributeError, TypeError):
-        raise ValueError("must be a UUID") from None
-
-
-def _utc_ms(value: datetime) -> datetime:
-    value = value.astimezone(UTC)
-    return value.replace(microsecond=(value.microsecond // 1000) * 1000)
-
-
-Text = Annotated[str, AfterValidator(_utf8)]
-Name = Annotated[str, AfterValidator(_utf8), AfterValidator(_nonblank), Field(max_length=256)]
-Uuid = Annotated[str, AfterValidator(_uuid)]
-UtcTime = Annotated[AwareDatetime, AfterValidator(_utc_ms)]
-
-
-class SourceKind(StrEnum):
-    """Where a memory came from; the last four are untrusted content (seed 004)."""
-
-    USER_STATEMENT = "USER_STATEMENT"
-    OBSERVED_TOOL_RESULT = "OBSERVED_TOOL_RESULT"
-    IMPORTED_RECORD = "IMPORTED_RECORD"
-    MODEL_INFERENCE = "MODEL_INFERENCE"
-    APPROVED_RULE = "APPROVED_RULE"
-    WEB_CONTENT = "WEB_CONTENT"
-    EMAIL_CONTENT = "EMAIL_CONTENT"
-    DOCUMENT_CONTENT = "DOCUMENT_CONTENT"
-    TOOL_TEXT = "TOOL_TEXT"
-
-
-class EpistemicStatus(StrEnum):
-    """How sure the record is: quoted (attributed), observed, inferred, confirmed, disputed, revoked."""
-
-    QUOTED = "QUOTED"
-    OBSERVED = "OBSERVED"
-    INFERRED = "INFERRED"
-    CONFIRMED = "CONFIRMED"
-    DISPUTED = "DISPUTED"
-    REVOKED = "REVOKED"
-
-
-class Sensitivity(StrEnum):
-    """Sensitivity levels, least to most sensitive."""
-
-    PUBLIC = "PUBLIC"
-    INTERNAL = "INTERNAL"
-    CONFIDENTIAL = "CONFIDENTIAL"
-    RESTRICTED = "RESTRICTED"
-
-
-class StoreKind(StrEnum):
-    """The stores of seed 004: profile, experience, procedure, event."""
-
-    PROFILE = "PROFILE"
-    EXPERIENCE = "EXPERIENCE"
-    PROCEDURE = "PROCEDURE"
-    EVENT = "EVENT"
-
-
-class FactCardinality(StrEnum):
-    """Whether an attribute holds one value (contradictions possible) or many."""
-
-    SINGLE = "SINGLE"
-    MULTI = "MULTI"
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
-
-
-class Source(_Frozen):
-    """Provenance: kind, reference inside the source, URI, lineage, quoted span."""
-
-    kind: SourceKind
-    reference: Text | None = Field(default=None, max_length=1024)
-    uri: Text | None = Field(default=None, max_length=4096)
-    derived_from: tuple[Uuid, ...] = ()
-    quoted_span: Text | None = Field(default=None, max_length=20_000)
-
-
-class WriteAuthority(_Frozen):
-    """The policy (and optional grant or approver) that allowed the write."""
-
-    policy_id: Name
-    policy_version: Text | None = None
-    grant_id: Text | None = None
-    approved_by: Text | None = None
-
-
-class Signature(_Frozen):
-    """Ed25519 signature over the canonical Avro bytes of the command with ``signature`` null."""
-
-    key_id: Name
-    algorithm: Literal["Ed25519"] = "Ed25519"
-    value: bytes
-
-
-class Envelope(_Frozen):
-    """The write envelope (seed 004): who, about whom, from where, in which scope, when, how sure,
-    how sensitive, for which purposes, superseding what, under which authority, signed how."""
-
-    command_id: Uuid
-    principal: Name
-    subject: Name
-    source: Source
-    scope: Name
-    store_kind: StoreKind = StoreKind.PROFILE
-    observed_at: UtcTime
-    issued_at: UtcTime
-    effective_from: UtcTime | None = None
-    effective_to: UtcTime | None = None
-    expires_at: UtcTime | None = None
-    last_verified_at: UtcTime | None = None
-    epistemic_status: EpistemicStatus = EpistemicStatus.QUOTED
-    sensitivity: Sensitivity = Sensitivity.INTERNAL
-    purposes: tuple[Name, ...] = ()
-    supersedes: Uuid | None = None
-    write_authority: WriteAuthority | None = None
-    attributes: dict[Name, Text] = Field(default_factory=dict)
-    signature: Signature | None = None
-
-    @model_validator(mode="after")
-    def _interval_is_ordered(self) -> Envelope:
-        start = self.effective_from or self.observed_at
-        if self.effective_to is not None and self.effective_to <= start:
-            raise ValueError("effective_to: must be later than effective_from (or observed_at)")
-        return self
-
-    @property
-    def valid_from(self) -> datetime:
-        """Start of the validity interval: ``effective_from`` or else ``observed_at``."""
-        return self.effective_from or self.observed_at
-
-
-class EncryptedContent(_Frozen):
-    """AES-256-GCM ciphertext of the memory text under the per-record data key ``key_id``."""
-
-    key_id: Uuid
-    algorithm: Literal["AES-256-GCM"] = "AES-256-GCM"
-    nonce: bytes = Field(min_length=12, max_length=12)
-    ciphertext: bytes = Field(min_length=16)
-
-
-class Fact(_Frozen):
-    """Typed fact (entity, attribute, value) with the attribute's cardinality."""
-
-    entity: Name
-    attribute: Name
-    value: Annotated[str, AfterValidator(_utf8), Field(max_length=4096)]
-    cardinality: FactCardinality = FactCardinality.SINGLE
-
-
-class RecordMemory(_Frozen):
+class RecordMemory(FrozenModel):
     """Command: persist a new memory (version 1 of ``memory_id``)."""
 
     kind: Literal["RecordMemory"] = "RecordMemory"
@@ -195,7 +48,7 @@ class RecordMemory(_Frozen):
     tags: tuple[Name, ...] = ()
 
 
-class SupersedeMemory(_Frozen):
+class SupersedeMemory(FrozenModel):
     """Command: a new version of the memory ``envelope.supersedes``; the prior version closes."""
 
     kind: Literal["SupersedeMemory"] = "SupersedeMemory"
@@ -217,7 +70,7 @@ class SupersedeMemory(_Frozen):
         return self.envelope.supersedes
 
 
-class ForgetMemory(_Frozen):
+class ForgetMemory(FrozenModel):
     """Command: forget every version of ``memory_id``."""
 
     kind: Literal["ForgetMemory"] = "ForgetMemory"
@@ -226,23 +79,7 @@ class ForgetMemory(_Frozen):
     reason: Text = ""
 
 
-class PrincipalKind(StrEnum):
-    """Kinds of principals (issue 3)."""
-
-    USER = "USER"
-    AGENT = "AGENT"
-    SERVICE = "SERVICE"
-    REVIEWER = "REVIEWER"
-
-
-class Right(StrEnum):
-    """What a grant allows on the records it covers (issue 4 ABAC)."""
-
-    READ = "READ"
-    WRITE = "WRITE"
-
-
-class PublicKey(_Frozen):
+class PublicKey(FrozenModel):
     """A raw 32-byte Ed25519 public key and its id."""
 
     key_id: Name
@@ -250,7 +87,7 @@ class PublicKey(_Frozen):
     public_key: bytes = Field(min_length=32, max_length=32)
 
 
-class RegisterPrincipal(_Frozen):
+class RegisterPrincipal(FrozenModel):
     """Command (admin): register ``principal_id`` with kind, roles, attributes and its first key."""
 
     kind: Literal["RegisterPrincipal"] = "RegisterPrincipal"
@@ -262,7 +99,7 @@ class RegisterPrincipal(_Frozen):
     key: PublicKey
 
 
-class RotateKey(_Frozen):
+class RotateKey(FrozenModel):
     """Command: a new signing key for ``principal_id`` (by the principal itself or an admin)."""
 
     kind: Literal["RotateKey"] = "RotateKey"
@@ -271,7 +108,7 @@ class RotateKey(_Frozen):
     key: PublicKey
 
 
-class RevokeKey(_Frozen):
+class RevokeKey(FrozenModel):
     """Command: revoke ``key_id`` of ``principal_id`` at once."""
 
     kind: Literal["RevokeKey"] = "RevokeKey"
@@ -281,17 +118,17 @@ class RevokeKey(_Frozen):
     reason: Text = ""
 
 
-class PublishPolicy(_Frozen):
+class PublishPolicy(FrozenModel):
     """Command (admin): version ``version`` of the write-authority policy ``policy_id`` (JSON text)."""
 
     kind: Literal["PublishPolicy"] = "PublishPolicy"
     envelope: Envelope
     policy_id: Name
     version: int = Field(ge=1)
-    document: Annotated[str, AfterValidator(_utf8), Field(max_length=1_000_000)]
+    document: Annotated[Text, Field(max_length=1_000_000)]
 
 
-class ProtectFact(_Frozen):
+class ProtectFact(FrozenModel):
     """Command: mark the subject's ``(entity, attribute)`` as protected core fact (M_core, Eq. 6)."""
 
     kind: Literal["ProtectFact"] = "ProtectFact"
@@ -301,7 +138,7 @@ class ProtectFact(_Frozen):
     protected: bool = True
 
 
-class ApproveQuarantined(_Frozen):
+class ApproveQuarantined(FrozenModel):
     """Command (reviewer): admit the quarantined memory command ``quarantined_command_id``."""
 
     kind: Literal["ApproveQuarantined"] = "ApproveQuarantined"
@@ -310,7 +147,7 @@ class ApproveQuarantined(_Frozen):
     note: Text = ""
 
 
-class RejectQuarantined(_Frozen):
+class RejectQuarantined(FrozenModel):
     """Command (reviewer): reject the quarantined memory command; its data key is shredded."""
 
     kind: Literal["RejectQuarantined"] = "RejectQuarantined"
@@ -319,7 +156,7 @@ class RejectQuarantined(_Frozen):
     note: Text = ""
 
 
-class GrantAccess(_Frozen):
+class GrantAccess(FrozenModel):
     """Command: an ABAC grant (issue 4). ``grantee`` is a principal id or ``role:<name>``."""
 
     kind: Literal["GrantAccess"] = "GrantAccess"
@@ -343,7 +180,7 @@ class GrantAccess(_Frozen):
         return self
 
 
-class RevokeAccess(_Frozen):
+class RevokeAccess(FrozenModel):
     """Command: revoke grant ``grant_id`` from the next read and write on."""
 
     kind: Literal["RevokeAccess"] = "RevokeAccess"
@@ -367,8 +204,8 @@ COMMAND_MODELS: dict[str, type[Any]] = {
 
 def to_avro(model: BaseModel) -> dict[str, Any]:
     """Map a command model to the Avro record dict of its schema (drops the ``kind`` tag)."""
-    data = model.model_dump(mode="python", exclude={"kind"})
-    return _plain(data)
+    data: dict[str, Any] = _plain(model.model_dump(mode="python", exclude={"kind"}))
+    return data
 
 
 def _plain(value: Any) -> Any:
@@ -387,4 +224,14 @@ def from_avro(name: str, record: dict[str, Any]) -> Command:
     Raises ``pydantic.ValidationError`` (with field locations) when the record breaks a rule that
     Avro cannot express (empty text, naive time, ordering of the validity interval ...).
     """
-    return COMMAND_MODELS[name].model_validate(record)
+    command: Command = COMMAND_MODELS[name].model_validate(record)
+    return command
+
+
+__all__ = [
+    "COMMAND_MODELS", "ApproveQuarantined", "Command", "EncryptedContent", "Envelope", "EpistemicStatus", "Fact",
+    "FactCardinality", "ForgetMemory", "GrantAccess", "PrincipalKind", "ProtectFact", "PublicKey", "PublishPolicy",
+    "RecordMemory", "RegisterPrincipal", "RejectQuarantined", "RevokeAccess", "RevokeKey", "Right", "RotateKey",
+    "Sensitivity", "Signature", "Source", "SourceKind", "StoreKind", "SupersedeMemory", "WriteAuthority",
+    "from_avro", "to_avro",
+]

@@ -99,7 +99,8 @@ class WritePolicy(_Strict):
     def scope(self, scope: str) -> ScopeRule | None:
         """The first declaration matching ``scope`` (exact names before patterns), or ``None``."""
         exact = [s for s in self.scopes if s.name is not None and s.matches(scope)]
-        return (exact or [s for s in self.scopes if s.pattern is not None and s.matches(scope)] or [None])[0]
+        found = exact or [s for s in self.scopes if s.pattern is not None and s.matches(scope)]
+        return found[0] if found else None
 
 
 def parse_policy(document: str | bytes, policy_id: str | None = None, version: int | None = None) -> WritePolicy:

@@ -149,7 +149,7 @@ class AvroCodec:
             raise DecodeError("UNKNOWN_SCHEMA", f"unknown writer schema fingerprint {fp.hex()}")
         _, writer = known
         try:
-            record = fastavro.schemaless_reader(io.BytesIO(data[10:]), writer, writer)
+            record: Any = fastavro.schemaless_reader(io.BytesIO(data[10:]), writer, writer)
             record["envelope"]["signature"] = None
             buf = io.BytesIO()
             buf.write(data[:10])

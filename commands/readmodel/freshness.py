@@ -157,7 +157,7 @@ def horizon_s(params: FreshnessParams, theta: float = THETA_FRESH) -> float:
     theta = _theta(theta)
     if not params.decays or theta == 0.0:
         return math.inf
-    return params.eta_s * (-math.log(theta)) ** (1.0 / params.kappa)
+    return float(params.eta_s * (-math.log(theta)) ** (1.0 / params.kappa))
 
 
 def fresh_since_ms(store_kind: StoreKind | str, now_ms: int,

@@ -69,7 +69,8 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
     from memwarden.evals.harness import eval_namespace
     from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
-    from memwarden.producers.client import MemwardenClient, enroll
+    from memwarden.producers.client import MemwardenClient
+    from memwarden.producers.enroll import enroll
     from memwarden.stores.decisions import outcome_counts
     from memwarden.stores.pg import connect
     from memwarden.stores.profile_rows import version_count

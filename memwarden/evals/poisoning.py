@@ -40,7 +40,8 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
     from memwarden.evals.injection_set import load_labelled, score_detector
     from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
-    from memwarden.producers.client import MemwardenClient, enroll
+    from memwarden.producers.client import MemwardenClient
+    from memwarden.producers.enroll import enroll
     from memwarden.stores.decisions import outcome_counts
     from memwarden.stores.pg import connect
     from memwarden.stores.profile_rows import memory_ids, source_refs

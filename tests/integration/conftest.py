@@ -18,7 +18,8 @@ from memwarden.keystore import admin_signer
 from memwarden.ops.pidfiles import free_port
 from memwarden.ops.topics import delete_topics, ensure_topics
 from memwarden.ops.worker_process import WorkerProcess
-from memwarden.producers.client import MemwardenClient, enroll
+from memwarden.producers.client import MemwardenClient
+from memwarden.producers.enroll import enroll
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
 from memwarden.stores.pg import connect, drop_namespace, migrate

@@ -1,0 +1,114 @@
+"""Building commands from keyword arguments: the write envelope with its defaults, validation with a
+clear ``ValidationError`` naming the field, and the receipt a delivered command returns.
+
+Seed 004 "The write boundary is the first safety boundary": bad input is refused at the client,
+before anything is published (the gate checks again on the ledger).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pydantic
+
+from memwarden.commands.model import Envelope, EpistemicStatus, Fact, Sensitivity, SourceKind, StoreKind
+from memwarden.errors import ValidationError
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What a delivered command returns: its ids and ledger position (topic, partition, offset)."""
+
+    command_id: str
+    memory_id: str
+    topic: str
+    partition: int
+    offset: int
+
+
+def check_text(text: Any, max_chars: int, field: str = "text") -> str:
+    """Validate memory text: a non-empty UTF-8 string of at most ``max_chars`` characters."""
+    if not isinstance(text, str):
+        raise ValidationError(field, f"must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise ValidationError(field, "must not be empty")
+    if len(text) > max_chars:
+        raise ValidationError(field, f"has {len(text)} characters, limit {max_chars}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(field, f"not valid UTF-8 (lone surrogate at index {exc.start})") from None
+    return text
+
+
+def build(model: type[pydantic.BaseModel], data: dict[str, Any], prefix: str = "") -> Any:
+    """``model.model_validate(data)``; raises ``ValidationError`` naming the first bad field
+    (prefixed with ``prefix``)."""
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        msg = str(first["msg"])
+        if not field:  # a model-level rule names its field as "field: reason"
+            named = re.match(r"(?:Value error, )?([a-z_.]+): (.*)", msg)
+            field, msg = (named.group(1), named.group(2)) if named else ("command", msg)
+        raise ValidationError(prefix + field, msg) from None
+
+
+def names(value: Any, field: str) -> tuple[Any, ...]:
+    """A list of names; a bare string is refused rather than split into characters."""
+    if isinstance(value, str | bytes):
+        raise ValidationError(field, "must be a list of strings, not a single string")
+    return tuple(value)
+
+
+def build_fact(value: Mapping[str, Any] | None) -> Fact | None:
+    """The typed fact of a memory write, or ``None``."""
+    return build(Fact, dict(value), "fact.") if value else None  # type: ignore[no-any-return]
+
+
+#: Every envelope argument a write accepts, with its default.
+ENVELOPE_DEFAULTS: dict[str, Any] = {
+    "command_id": None, "scope": "account:default", "source_kind": SourceKind.USER_STATEMENT, "source_ref": None,
+    "source_uri": None, "derived_from": (), "quoted_span": None, "store_kind": StoreKind.PROFILE,
+    "observed_at": None, "effective_from": None, "effective_to": None, "expires_at": None,
+    "epistemic_status": EpistemicStatus.QUOTED, "sensitivity": Sensitivity.INTERNAL, "purposes": (),
+    "supersedes": None, "write_authority": None, "attributes": None,
+}
+
+
+def envelope(principal: str, subject: str, given: Mapping[str, Any], supersedes: str | None = None) -> Envelope:
+    """The validated envelope of a command by ``principal`` about ``subject`` from the envelope
+    arguments ``given`` (the rest default per :data:`ENVELOPE_DEFAULTS`; issue and observation
+    times default to now, the command id to a fresh UUID). Raises ``ValidationError`` for an unknown
+    argument or a bad value."""
+    unknown = set(given) - set(ENVELOPE_DEFAULTS)
+    if unknown:
+        raise ValidationError(sorted(unknown)[0], "unknown argument")
+    a = {**ENVELOPE_DEFAULTS, **given}
+    if supersedes is not None:
+        a["supersedes"] = supersedes
+    now = datetime.now(UTC)
+    return build(Envelope, {  # type: ignore[no-any-return]
+        "command_id": a["command_id"] or str(uuid.uuid4()),
+        "principal": principal, "subject": subject, "scope": a["scope"], "store_kind": a["store_kind"],
+        "source": {"kind": a["source_kind"], "reference": a["source_ref"], "uri": a["source_uri"],
+                   "derived_from": names(a["derived_from"], "derived_from"), "quoted_span": a["quoted_span"]},
+        "observed_at": a["observed_at"] if a["observed_at"] is not None else now, "issued_at": now,
+        "effective_from": a["effective_from"], "effective_to": a["effective_to"], "expires_at": a["expires_at"],
+        "epistemic_status": a["epistemic_status"], "sensitivity": a["sensitivity"],
+        "purposes": names(a["purposes"], "purposes"), "supersedes": a["supersedes"],
+        "write_authority": dict(a["write_authority"]) if a["write_authority"] else None,
+        "attributes": dict(a["attributes"] or {}),
+    })
+
+
+def governance_envelope(principal: str, subject: str, given: Mapping[str, Any]) -> Envelope:
+    """:func:`envelope` with the governance defaults: scope ``governance``, source ``APPROVED_RULE``."""
+    return envelope(principal, subject, {"scope": "governance", "source_kind": SourceKind.APPROVED_RULE, **given})
