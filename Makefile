@@ -25,7 +25,7 @@ demo: up
 	fi
 
 lint: install
-	$(BIN)/ruff check .
+	@BIN=$(BIN) bash ops/lint.sh
 
 test: up lint
 	$(BIN)/pytest -q -p no:cacheprovider

@@ -51,12 +51,13 @@ def _bad_request(exc: ValidationError) -> Reply:
 
 class ReadService:
     """The read side of one namespace over the container's embedder, index and Postgres; ``publish``
-    sends audit and usage records. Connections open on first use."""
+    sends audit and usage records; ``recaller`` defaults to one over the container's clients.
+    Connections open on first use."""
 
-    def __init__(self, container: Container, publish: Publish) -> None:
+    def __init__(self, container: Container, publish: Publish, recaller: Recaller | None = None) -> None:
         self._c = container
         self._publish = publish
-        self._recaller: Recaller | None = None
+        self._recaller = recaller
         self._lookup: psycopg.AsyncConnection | None = None
         self._lookup_lock = asyncio.Lock()
         self.usage = UsageBatcher(max_items=256, max_wait_ms=1000)

@@ -1,0 +1,134 @@
+"""The read API's wiring below the integration suite: request parsing names the bad field,
+authentication answers 401 with its reason code, and every answered recall leaves a ``ReadAudited``
+record (ids and positions, never content) and ``MemoryUsed`` batches, with the real Avro codec.
+The recaller is a stub here; the real one runs against Postgres and the index in tests/integration."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from memwarden.commands.ledger import Outbound
+from memwarden.commands.readmodel.query import MAX_K, RecalledMemory
+from memwarden.errors import ValidationError
+from memwarden.read_api.requests import MAX_LOOKUP_IDS, decision_ids, recall_request
+from memwarden.read_api.service import ReadService
+from memwarden.schemas.codec import default_codec
+from memwarden.settings import Settings
+from tests import factories as f
+
+CODEC = default_codec()
+FOUND = RecalledMemory("00000000-0000-4000-8000-00000000000a", 1, "prefers tea", 0.9, "user:alice", "user:alice",
+                       "account:default", "USER_STATEMENT", "chat:1", "2025-07-25T02:00:00+00:00",
+                       "2025-07-25T02:00:00+00:00", None, "active", "mw.commands", 3, 17)
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ([], "body"),
+    ({"query": "tea"}, "principal"),
+    ({"principal": "user:alice"}, "query"),
+    ({"principal": "user:alice", "query": "tea", "k": 0}, "k"),
+    ({"principal": "user:alice", "query": "tea", "k": MAX_K + 1}, "k"),
+    ({"principal": "user:alice", "query": "tea", "k": True}, "k"),
+    ({"principal": "user:alice", "query": "tea", "as_of": "yesterday"}, "as_of"),
+    ({"principal": "user:alice", "query": "tea", "known_at": "2025-07-25T02:00:00"}, "known_at"),
+    ({"principal": "user:alice", "query": "tea", "mode": "fuzzy"}, "mode"),
+    ({"principal": "user:alice", "query": "tea", "purpose": "*"}, "purpose"),
+])
+def test_bad_recall_requests_name_the_field(body: Any, field: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        recall_request(body)
+    assert err.value.field == field
+
+
+def test_a_recall_request_takes_its_defaults() -> None:
+    r = recall_request({"principal": "user:alice", "query": "tea"})
+    assert (r.k, r.purpose, r.mode, r.freshness, r.include_untrusted, r.as_of) == (10, "general", "hybrid", True,
+                                                                                  False, None)
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({}, "command_ids"), ({"command_ids": "x"}, "command_ids"), ({"command_ids": ["nope"]}, "command_ids[0]"),
+    ({"command_ids": ["00000000-0000-4000-8000-000000000001"] * (MAX_LOOKUP_IDS + 1)}, "command_ids"),
+])
+def test_bad_decision_lookups_name_the_field(body: Any, field: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        decision_ids(body)
+    assert err.value.field == field
+
+
+@dataclass
+class _Container:
+    settings: Settings
+    codec: Any = CODEC
+    digest_key: bytes = b"k" * 32
+    trust_anchor: Any = None
+
+
+class _Recaller:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    async def registered(self, principal: str) -> Any:
+        return f.principal(principal)
+
+    async def recall(self, *args: Any, **kw: Any) -> list[RecalledMemory]:
+        self.calls.append(args)
+        return [FOUND]
+
+
+def _service(read_auth: str) -> tuple[ReadService, list[Outbound], _Recaller]:
+    sent: list[Outbound] = []
+
+    async def publish(records: Any) -> None:
+        sent.extend(records)
+
+    recaller = _Recaller()
+    container = _Container(Settings(read_auth=read_auth), trust_anchor=f.principal("service:admin"))
+    return ReadService(container, publish, recaller), sent, recaller  # type: ignore[arg-type]
+
+
+def test_an_unsigned_read_is_refused_when_authentication_is_required() -> None:
+    service, sent, recaller = _service("required")
+    reply = asyncio.run(service.recall({"principal": "user:alice", "query": "tea"}))
+    assert reply.status == 401 and reply.body["code"] == "READ_UNSIGNED" and reply.body["field"] == "auth"
+    assert sent == [] and recaller.calls == []
+
+
+def test_a_malformed_request_is_a_400_before_authentication() -> None:
+    service, sent, _ = _service("required")
+    reply = asyncio.run(service.recall({"principal": "user:alice", "query": "tea", "k": 1000}))
+    assert reply.status == 400 and reply.body["field"] == "k" and sent == []
+
+
+def test_a_signed_read_is_answered_audited_by_ids_and_counted_as_a_use() -> None:
+    from memwarden.commands.read_auth import sign_request
+    from memwarden.epoch import now_ms
+
+    service, sent, recaller = _service("required")
+    body = sign_request({"principal": "user:alice", "query": "what does alice drink?"}, f.signer("user:alice"),
+                        now_ms())
+    reply = asyncio.run(service.recall(body))
+    assert reply.status == 200 and reply.body["memories"][0]["memory_id"] == FOUND.memory_id
+    assert recaller.calls and [o.topic for o in sent] == ["audit"]
+    name, audit = CODEC.decode(sent[0].value)
+    assert name == "ReadAudited" and audit["returned"] == [FOUND.memory_id]
+    assert audit["positions"] == [{"topic": "mw.commands", "partition": 3, "offset": 17}]
+    raw = sent[0].value
+    assert b"tea" not in raw and b"drink" not in raw  # ids and a keyed digest of the query, never text
+    assert len(service.usage) == 1  # the use waits for its batch to be due
+    service.usage.max_wait_ms = 0
+    asyncio.run(service.flush_usage())
+    name, used = CODEC.decode(sent[-1].value)
+    assert sent[-1].topic == "events" and name == "MemoryUsed" and used["uses"][0]["memory_id"] == FOUND.memory_id
+
+
+def test_a_read_of_the_past_is_audited_but_is_not_a_use() -> None:
+    service, sent, _ = _service("optional")
+    as_of = datetime(2025, 7, 26, tzinfo=UTC).isoformat()
+    reply = asyncio.run(service.recall({"principal": "user:alice", "query": "tea", "as_of": as_of}))
+    assert reply.status == 200 and [o.topic for o in sent] == ["audit"] and len(service.usage) == 0
