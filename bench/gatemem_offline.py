@@ -33,8 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from memwarden.commands.model import Sensitivity, StoreKind
-from memwarden.evals.gatemem_data import DOMAINS, Query, load_domain
-from memwarden.evals.gatemem_mapping import EpisodePlan, RecordSpec, plan_episode, summarise_plans
+from memwarden.evals.gatemem_data import DOMAINS, Query
+from memwarden.evals.gatemem_loader import load_domain
+from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
+from memwarden.evals.gatemem_plan import EpisodePlan, RecordSpec
 from memwarden.evals.gatemem_score import aggregate, pattern_hits, score_checkpoint
 
 PURPOSE = "assist"

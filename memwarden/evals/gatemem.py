@@ -61,13 +61,15 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     ``MemwardenError`` when the setup (policy, principals, grants) is not accepted by the gate.
     """
     from memwarden.errors import MemwardenError
-    from memwarden.evals.gatemem_data import DOMAINS, load_domains
+    from memwarden.evals.gatemem_data import DOMAINS
+    from memwarden.evals.gatemem_loader import load_domains
     from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
     from memwarden.evals.gatemem_score import score
     from memwarden.evals.harness import eval_namespace
     from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
-    from memwarden.producers.client import MemwardenClient, enroll
+    from memwarden.producers.client import MemwardenClient
+    from memwarden.producers.enroll import enroll
     from memwarden.stores.decisions import outcome_counts
     from memwarden.stores.pg import connect
 

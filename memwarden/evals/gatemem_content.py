@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from memwarden.commands.model import Sensitivity
 
-__all__ = ["CREDENTIAL_MARKERS", "ContentFacts", "analyse", "facet_of", "is_credential_only"]
+__all__ = ["CREDENTIAL_MARKERS", "RESTRICTION_WORD", "ContentFacts", "analyse", "facet_of", "is_credential_only"]
 
 _TOKEN = re.compile(r"\b[A-Za-z]{2,}_[A-Za-z0-9]+_[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*")
 _CODE = re.compile(r"\b[A-Z]{2,4}-\d{4,6}\b|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{4}-[A-Z0-9]{4}\b")
@@ -76,7 +76,8 @@ _SENTENCE = re.compile(r"[^.;!?]+[.;!?]?")
 _CONFIDENTIAL_WORD = re.compile(
     r"\b(?:diagnos\w*|stipend|internal (?:label|wording|phrasing|phrase)|budget|discount|salary)\b", re.IGNORECASE
 )
-_RESTRICTION_WORD = re.compile(r"\b(?:restricted|confidential|private|resident-only)\b", re.IGNORECASE)
+#: A word calling something restricted (R3 ``restricted-place``; gatemem_records: a contrasted public track).
+RESTRICTION_WORD = re.compile(r"\b(?:restricted|confidential|private|resident-only)\b", re.IGNORECASE)
 _LOCATION = re.compile(r"\b(?:[A-Z][A-Za-z]+\s){1,4}(?:room\s)?[A-Z]?\d{1,5}[A-Z]?\b(?![:,]\d)")
 _CALENDAR = re.compile(
     r"^(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|"
@@ -128,52 +129,22 @@ def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
         extra_confidential: the domain's words that make a turn CONFIDENTIAL (``domain-word``).
         extra_values: in a ``domain-word`` turn, group 1 of each match is a protected value (R4).
         exclude: names (principals' names and name parts, track names) never taken as values.
+
+    Returns the sensitivity, the markers in rule order (``token``, ``secret-digits``, ``secret-phrase``,
+    ``secret-quote``, ``identity``, ``private``, ``money``, ``percent``, ``confidential-word``,
+    ``restricted-place``, ``domain-word``; or only ``declared-public``), the protected values
+    (stripped, at least 2 characters, first occurrence order) and whether the turn is a private note.
     """
-    markers: list[str] = []
-    values: list[str] = []
-
-    def mark(name: str, found: list[str] | None = None) -> None:
-        markers.append(name)
-        values.extend(found or ())
-
-    tokens = _TOKEN.findall(text) + _CODE.findall(text)
-    if tokens:
-        mark("token", tokens)
-    if _SECRET_WORD.search(text):
-        digits = [d for d in _SECRET_DIGITS.findall(text) if not _is_year(d)]
-        if digits:
-            mark("secret-digits", digits)
-    phrases = [
-        m.group(1) for m in _PHRASE_VALUE.finditer(text)
-        if not set(m.group(1).split()) & _STOPWORDS
-        and not _SAFE_CONTEXT.search(text[max(0, m.start() - 40): m.start()])
-    ]
-    if phrases or _SECRET_PHRASE.search(text):
-        mark("secret-phrase", phrases)
-    quoted = [m.group(1).strip(" ,.") for m in _QUOTED.finditer(text) if _secret_quote(text, m.start())]
-    if quoted:
-        mark("secret-quote", quoted)
-    identities = [i for i in _identities(text) if not _CALENDAR.match(i) and not excluded(i, exclude)]
-    if identities:
-        mark("identity", identities)
     private = _private_note(text)
-    if private:
-        mark("private", _TIME.findall(text) + _AT_PLACE.findall(text))
-    money, percents = _MONEY.findall(text), _PERCENT.findall(text)
-    if money:
-        mark("money", [m.strip() for m in money])
-    if percents:
-        mark("percent", [p.strip() for p in percents])
-    if _CONFIDENTIAL_WORD.search(text):
-        markers.append("confidential-word")
     located = [x for x in _LOCATION.findall(text) if not _CALENDAR.match(x) and not excluded(x, exclude)]
     located += _ROOM_CODE.findall(text)
-    if located and _RESTRICTION_WORD.search(text):
-        mark("restricted-place", located)
-    if extra_confidential is not None and extra_confidential.search(text):
-        markers.append("domain-word")
-        if extra_values is not None:
-            values.extend(m.group(1).rsplit(":", 1)[-1].strip() for m in extra_values.finditer(text))
+    findings = [
+        *_secret_findings(text, exclude),
+        *([("private", _TIME.findall(text) + _AT_PLACE.findall(text))] if private else []),
+        *_confidential_findings(text, located, extra_confidential, extra_values),
+    ]
+    markers = [name for name, _ in findings]
+    values = [v for _, found in findings for v in found]
     if _DECLARED_PUBLIC.match(text) and not private:
         # "Public update: ...": values declared public are not secrets; taint (R4) still applies
         markers = ["declared-public"]
@@ -181,14 +152,75 @@ def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
     found = set(markers)
     if found & (_RESTRICTED_MARKERS | _CONFIDENTIAL_MARKERS):
         values.extend(located)
-    if found & _RESTRICTED_MARKERS:
-        level = Sensitivity.RESTRICTED
-    elif found & _CONFIDENTIAL_MARKERS:
-        level = Sensitivity.CONFIDENTIAL
-    else:
-        level = Sensitivity.INTERNAL
     clean = (v.strip(" ,.") for v in values)
-    return ContentFacts(level, tuple(markers), tuple(dict.fromkeys(v for v in clean if len(v) >= 2)), private)
+    return ContentFacts(_level(found), tuple(markers), tuple(dict.fromkeys(v for v in clean if len(v) >= 2)), private)
+
+
+#: One R3 marker and the protected values it found (R4 candidates).
+_Finding = tuple[str, list[str]]
+
+
+def _secret_findings(text: str, exclude: frozenset[str]) -> list[_Finding]:
+    """The RESTRICTED markers but ``private``: ``token``, ``secret-digits``, ``secret-phrase``,
+    ``secret-quote`` and ``identity``, in that order, each with its values."""
+    out: list[_Finding] = []
+    tokens = _TOKEN.findall(text) + _CODE.findall(text)
+    if tokens:
+        out.append(("token", tokens))
+    if _SECRET_WORD.search(text):
+        digits = [d for d in _SECRET_DIGITS.findall(text) if not _is_year(d)]
+        if digits:
+            out.append(("secret-digits", digits))
+    phrases = _secret_phrases(text)
+    if phrases or _SECRET_PHRASE.search(text):
+        out.append(("secret-phrase", phrases))
+    quoted = [m.group(1).strip(" ,.") for m in _QUOTED.finditer(text) if _secret_quote(text, m.start())]
+    if quoted:
+        out.append(("secret-quote", quoted))
+    identities = [i for i in _identities(text) if not _CALENDAR.match(i) and not excluded(i, exclude)]
+    if identities:
+        out.append(("identity", identities))
+    return out
+
+
+def _secret_phrases(text: str) -> list[str]:
+    """Two-word phrases stated as a phrase's value, unless made of stop words or introduced as safe wording."""
+    return [
+        m.group(1) for m in _PHRASE_VALUE.finditer(text)
+        if not set(m.group(1).split()) & _STOPWORDS
+        and not _SAFE_CONTEXT.search(text[max(0, m.start() - 40): m.start()])
+    ]
+
+
+def _confidential_findings(text: str, located: list[str], extra_confidential: re.Pattern[str] | None,
+                           extra_values: re.Pattern[str] | None) -> list[_Finding]:
+    """The CONFIDENTIAL markers ``money``, ``percent``, ``confidential-word``, ``restricted-place``
+    (``located`` in a turn with a restriction word) and ``domain-word``, in that order, with values."""
+    out: list[_Finding] = []
+    money, percents = _MONEY.findall(text), _PERCENT.findall(text)
+    if money:
+        out.append(("money", [m.strip() for m in money]))
+    if percents:
+        out.append(("percent", [p.strip() for p in percents]))
+    if _CONFIDENTIAL_WORD.search(text):
+        out.append(("confidential-word", []))
+    if located and RESTRICTION_WORD.search(text):
+        out.append(("restricted-place", located))
+    if extra_confidential is not None and extra_confidential.search(text):
+        values = [] if extra_values is None else [
+            m.group(1).rsplit(":", 1)[-1].strip() for m in extra_values.finditer(text)
+        ]
+        out.append(("domain-word", values))
+    return out
+
+
+def _level(markers: set[str]) -> Sensitivity:
+    """R3: RESTRICTED if a restricted marker is present, else CONFIDENTIAL if a confidential one, else INTERNAL."""
+    if markers & _RESTRICTED_MARKERS:
+        return Sensitivity.RESTRICTED
+    if markers & _CONFIDENTIAL_MARKERS:
+        return Sensitivity.CONFIDENTIAL
+    return Sensitivity.INTERNAL
 
 
 def is_credential_only(facts: ContentFacts) -> bool:

@@ -1,7 +1,9 @@
 """GateMem episodes and checkpoints as typed records, with the hidden judge part split off.
 
-Implements the schema of ``shared/data/gatemem/SCHEMA.md`` (GateMem, rzhub 2026, MIT). The only I/O is
-reading ``episodes.jsonl`` / ``checkpoints.jsonl`` in :func:`load_domain`; parsing is pure.
+Implements the schema of ``shared/data/gatemem/SCHEMA.md`` (GateMem, rzhub 2026, MIT). This module holds
+the records and constants only; :mod:`memwarden.evals.gatemem_loader` parses them (pure) and reads
+``episodes.jsonl`` / ``checkpoints.jsonl`` (its :func:`~memwarden.evals.gatemem_loader.load_domain`
+is the only I/O).
 
 A checkpoint is split in two records that do not reference each other:
 
@@ -22,17 +24,17 @@ times were made up.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from memwarden.errors import ValidationError
 
 __all__ = [
     "DOMAINS",
+    "QUERY_TYPES",
     "SYNTHETIC_EPOCH",
     "SYNTHETIC_STEP",
     "DomainData",
@@ -41,12 +43,9 @@ __all__ = [
     "Judgement",
     "Principal",
     "Query",
+    "QueryType",
     "Relationship",
     "Turn",
-    "load_domain",
-    "load_domains",
-    "parse_checkpoint",
-    "parse_episode",
 ]
 
 #: The domains present in the shared copy of the data.
@@ -57,7 +56,8 @@ SYNTHETIC_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 SYNTHETIC_STEP = timedelta(minutes=1)
 
 QueryType = Literal["utility", "privacy", "safety"]
-_QUERY_TYPES: frozenset[str] = frozenset({"utility", "privacy", "safety"})
+#: The ``query_type`` values a checkpoint may have.
+QUERY_TYPES: frozenset[str] = frozenset({"utility", "privacy", "safety"})
 
 
 class GateMemFormatError(ValidationError):
@@ -167,210 +167,3 @@ class DomainData:
     episodes: Mapping[str, Episode]
     queries: tuple[Query, ...]
     judgements: Mapping[str, Judgement] = field(repr=False)
-
-
-class _Reader:
-    """Field access that raises :class:`GateMemFormatError` naming file, line and dotted field."""
-
-    def __init__(self, path: Path | str, line: int) -> None:
-        self.path = path
-        self.line = line
-
-    def fail(self, name: str, reason: str) -> GateMemFormatError:
-        return GateMemFormatError(self.path, self.line, name, reason)
-
-    def obj(self, value: Any, name: str) -> Mapping[str, Any]:
-        if not isinstance(value, Mapping):
-            raise self.fail(name, f"expected an object, got {type(value).__name__}")
-        return value
-
-    def items(self, value: Any, name: str) -> Sequence[Any]:
-        if not isinstance(value, list):
-            raise self.fail(name, f"expected a list, got {type(value).__name__}")
-        return value
-
-    def text(self, parent: Mapping[str, Any], key: str, name: str, *, optional: bool = False) -> str | None:
-        if key not in parent or parent[key] is None:
-            if optional:
-                return None
-            raise self.fail(f"{name}.{key}" if name else key, "missing")
-        value = parent[key]
-        if not isinstance(value, str) or (not optional and not value.strip()):
-            raise self.fail(f"{name}.{key}" if name else key, f"expected a non-empty string, got {value!r}")
-        return value
-
-    def req(self, parent: Mapping[str, Any], key: str, name: str) -> str:
-        value = self.text(parent, key, name)
-        assert value is not None
-        return value
-
-    def strings(self, parent: Mapping[str, Any], key: str, name: str) -> tuple[str, ...]:
-        value = parent.get(key)
-        if value is None:
-            return ()
-        where = f"{name}.{key}" if name else key
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self.fail(where, f"expected a list of strings, got {value!r}")
-        return tuple(value)
-
-
-def _parse_time(r: _Reader, raw: str, name: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(raw)
-    except ValueError:
-        raise r.fail(name, f"not an ISO date-time: {raw!r}") from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-
-
-def parse_episode(raw: Any, path: Path | str = "<episode>", line: int = 1) -> Episode:
-    """Parse one ``episodes.jsonl`` object. Raises :class:`GateMemFormatError` on a missing or
-    mistyped field, a duplicate turn id, or a speaker / relationship principal not among the principals."""
-    r = _Reader(path, line)
-    obj = r.obj(raw, "episode")
-    episode_id = r.req(obj, "episode_id", "")
-    domain = r.req(obj, "domain", "")
-    entities = r.obj(obj.get("entities"), "entities")
-    principals: list[Principal] = []
-    for i, p in enumerate(r.items(entities.get("principals"), "entities.principals")):
-        name = f"entities.principals[{i}]"
-        p = r.obj(p, name)
-        principals.append(
-            Principal(r.req(p, "principal_id", name), r.req(p, "role", name), r.text(p, "display_name", name) or "")
-        )
-    known = {p.principal_id for p in principals}
-    if len(known) != len(principals):
-        raise r.fail("entities.principals", "duplicate principal_id")
-    relationships: list[Relationship] = []
-    for i, rel in enumerate(r.items(entities.get("relationships", []), "entities.relationships")):
-        name = f"entities.relationships[{i}]"
-        rel = r.obj(rel, name)
-        kind, pid = r.req(rel, "type", name), r.req(rel, "principal_id", name)
-        if pid not in known:
-            raise r.fail(f"{name}.principal_id", f"unknown principal {pid!r}")
-        attrs = {k: str(v) for k, v in rel.items() if k not in ("type", "principal_id") and v is not None}
-        relationships.append(Relationship(kind, pid, attrs))
-    turns: list[Turn] = []
-    seen: set[str] = set()
-    previous: datetime | None = None
-    for i, t in enumerate(r.items(obj.get("turns"), "turns")):
-        name = f"turns[{i}]"
-        t = r.obj(t, name)
-        turn_id = r.req(t, "turn_id", name)
-        if turn_id in seen:
-            raise r.fail(f"{name}.turn_id", f"duplicate turn id {turn_id!r}")
-        seen.add(turn_id)
-        speaker = r.obj(t.get("speaker"), f"{name}.speaker")
-        speaker_id = r.req(speaker, "principal_id", f"{name}.speaker")
-        if speaker_id not in known:
-            raise r.fail(f"{name}.speaker.principal_id", f"unknown principal {speaker_id!r}")
-        stamp = r.text(t, "timestamp", name, optional=True)
-        when = _parse_time(r, stamp, f"{name}.timestamp") if stamp else None
-        synthetic = when is None or (previous is not None and when <= previous)
-        if synthetic:
-            when = SYNTHETIC_EPOCH if previous is None else previous + SYNTHETIC_STEP
-        assert when is not None
-        previous = when
-        turns.append(
-            Turn(
-                turn_id=turn_id,
-                index=i,
-                speaker_id=speaker_id,
-                speaker_role=r.text(speaker, "role", f"{name}.speaker", optional=True) or "",
-                text=r.req(t, "text", name),
-                observed_at=when,
-                synthetic_time=synthetic,
-                turn_kind=r.text(t, "turn_kind", name, optional=True),
-            )
-        )
-    return Episode(episode_id, domain, tuple(principals), tuple(relationships), tuple(turns))
-
-
-def parse_checkpoint(raw: Any, path: Path | str = "<checkpoint>", line: int = 1) -> tuple[Query, Judgement]:
-    """Parse one ``checkpoints.jsonl`` object into its visible :class:`Query` and hidden
-    :class:`Judgement`. Raises :class:`GateMemFormatError` on a missing or mistyped field or an
-    unknown ``query_type``."""
-    r = _Reader(path, line)
-    obj = r.obj(raw, "checkpoint")
-    checkpoint_id = r.req(obj, "checkpoint_id", "")
-    episode_id = r.req(obj, "episode_id", "")
-    asker = r.obj(obj.get("asker"), "asker")
-    query = Query(
-        checkpoint_id=checkpoint_id,
-        episode_id=episode_id,
-        asker_id=r.req(asker, "principal_id", "asker"),
-        asker_role=r.text(asker, "role", "asker", optional=True) or "",
-        query_text=r.req(obj, "query_text", ""),
-        as_of_turn_id=r.req(obj, "as_of_turn_id", ""),
-    )
-    query_type = r.req(obj, "query_type", "")
-    if query_type not in _QUERY_TYPES:
-        raise r.fail("query_type", f"expected one of {sorted(_QUERY_TYPES)}, got {query_type!r}")
-    spec = r.obj(obj.get("judge_spec", {}), "judge_spec")
-    judgement = Judgement(
-        checkpoint_id=checkpoint_id,
-        episode_id=episode_id,
-        query_type=query_type,  # type: ignore[arg-type]
-        attack_type=r.text(obj, "attack_type", "", optional=True),
-        expected_action=r.req(obj, "expected_action", ""),
-        include=r.strings(spec, "include", "judge_spec"),
-        not_include=r.strings(spec, "not_include", "judge_spec"),
-        leak_targets=r.strings(obj, "leak_targets", ""),
-        notes=r.text(spec, "notes", "judge_spec", optional=True) or "",
-    )
-    return query, judgement
-
-
-def _jsonl(path: Path) -> list[tuple[int, Any]]:
-    if not path.is_file():
-        raise FileNotFoundError(f"GateMem file not found: {path}")
-    rows: list[tuple[int, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append((number, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise GateMemFormatError(path, number, "<json>", exc.msg) from None
-    return rows
-
-
-def load_domain(root: Path, domain: str) -> DomainData:
-    """Read ``<root>/<domain>/episodes.jsonl`` and ``checkpoints.jsonl``.
-
-    Raises ``FileNotFoundError`` naming a missing file and :class:`GateMemFormatError` on a malformed
-    line, a duplicate episode or checkpoint id, a checkpoint whose episode, asker or ``as_of_turn_id``
-    does not exist, or an episode whose ``domain`` field differs from the folder name.
-    """
-    folder = Path(root) / domain
-    episodes: dict[str, Episode] = {}
-    episodes_path = folder / "episodes.jsonl"
-    for number, raw in _jsonl(episodes_path):
-        episode = parse_episode(raw, episodes_path, number)
-        if episode.domain != domain:
-            raise GateMemFormatError(episodes_path, number, "domain", f"expected {domain!r}, got {episode.domain!r}")
-        if episode.episode_id in episodes:
-            raise GateMemFormatError(episodes_path, number, "episode_id", f"duplicate {episode.episode_id!r}")
-        episodes[episode.episode_id] = episode
-    queries: list[Query] = []
-    judgements: dict[str, Judgement] = {}
-    checkpoints_path = folder / "checkpoints.jsonl"
-    for number, raw in _jsonl(checkpoints_path):
-        query, judgement = parse_checkpoint(raw, checkpoints_path, number)
-        episode = episodes.get(query.episode_id)
-        if episode is None:
-            raise GateMemFormatError(checkpoints_path, number, "episode_id", f"unknown episode {query.episode_id!r}")
-        if query.checkpoint_id in judgements:
-            raise GateMemFormatError(checkpoints_path, number, "checkpoint_id", f"duplicate {query.checkpoint_id!r}")
-        if query.asker_id not in {p.principal_id for p in episode.principals}:
-            raise GateMemFormatError(checkpoints_path, number, "asker.principal_id", f"unknown {query.asker_id!r}")
-        if query.as_of_turn_id not in {t.turn_id for t in episode.turns}:
-            raise GateMemFormatError(checkpoints_path, number, "as_of_turn_id", f"unknown {query.as_of_turn_id!r}")
-        queries.append(query)
-        judgements[query.checkpoint_id] = judgement
-    return DomainData(domain, episodes, tuple(queries), judgements)
-
-
-def load_domains(root: Path, domains: Sequence[str] = DOMAINS) -> list[DomainData]:
-    """:func:`load_domain` for each domain name, in the given order."""
-    return [load_domain(root, d) for d in domains]

@@ -14,17 +14,10 @@ from memwarden.commands.model import Sensitivity
 from memwarden.commands.readmodel.payload import RecordAttrs
 from memwarden.commands.readmodel.permission import ReadContext, may_read
 from memwarden.evals.gatemem_content import analyse, is_credential_only
-from memwarden.evals.gatemem_data import (
-    SYNTHETIC_EPOCH,
-    SYNTHETIC_STEP,
-    GateMemFormatError,
-    Judgement,
-    Query,
-    load_domain,
-    parse_checkpoint,
-    parse_episode,
-)
-from memwarden.evals.gatemem_mapping import EpisodePlan, plan_episode
+from memwarden.evals.gatemem_data import SYNTHETIC_EPOCH, SYNTHETIC_STEP, GateMemFormatError, Judgement, Query
+from memwarden.evals.gatemem_loader import load_domain, parse_checkpoint, parse_episode
+from memwarden.evals.gatemem_mapping import plan_episode
+from memwarden.evals.gatemem_plan import EpisodePlan
 from memwarden.evals.gatemem_score import aggregate, pattern_hits, score, score_checkpoint
 
 # -- synthetic data ----------------------------------------------------------------------------------
