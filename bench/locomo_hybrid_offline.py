@@ -155,7 +155,7 @@ def _lexical_only(index: EdgeVectorIndex, sparse: SparseVector, where: Filter) -
     """The lexical stage alone: a plain sparse ``Nearest`` with the filter (IDF applied)."""
     import qdrant_edge as qe
 
-    from memwarden.projections.edge_index import to_edge_filter, to_edge_sparse
+    from memwarden.projections.edge_translate import to_edge_filter, to_edge_sparse
 
     if not sparse.indices:
         return []

@@ -46,15 +46,12 @@ import qdrant_edge as qe
 
 from memwarden.errors import ValidationError
 
+from .edge_translate import edge_config, edge_fusion, edge_point, to_edge_filter, to_edge_sparse
 from .vector_index import (
     DEFAULT_FUSION,
     INTEGER_FIELDS,
     KEYWORD_FIELDS,
     LEXICAL,
-    RRF_K,
-    Condition,
-    FieldIn,
-    FieldRange,
     Filter,
     FusionMethod,
     Hit,
@@ -63,8 +60,6 @@ from .vector_index import (
     SparseVector,
     canonical_id,
     check_hybrid_limits,
-    filter_is_empty,
-    match_values,
     plain_vector,
     search_with_tie_closure,
 )
@@ -73,68 +68,6 @@ __all__ = ["EdgeVectorIndex"]
 
 #: File Edge writes into every shard directory; its presence means "a shard exists here".
 _CONFIG_FILE = "edge_config.json"
-
-
-def _condition(cond: Condition | Filter) -> qe.FieldCondition | qe.Filter:
-    """One port filter entry -> one Edge ``FieldCondition`` (or a nested Edge ``Filter``)."""
-    if isinstance(cond, Filter):
-        return _filter(cond)
-    if isinstance(cond, FieldIn):
-        return qe.FieldCondition(key=cond.key, match=qe.MatchAny(match_values(cond)))
-    if isinstance(cond, FieldRange):
-        rng = qe.RangeFloat(gt=cond.gt, gte=cond.gte, lt=cond.lt, lte=cond.lte)
-        return qe.FieldCondition(key=cond.key, range=rng)
-    raise ValidationError("where", f"unsupported condition {type(cond).__name__}")
-
-
-def to_edge_filter(where: Filter | None) -> qe.Filter | None:
-    """Translate the port's filter AST into an Edge ``Filter`` (``None`` when it has no conditions).
-
-    Ranges use ``RangeFloat``: integer payload values (epoch ms up to 2.5e14) are exact in float64.
-    An empty ``FieldIn.values`` in ``must`` matches nothing; in ``must_not`` it excludes nothing.
-    """
-    if where is None or filter_is_empty(where):
-        return None
-    return _filter(where)
-
-
-def _filter(where: Filter) -> qe.Filter:
-    """Recursive translation; an empty nested ``Filter`` becomes ``Filter()``, which matches all."""
-    return qe.Filter(
-        must=[_condition(c) for c in where.must] or None,
-        must_not=[_condition(c) for c in where.must_not] or None,
-        should=[_condition(c) for c in where.should] or None,
-    )
-
-
-def to_edge_sparse(sparse: SparseVector) -> qe.SparseVector:
-    """The port's sparse vector as an Edge ``SparseVector``."""
-    return qe.SparseVector(list(sparse.indices), [float(v) for v in sparse.values])
-
-
-def _edge_point(point: IndexPoint) -> qe.Point:
-    """Dense vector under the default name, the lexical sparse vector (when present), payload."""
-    dense = plain_vector(point.vector)
-    vector: dict[str, list[float] | qe.SparseVector] = {"": dense}
-    if point.sparse is not None and point.sparse.indices:
-        vector[LEXICAL] = to_edge_sparse(point.sparse)
-    return qe.Point(canonical_id(point.point_id), vector, dict(point.payload))
-
-
-def _fusion(fusion: FusionMethod) -> qe.Fusion.Rrf | qe.Fusion.Dbsf:
-    if fusion == "rrf":
-        return qe.Fusion.Rrf(k=RRF_K)
-    if fusion == "dbsf":
-        return qe.Fusion.Dbsf()
-    raise ValidationError("fusion", f"unknown fusion method {fusion!r}")
-
-
-def _config(dim: int) -> qe.EdgeConfig:
-    """Layout 2: unnamed dense vector (cosine, ``dim``) + :data:`LEXICAL` sparse vector with IDF."""
-    return qe.EdgeConfig(
-        vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
-        sparse_vectors={LEXICAL: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-    )
 
 
 class EdgeVectorIndex:
@@ -177,7 +110,7 @@ class EdgeVectorIndex:
         payload indexes (idempotent)."""
         if dim <= 0:
             raise ValidationError("dim", f"must be positive, got {dim}")
-        config = _config(dim)
+        config = edge_config(dim)
         with self._guard("ensure", need_shard=False):
             if self._shard is None:
                 self._dir.mkdir(parents=True, exist_ok=True)
@@ -203,7 +136,7 @@ class EdgeVectorIndex:
         """Insert or replace ``points`` by id, in one update operation (empty input is a no-op)."""
         if not points:
             return
-        edge_points = [_edge_point(p) for p in points]
+        edge_points = [edge_point(p) for p in points]
         with self._guard("upsert") as shard:
             shard.update(qe.UpdateOperation.upsert_points(edge_points))
 
@@ -275,7 +208,7 @@ class EdgeVectorIndex:
         if sparse.indices:
             lexical = qe.Query.Nearest(to_edge_sparse(sparse), using=LEXICAL)
             stages.append(qe.Prefetch(limit=prefetch_limit, query=lexical, filter=flt, params=params))
-        root = _fusion(fusion)
+        root = edge_fusion(fusion)
         with self._guard("query") as shard:
 
             def fetch(n: int) -> list[Hit]:
