@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memwarden.commands import _injection_rules as rules
 from memwarden.commands.injection import (
     DEFAULT_DETECTOR,
     DETECTOR_VERSION,
@@ -25,6 +24,7 @@ from memwarden.commands.injection import (
     InstructionDetector,
     InstructionKind,
     RuleBasedDetector,
+    rules,
 )
 from memwarden.commands.model import SourceKind
 from memwarden.evals.injection_set import (

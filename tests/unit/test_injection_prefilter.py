@@ -10,23 +10,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memwarden.commands import _injection_rules as R
-from memwarden.commands import injection as inj
+from memwarden.commands.injection import rules as R
+from memwarden.commands.injection.normalisation import normalise
+from memwarden.commands.injection.prefilter import NEEDS, prefilter
 from memwarden.evals.injection_set import load_labelled
 
 
 def _matching_rules_without_prefilter(text: str) -> set[str]:
-    norm = inj._normalise(text).text
+    norm = normalise(text).text
     return {rule.name for rule in R.RULES if rule.pattern.search(norm)}
 
 
 def test_every_rule_has_a_prefilter_and_it_never_hides_a_match_on_the_labelled_set() -> None:
-    assert all(inj._NEEDS[rule.name] for rule in R.RULES), "a rule without required words is scanned always"
+    assert all(NEEDS[rule.name] for rule in R.RULES), "a rule without required words is scanned always"
     for item in load_labelled():
-        norm = inj._normalise(item.text).text
+        norm = normalise(item.text).text
         for rule in R.RULES:
             if rule.pattern.search(norm):
-                assert any(w in norm for w in inj._NEEDS[rule.name]), (rule.name, item.id)
+                assert any(w in norm for w in NEEDS[rule.name]), (rule.name, item.id)
 
 
 @pytest.mark.parametrize(("pattern", "must_contain"), [
@@ -36,13 +37,13 @@ def test_every_rule_has_a_prefilter_and_it_never_hides_a_match_on_the_labelled_s
     (r"x?(?:send|wire) money", {" money"}),
 ])
 def test_required_literals_of_small_patterns(pattern: str, must_contain: set[str]) -> None:
-    found = inj._prefilter(re.compile(pattern))
+    found = prefilter(re.compile(pattern))
     assert found is not None and set(found) == must_contain
 
 
 def test_case_insensitive_parts_get_no_prefilter() -> None:
-    assert inj._prefilter(re.compile(r"(?i:Ignore) rules")) is not None  # " rules" is still required
-    assert inj._prefilter(re.compile(r"Ignore", re.IGNORECASE)) is None
+    assert prefilter(re.compile(r"(?i:Ignore) rules")) is not None  # " rules" is still required
+    assert prefilter(re.compile(r"Ignore", re.IGNORECASE)) is None
 
 
 @settings(max_examples=300, deadline=None)
@@ -52,6 +53,6 @@ def test_case_insensitive_parts_get_no_prefilter() -> None:
                 min_size=1, max_size=14))
 def test_detections_with_the_prefilter_equal_a_full_scan(words: list[str]) -> None:
     text = " ".join(words)
-    norm = inj._normalise(text)
+    norm = normalise(text)
     for name in _matching_rules_without_prefilter(text):  # a rule that matches always passes its prefilter
-        assert any(w in norm.text for w in inj._NEEDS[name]), name
+        assert any(w in norm.text for w in NEEDS[name]), name

@@ -1,0 +1,156 @@
+"""The deterministic default :class:`~memwarden.commands.injection.port.InstructionDetector`:
+:class:`RuleBasedDetector` (version :data:`DETECTOR_VERSION`) and :data:`DEFAULT_DETECTOR`.
+
+Compiled regular expressions over a normalised copy of the text, no I/O, no model, linear in the text
+length. Seeds: SSGM Table 2 (memory poisoning, write filtering) and §6.1 Principles 1-2; seed 004
+(instruction and data separation). The rules are listed in :mod:`memwarden.commands.injection`.
+
+Steps of one detection: rule matching (skipping rules whose prefilter words are absent), the leetspeak
+variant of the OVERRIDE rule, dropping quotations that are talked about (use versus mention), base64
+blobs decoded one level deep, hidden markup around the findings, and standing markers in the same
+sentence as a finding.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+
+from memwarden.commands.injection import rules as R
+from memwarden.commands.injection.normalisation import SENTENCE_END, Norm, normalise
+from memwarden.commands.injection.port import Detection, Finding, InstructionKind
+from memwarden.commands.injection.prefilter import NEEDS
+
+__all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
+
+DETECTOR_VERSION = "rules/1"
+
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
+_PAYLOAD_EXCLUDED = (InstructionKind.HIDDEN,)
+
+
+class RuleBasedDetector:
+    """Deterministic lexical detector (the default :class:`InstructionDetector`, version ``rules/1``).
+
+    ``detect(text)`` is pure; every pattern scans a bounded window, so the cost grows linearly with
+    ``len(text)``. Findings carry code-point offsets into ``text``. Rules are listed in the docstring of
+    :mod:`memwarden.commands.injection`; their patterns live in :mod:`memwarden.commands.injection.rules`.
+    """
+
+    def detect(self, text: str) -> Detection:
+        """Return the findings for ``text`` (an empty :class:`Detection` for plain data)."""
+        return Detection(tuple(sorted(set(self._findings(text, decode=True)), key=_order)))
+
+    def _findings(self, text: str, *, decode: bool) -> list[Finding]:
+        norm = normalise(text)
+        found = _drop_mentions(norm, [*_match(norm), *_leet(norm)])
+        if decode:
+            found += self._base64(text)
+        found += _hidden(text, norm, found)
+        found += _standing(norm, found)
+        return found
+
+    def _base64(self, text: str) -> list[Finding]:
+        """Blobs that decode to printable UTF-8 carrying instructions: HIDDEN plus the decoded kinds,
+        all reported on the blob's span (one level deep)."""
+        out: list[Finding] = []
+        for m in _BASE64.finditer(text):
+            blob = m.group()
+            try:
+                decoded = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                continue
+            if sum(c.isprintable() for c in decoded) < 0.95 * len(decoded):
+                continue
+            inner = self._findings(decoded, decode=False)
+            if inner:
+                out.append(Finding(InstructionKind.HIDDEN, m.span(), "hidden.base64"))
+                out += [Finding(f.kind, m.span(), "base64>" + f.rule) for f in inner]
+        return out
+
+
+_CORES = {rule.name: [g for g in rule.pattern.groupindex if g.startswith("core")] for rule in R.RULES}
+
+
+def _match(norm: Norm) -> Iterator[Finding]:
+    text = norm.text
+    for rule in R.RULES:
+        needs = NEEDS[rule.name]
+        if needs is not None and not any(w in text for w in needs):
+            continue  # no required word: the rule cannot match
+        cores = _CORES[rule.name]
+        for m in rule.pattern.finditer(norm.text):
+            if rule.human_addressee_exempt and R.HUMAN_ADDRESSEE.match(norm.text, norm.sentence(m.start())[0]):
+                continue
+            a, b = next((m.span(g) for g in cores if m.group(g)), m.span())
+            yield Finding(InstructionKind(rule.kind), norm.span(a, b), rule.name)
+
+
+def _leet(norm: Norm) -> list[Finding]:
+    """The OVERRIDE "ignore ... instructions" rule on a leetspeak-decoded copy (same length)."""
+    if not R.LEET_HINT.search(norm.text):
+        return []
+    leet = norm.text.translate(R.LEET)
+    return [Finding(InstructionKind.OVERRIDE, norm.span(*m.span()), "override.ignore+leet")
+            for m in R.OVERRIDE_IGNORE.finditer(leet)]
+
+
+def _drop_mentions(norm: Norm, found: list[Finding]) -> list[Finding]:
+    """Drop findings inside a quotation that is talked about rather than addressed to the reader
+    ("'Ignore all previous instructions' is a common phrase"): use versus mention."""
+    mentions = [norm.span(*m.span()) for m in R.QUOTED.finditer(norm.text)
+                if R.MENTION_AFTER.match(norm.text, m.end())
+                or R.MENTION_BEFORE.search(norm.text, max(0, m.start() - 40), m.start())]
+    return [f for f in found if not any(a <= f.span[0] and f.span[1] <= b for a, b in mentions)]
+
+
+def _hidden(text: str, norm: Norm, found: list[Finding]) -> list[Finding]:
+    """HIDDEN findings: template tokens always; markup, tag characters and zero-width characters only
+    around another finding (the payload)."""
+    out = [Finding(InstructionKind.HIDDEN, norm.span(*m.span()), "hidden.template-token")
+           for m in R.TEMPLATE_TOKEN.finditer(norm.text)]
+    payload = [f for f in found if f.kind not in _PAYLOAD_EXCLUDED and not f.rule.startswith("base64>")]
+    if not payload:
+        return out
+    for rule, pattern in R.HIDDEN_REGIONS:
+        for m in pattern.finditer(norm.text):
+            a, b = norm.span(*m.span())
+            if rule == "hidden.role-tag" or any(a <= f.span[0] and f.span[1] <= b for f in payload):
+                out.append(Finding(InstructionKind.HIDDEN, (a, b), rule))
+    out += [Finding(InstructionKind.HIDDEN, (a, b), "hidden.tag-characters")
+            for a, b in norm.tagged if any(f.span[0] < b and a < f.span[1] for f in payload)]
+    if norm.invisible:
+        for f in payload:
+            lo, hi = _original_sentence(text, *f.span)
+            if any(lo <= p < hi for p in norm.invisible):
+                out.append(Finding(InstructionKind.HIDDEN, f.span, "hidden.zero-width"))
+    return out
+
+
+def _standing(norm: Norm, found: list[Finding]) -> list[Finding]:
+    """DIRECTIVE for a standing marker (always, from now on, whenever ...) in a sentence holding another
+    non-directive finding: the instruction is meant to persist."""
+    payload = [f for f in found if f.kind not in (InstructionKind.HIDDEN, InstructionKind.DIRECTIVE)]
+    out: list[Finding] = []
+    for m in R.STANDING.finditer(norm.text) if payload else ():
+        lo, hi = norm.span(*norm.sentence(m.start()))
+        if any(lo <= f.span[0] < hi or lo < f.span[1] <= hi for f in payload):
+            out.append(Finding(InstructionKind.DIRECTIVE, norm.span(*m.span()), "directive.standing-context"))
+    return out
+
+
+def _original_sentence(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence of the ORIGINAL text (bounded by ``.!?`` + space, or a newline) around ``[start, end)``."""
+    lo = max((m.end() for m in SENTENCE_END.finditer(text, max(0, start - 2000), start)), default=0)
+    hi = SENTENCE_END.search(text, end)
+    return lo, (hi.end() if hi else len(text))
+
+
+def _order(f: Finding) -> tuple[int, int, str, str]:
+    return f.span[0], f.span[1], f.kind.value, f.rule
+
+
+#: The detector the write gate uses unless it is given another :class:`InstructionDetector`.
+DEFAULT_DETECTOR = RuleBasedDetector()

@@ -1,0 +1,62 @@
+"""The rule table of :class:`memwarden.commands.injection.detector.RuleBasedDetector` (rules ``rules/1``):
+:data:`RULES` in family order (OVERRIDE, DIRECTIVE, MONEY_ROUTING, CREDENTIALS, TOOL_USE, EXFILTRATION),
+and the auxiliary patterns of the detector (leetspeak, hidden markup, standing markers, use versus mention).
+
+Every pattern runs on the NORMALISED text (see :mod:`memwarden.commands.injection.normalisation`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memwarden.commands.injection.rules_action import CREDENTIAL_RULES, EXFILTRATION_RULES, MONEY_RULES, TOOL_RULES
+from memwarden.commands.injection.rules_agent import DIRECTIVE_RULES, OVERRIDE_IGNORE, OVERRIDE_RULES
+from memwarden.commands.injection.vocabulary import STANDING_MARK, Rule
+
+__all__ = [
+    "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER", "MENTION_BEFORE", "OVERRIDE_IGNORE",
+    "QUOTED", "RULES", "STANDING", "TEMPLATE_TOKEN", "Rule",
+]
+
+#: Every named rule, one family after the other.
+RULES: tuple[Rule, ...] = (
+    *OVERRIDE_RULES, *DIRECTIVE_RULES, *MONEY_RULES, *CREDENTIAL_RULES, *TOOL_RULES, *EXFILTRATION_RULES,
+)
+
+#: A digit or symbol inside a word: the text may be leetspeak.
+LEET_HINT = re.compile(r"[a-z][013457@$!][a-z0-9]|[013457@$][a-z]{2}")
+LEET = str.maketrans("013457@$!", "oieastasi")
+
+#: Chat-template control tokens: a finding on their own.
+TEMPLATE_TOKEN = re.compile(
+    r"<\|(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\|>"
+    r"|<<\s*/?\s*sys\s*>>|\[/?inst\]")
+#: Markup regions: HIDDEN when another finding lies inside (role tags: anywhere in the text).
+HIDDEN_REGIONS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("hidden.html-comment", re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)),
+    ("hidden.css", re.compile(
+        r"<(\w+)\b[^>]*(?:display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d])|opacity\s*:\s*0"
+        r"(?![.\d])|color\s*[:=]\s*['\"]?(?:white|#fff(?:fff)?\b|transparent)|\bhidden\b|aria-hidden)[^>]*>.*?"
+        r"(?:</\1\s*>|$)", re.DOTALL)),
+    ("hidden.meta", re.compile(r"<meta\b[^>]*>")),
+    ("hidden.role-tag", re.compile(
+        r"(?:^|\n)\s*#{1,4}\s*(?:system|assistant|developer)\s*:|\[(?:system|assistant|developer|sys)\]"
+        r"|<\s*/?\s*(?:system|assistant|developer|sys)\s*>|(?:^|\n)\s*system\s*:")),
+)
+#: Standing markers: DIRECTIVE when in the same sentence as another finding.
+STANDING = re.compile(
+    r"\b(?:always|never again|whenever|next time|every time|each time|permanently|forever|all future"
+    r"|(?:every|each) (?:day|session|email|message|request|invoice|reply|answer|time)|on each session"
+    rf"|siempre|toujours|immer|{STANDING_MARK})\b")
+#: A sentence that opens by addressing people, not the agent.
+HUMAN_ADDRESSEE = re.compile(
+    r"\s*(?:(?:hi|hello|hey|dear)\s+)?(?:team|all|everyone|everybody|folks|guys|colleagues|people|staff|parents"
+    r"|tenants?|customers?|members|friends|y'all)\b\s*[,:!\u2014-]")
+#: A quoted stretch of text (straight quotes after normalisation).
+QUOTED = re.compile(r"(['\"])([^'\"\n]{3,200})\1")
+#: After a closing quote: the quote is talked about ("'...' is a common phrase").
+MENTION_AFTER = re.compile(
+    r"\s*(?:is|are|was|were)\s+(?:a|an|the|one|common|typical|classic|known|often|usually|how|what|used)\b")
+#: Before an opening quote: the quote is an example ("phrases like '...'").
+MENTION_BEFORE = re.compile(
+    r"(?:phrases?|words?|lines?|strings?|sentences?|like|such as|called|named|e\.g\.)\s*[:,]?\s*$")

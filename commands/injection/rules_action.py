@@ -1,0 +1,152 @@
+"""The MONEY_ROUTING, CREDENTIALS, TOOL_USE and EXFILTRATION rules (rules ``rules/1``): instructions
+to act on money, secrets, tools or user data. See :mod:`memwarden.commands.injection` for what each rule
+catches and :mod:`memwarden.commands.injection.vocabulary` for the building blocks.
+"""
+
+from __future__ import annotations
+
+from memwarden.commands.injection.vocabulary import (
+    ACCOUNT,
+    AGENT,
+    DEST,
+    DISCLOSE_V,
+    E_DEST,
+    E_V,
+    GIVE_V,
+    IMP,
+    MONEY_OBJ,
+    MONEY_V,
+    PLACE_V,
+    RUN_V,
+    SECRET,
+    STRONG_MONEY_V,
+    TO,
+    TOOL_OBJ,
+    C,
+    Rule,
+    S,
+)
+from memwarden.commands.injection.vocabulary import rule as _r
+
+#: MONEY_ROUTING: moving money to an account, changing payee details, gift cards, the stored card.
+MONEY_RULES: tuple[Rule, ...] = (
+    _r("money.route", "MONEY_ROUTING",
+       rf"{IMP}(?P<core>{MONEY_V}\b{C}{{0,60}}?{MONEY_OBJ}{C}{{0,60}}?{TO}{C}{{0,40}}?{ACCOUNT})"),
+    _r("money.strong-verb", "MONEY_ROUTING",
+       rf"{IMP}(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?{ACCOUNT})"),
+    _r("money.change-details", "MONEY_ROUTING",
+       rf"{IMP}(?P<core>(?:update|change|replace|set|switch|modify|edit|amend|redirect)\b{C}{{0,40}}?\b(?:payee"
+       r"|beneficiary|bank|banking|payout|payment|remittance|deposit|vendor|supplier|iban)\b"
+       rf"{C}{{0,20}}?\b(?:details|account|information|info|iban|target|method|on file|to)\b)"),
+    _r("money.passive", "MONEY_ROUTING",
+       rf"(?P<core>{MONEY_OBJ}\b{C}{{0,40}}?\b(?:should|must|shall|are to|is to|needs? to|have to|has to|will) "
+       r"(?:always |now |from now on )?be (?:paid|sent|routed|rerouted|redirected|transferred|wired|deposited"
+       rf"|credited|remitted|refunded) (?:to|into)\b{C}{{0,40}}?{ACCOUNT})"),
+    _r("money.arrange", "MONEY_ROUTING",
+       rf"{IMP}(?P<core>(?:process|make|send|initiate|arrange|execute|set up|schedule|create)\b{C}{{0,30}}?"
+       rf"\b(?:wire|transfer|payment|standing order)s?\b{C}{{0,60}}?(?:{TO}{C}{{0,40}}?{ACCOUNT}"
+       r"|\b(?:new|updated|following|changed|different) (?:vendor|supplier|account|beneficiary|payee)))"),
+    _r("money.gift-cards", "MONEY_ROUTING",
+       rf"{IMP}(?P<core>(?:buy|purchase|get|pay with)\b{C}{{0,30}}?\bgift ?cards?)"),
+    _r("money.stored-card", "MONEY_ROUTING",
+       rf"{IMP}(?P<core>(?:pay|book|buy|purchase|order|check ?out)\b{C}{{0,60}}?\b(?:with|using) (?:the |their "
+       r"|his |her |the user's |my |your )?(?:saved|stored|default) (?:credit |debit )?(?:card|payment method))"),
+    _r("money.tool-call", "MONEY_ROUTING",
+       r"\b(?:transfer|send|pay|wire|refund|payout|remit)\w*\([^)\n]*\b(?:iban|account|acct|wallet|to_account"
+       r"|beneficiary)\s*="),
+)
+
+#: CREDENTIALS: disclosing, sending or entering secrets; asking for another person's secret.
+CREDENTIAL_RULES: tuple[Rule, ...] = (
+    _r("credentials.disclose", "CREDENTIALS", rf"{IMP}(?P<core>{DISCLOSE_V}\b{C}{{0,50}}?{SECRET})"),
+    _r("credentials.give", "CREDENTIALS", rf"{IMP}(?P<core>{GIVE_V}\b{C}{{0,50}}?{SECRET})"),
+    _r("credentials.place", "CREDENTIALS",
+       rf"{IMP}(?P<core>{PLACE_V}\b{C}{{0,60}}?{SECRET}(?:{C}{{0,50}}?{DEST}|{S}{{0,50}}?https?://))"),
+    _r("credentials.question", "CREDENTIALS",
+       r"\bwhat(?:'s| is| are| was)\s+(?:the |his |her |their )?(?:[\w-]+'s )?(?:[\w-]+ ){0,2}?" + SECRET),
+    _r("credentials.need-yours", "CREDENTIALS",
+       r"\b(?:i|we) (?:need|want|require) (?:your|the user's|their|his|her)\s+(?:[\w-]+\s+){0,2}?" + SECRET),
+    _r("credentials.ask-for", "CREDENTIALS",
+       rf"{IMP}(?P<core>ask (?:them|the user|users|him|her|the customer|customers|visitors)\b{C}{{0,10}}?\bfor "
+       rf"(?:their|his|her|the)\b{C}{{0,20}}?{SECRET})"),
+    _r("credentials.secret-file", "CREDENTIALS",
+       rf"{IMP}(?P<core>(?:read|cat|open|include|send|upload|print|pass|attach|copy|post)\b{C}{{0,40}}?"
+       r"(?:~/\.ssh|id_rsa|id_ed25519|\.aws/credentials|/etc/shadow|\.env\b|\.netrc|\.npmrc|keychain))"),
+    _r("credentials.phish-link", "CREDENTIALS",
+       rf"\b(?:confirm|verify|validate|update|re-?enter)\s+(?:your )?{SECRET}{C}{{0,30}}?\b(?:at|via|using|on"
+       r"|through) (?:this|the following|the|our) (?:link|page|url|form|site)"),
+    _r("credentials.reset-other", "CREDENTIALS",
+       rf"{IMP}(?P<core>reset (?:the user's|their|his|her|[\w-]+'s) (?:password|pin|2fa|mfa|credentials))"),
+)
+
+#: TOOL_USE: running tools and commands, granting permissions, disabling safeguards.
+TOOL_RULES: tuple[Rule, ...] = (
+    _r("tool.run", "TOOL_USE", rf"{IMP}(?P<core>{RUN_V}\b{C}{{0,40}}?{TOOL_OBJ})"),
+    _r("tool.pipe-to-shell", "TOOL_USE",
+       r"\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|]{0,200}\|\s*(?:(?:sudo\s+)?(?:ba|z|da)?sh|iex"
+       r"|invoke-expression)\b"),
+    _r("tool.download-run", "TOOL_USE",
+       rf"{IMP}(?P<core>(?:download|fetch|grab|get)\b{S}{{0,80}}?(?:\b(?:and|then|&&)\s+(?:run|execute|install"
+       rf"|open|launch)\b)|install\b{S}{{0,80}}?(?:https?|ftp)://)"),
+    _r("tool.grant", "TOOL_USE",
+       rf"{IMP}(?P<core>(?:grant|give|add|assign|elevate|escalate|promote|allow)\b{C}{{0,50}}?\b(?:permissions?"
+       r"|access|rights?|scopes?|roles?|privileges?|admin|administrator|root|sudo|group|owner)\b)"),
+    _r("tool.granted", "TOOL_USE",
+       rf"\b(?:is|are|has been|have been) (?:now )?granted\b{C}{{0,30}}?\b(?:scopes?|access|permissions?|rights?"
+       r"|roles?)|\byou (?:now )?have (?:full )?permission to|\bpre-?(?:authori[sz]ed|approved)\b|\b(?:may|can) now\b"
+       rf"{C}{{0,40}}?\bwithout (?:any )?(?:confirmation|approval|asking|review|checks?)"
+       r"|\bno longer (?:need|needs|require|requires)\s+(?:\w+\s+)?(?:approval|confirmation|permission|consent)"
+       r"|\b" + AGENT + r" (?:is|are) (?:now )?(?:authori[sz]ed|allowed|permitted|cleared) to\b"
+       r"|\b(?:approved|accepted|executed|paid) automatically|\bautomatically (?:approved|accepted|approve|execute"
+       r"|pay)"),
+    _r("tool.mode", "TOOL_USE",
+       r"\b(?:enable|enter|activate|turn on|switch (?:on|to)|unlock|you are (?:now )?in|you're (?:now )?in|go into)"
+       r"\s+(?:the )?(?:admin|administrator|developer|dev|god|debug|unrestricted|jailbreak|sudo|root|dan) mode"
+       r"|\benable (?:the )?(?:unrestricted|unsafe|admin|developer|jailbreak)\s+\w+"),
+    _r("tool.disable-safeguard", "TOOL_USE",
+       rf"{IMP}(?P<core>(?:disable|turn off|switch off|skip|bypass|remove|deactivate|suppress|stop asking for)\b"
+       rf"{C}{{0,40}}?\b(?:confirmations?|confirmation (?:prompts?|steps?|dialogs?)|approvals?|approval "
+       r"(?:requirements?|steps?)|user approval|audit(?: logging| logs?| trail)?|logging|logs|write gate|gate"
+       r"|two-factor|2fa|mfa|safety checks?|guardrails?|filters?|reviews?|checks|antivirus|anti-virus|firewall"
+       r"|defender|endpoint protection|monitoring|call-?backs?(?: checks?)?|verification)\b)"),
+    _r("tool.auto-approve", "TOOL_USE",
+       rf"\bauto[-_ ]?approv\w*|\bapprove (?:all|any|every)\b{C}{{0,30}}?\b(?:requests?|actions?|calls?"
+       r"|transactions?|payments?|changes?)|\bnever ask (?:the user |me )?(?:for )?(?:confirmation|approval"
+       r"|permission)"),
+    _r("tool.without-consent", "TOOL_USE",
+       r"\bwithout (?:asking|consulting|confirming with|checking with|notifying|telling) (?:the user|the owner"
+       r"|the account holder|them)\b"),
+    _r("tool.destroy", "TOOL_USE",
+       rf"{IMP}(?P<core>(?:delete|wipe|erase|destroy|purge|shred)\s+(?:all\s+)?(?:of\s+)?(?:the user's|their|his"
+       rf"|her|all|every)\b{C}{{0,30}}?\b(?:files?|folders?|director(?:y|ies)|drives?|disks?|databases?|memories"
+       r"|backups?|records|accounts?|emails?|data|documents|calendar|contacts|events|photos)\b)"),
+    _r("tool.argument-smuggling", "TOOL_USE",
+       rf"\bpass\b{C}{{0,40}}?\bas (?:the |an? )?['\"]?\w+['\"]? (?:argument|parameter|param|field)\b"),
+)
+
+#: EXFILTRATION: sending user data to an outside destination.
+EXFILTRATION_RULES: tuple[Rule, ...] = (
+    _r("exfiltration.send-to", "EXFILTRATION", rf"{IMP}(?P<core>{E_V}\b{S}{{0,120}}?{E_DEST})"),
+    _r("exfiltration.tool-recipient", "EXFILTRATION",
+       r"\b(?:to|recipients?|cc|bcc)\s*=\s*['\"]?[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    _r("exfiltration.reply-with-all", "EXFILTRATION",
+       rf"{IMP}(?P<core>(?:reply|respond|answer|write back)\b{C}{{0,40}}?\bwith\s+(?:everything|all(?: the)? "
+       r"(?:information|data|details|memories)|whatever)\s+(?:you\s+)?(?:know|remember|have|stored|store))"),
+    _r("exfiltration.include-user-data", "EXFILTRATION",
+       rf"{IMP}(?P<core>(?:include|attach|add|insert|paste)\s+(?:the\s+|all\s+|every\s+)?(?:user'?s?|users'|their"
+       rf"|his|her|[\w-]+'s)\b{C}{{0,50}}?\bin(?:to)?\s+(?:your|the)\s+(?:reply|response|answer|message|email"
+       r"|output)\b)"),
+    _r("exfiltration.data-in-url", "EXFILTRATION",
+       r"(?:!\[[^\]\n]*\]\(|<img\b[^>\n]*\bsrc\s*=\s*['\"]?)\s*(?:https?:)?//[^\s)'\"<>]*\?[^\s)'\"<>]*(?:\{|\b(?:user"
+       r"|chat|conversation|history|memor|email|password|token|secret|log|data|session|cookie)\w*)"
+       rf"|{IMP}append\b{C}{{0,80}}?\bto (?:this|the|that|a) (?:url|link|query|address bar)"),
+    _r("exfiltration.export", "EXFILTRATION",
+       rf"{IMP}(?P<core>(?:export|dump|exfiltrate|leak)\s+(?:the\s+|all\s+|every\s+)*(?:user|users'?|customer"
+       r"|client|employee|contact|memory|memories|personal|patient)\b)"),
+    _r("exfiltration.wanted-sent", "EXFILTRATION",
+       rf"\b(?:wants?|would like|should be|must be|are to be|is to be|needs? to be)\b{C}{{0,40}}?\b(?:sent|forwarded"
+       rf"|uploaded|posted|emailed|shared|exported|copied|synced)\s+to\s+{E_DEST}"),
+    _r("exfiltration.share-with-anyone", "EXFILTRATION",
+       rf"\b(?:share|disclose|reveal|give out|hand out)\b{C}{{0,60}}?\bwith (?:anyone|everyone|anybody|whoever) "
+       r"(?:who|that) (?:asks|wants|requests)"),
+)

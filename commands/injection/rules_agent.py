@@ -1,0 +1,141 @@
+"""The OVERRIDE and DIRECTIVE rules (rules ``rules/1``): instructions aimed at the agent's own rules
+and behaviour. See :mod:`memwarden.commands.injection` for what each rule catches and
+:mod:`memwarden.commands.injection.vocabulary` for the building blocks.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memwarden.commands.injection.vocabulary import (
+    AGENT,
+    ANY_V,
+    IMP,
+    O_ART,
+    O_DET,
+    O_NOUN,
+    O_QUAL,
+    O_VERB,
+    PARTICIPLE,
+    STANDING_MARK,
+    TRIGGER,
+    TRIGGER_EVENT,
+    C,
+    Rule,
+    S,
+)
+from memwarden.commands.injection.vocabulary import rule as _r
+
+_OVERRIDE_IGNORE = (rf"\b{O_VERB}\s+(?:{O_ART}\s+)*{O_DET}\s+(?:(?:{O_DET}|{O_ART})\s+){{0,3}}{O_NOUN}\b"
+                    rf"|\b{O_VERB}\s+{O_ART}\s+{O_NOUN}\s+{O_QUAL}"
+                    rf"|\b{O_VERB}\s+(?:all\s+)?(?:the\s+)?(?:earlier|previous|prior|above|preceding|past)\s+"
+                    r"(?:messages|conversation|context|turns)\b")
+
+#: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
+OVERRIDE_RULES: tuple[Rule, ...] = (
+    _r("override.ignore", "OVERRIDE", _OVERRIDE_IGNORE),
+    _r("override.forget-everything", "OVERRIDE",
+       r"\b(?:forget|ignore|disregard)\s+(?:about\s+)?(?:everything|all(?: that)?|anything|whatever)\s+(?:you (?:were|"
+       r"have been|'ve been) (?:told|given|instructed|taught)|(?:written |said )?(?:above|before|previously|earlier"
+       r"|so far))"),
+    _r("override.ignore-them", "OVERRIDE", rf"\b{O_NOUN}\b{S}{{0,80}}?\b{O_VERB}\s+(?:them|it|those|these)\b"),
+    _r("override.new-system", "OVERRIDE",
+       r"\b(?:new|updated|revised|real|actual|true) system (?:prompt|instructions|message|rules)|\bnew system prompt"
+       r"|\b(?:new|real|actual|true) instructions\s*(?::|follow|are)|\bsystem (?:prompt )?override\b"
+       r"|\b(?:reveal|print|output|show|repeat|disclose|leak|display)\s+(?:\w+\s+){0,3}?(?:system prompt|initial"
+       r" instructions|hidden instructions|prompt verbatim)"
+       r"|\b(?:above|previous|prior|earlier|original|old|your|all|these|those|the) (?:system )?(?:instructions"
+       rf"|rules|prompt|message|directives|guidelines|polic(?:y|ies))\b{C}{{0,30}}?\b"
+       r"(?:(?:are|is|were|was|has been|have been) )?(?:now )?(?:void|null|outdated|obsolete|invalid|cancell?ed"
+       r"|canceled|revoked|fake|a test|wrong|no longer valid)"
+       r"|\boverrides? (?:any |all |the )?(?:earlier |previous |prior "
+       r"|other |existing )?instructions|\breset (?:your|all) (?:instructions|rules|guidelines|programming)"
+       r"|\b(?:they|these|those|the rules|your rules|your guidelines) (?:no longer|do not|don't) apply"
+       r"|\b(?:content|safety) (?:policy|policies|filters?) (?:is|are) (?:now )?(?:switched off|disabled|off"
+       r"|suspended|lifted)|\bsafety checks (?:are )?disabled|\bset (?:your )?(?:policy|mode|safety) to "
+       r"(?:permissive|unrestricted|off|none)"),
+    _r("override.roleplay", "OVERRIDE",
+       rf"\byou(?:\s+are|'re)?\s+now\b{C}{{0,60}}?\b(?:dan|jailbroken|unrestricted|unfiltered|uncensored|evil|obedient"
+       r"|no (?:rules|restrictions|limits|filters|guidelines)|without (?:any )?(?:rules|restrictions|limits|filters"
+       r"|guidelines|safety)|can do anything|ignores? (?:all )?(?:rules|instructions)|admin mode|developer mode"
+       r"|god mode|bot\b|work for (?:us|me)|servant|slave|answer (?:every|any|all))"
+       rf"|\b(?:pretend|act|behave|role-?play)\b{C}{{0,30}}?\b(?:ai|assistant|model|chatbot|bot|llm)\b{C}{{0,30}}?"
+       r"\b(?:without|with no|that has no|has no|that ignores|free of)\b|\byou are no longer (?:an? )?(?:assistant|ai"
+       r"|chatbot|bound)|\bstay in character\b|\b(?:unrestricted|unfiltered|uncensored|jailbroken) (?:assistant"
+       r"|model|ai|mode|llm|chatbot)\b|\bnever refuses?\b|\b(?:enter|enable|activate) (?:developer|dev|dan"
+       r"|jailbreak|god) mode|\banswer (?:freely|without (?:any )?(?:restrictions|filters?))"),
+    _r("override.bypass-safety", "OVERRIDE",
+       r"\b(?:bypass|circumvent|disable|ignore|disregard|turn off|switch off)\s+(?:your |the |all |any )?(?:safety"
+       r"|security|content|ethical|moderation)(?: (?:rules|filters?|policies|policy|checks|guidelines|restrictions"
+       r"|guardrails|settings))?\b"),
+    _r("override.do-not-follow", "OVERRIDE",
+       r"\b(?:do not|don't|stop|no longer)\s+(?:follow|obey|listen to)(?:ing)?\s+(?:your|the|any|its)\s+(?:original "
+       r"|previous |prior |earlier |system |operator's |developer's |own )?(?:instructions|rules|guidelines"
+       r"|system prompt|programming|operator|developer)"),
+    _r("override.obey-these", "OVERRIDE",
+       r"\b(?:obey|follow|comply with) (?:only )?(?:the following|these (?:new )?instructions|my commands"
+       r"|(?:every|all|any) (?:requests?|commands?|instructions?)|(?:what|whatever) (?:this|the) (?:page|document"
+       r"|email|site|text|message) says|the ones "
+       r"(?:on this page|below|here)|the instructions (?:on this page|below|in this (?:page|document|email)))"),
+)
+
+#: DIRECTIVE: imperatives addressed to the agent, delayed triggers, standing orders and memory implants.
+DIRECTIVE_RULES: tuple[Rule, ...] = (
+    _r("directive.vocative", "DIRECTIVE",
+       r"(?:^|[.!?;\n(\[{\"'>|*\u2014\u2013])\s*(?P<core>(?:(?:dear|hi|hello|hey|attention|attn|psst|p\.?s\.?)\W+)?"
+       r"(?:(?:\w+\s+){0,2}(?:note|message|instructions?|reminder|directive|update|request|p\.?s\.?)\s+)?"
+       r"(?:(?:to|for)\s+)?(?:(?:any|all|the|every)\s+)?@?" + AGENT + PARTICIPLE + r"?\s*[:,!\u2014]\s*"
+       r"(?:(?:please|kindly|remember|note|important|also|from now on|going forward|in future|in your (?:next )?"
+       r"(?:answer|reply|response|summary)s?)\W+)*(?:(?:when|whenever|if|next time|once|after|before|while|every time"
+       rf"|each time|any time)\b{C}{{0,80}}?,\s*)?(?:you (?:must|should|will|need to) )?(?:always |only |never |just "
+       rf"|also )*{ANY_V}\b)"),
+    _r("directive.ai-header", "DIRECTIVE",
+       r"\b(?:attention|attn|(?:important |urgent )?(?:note|memo|message|instructions?|reminder|directive|notice)"
+       r" (?:to|for))\s+(?:(?:any|all|the|every)\s+)?" + AGENT + PARTICIPLE + r"?\s*[:\u2014-]"),
+    _r("directive.agent-tag", "DIRECTIVE",
+       r"\[(?:agent|assistant|ai|bot|llm)[ _-]?(?:instruction|note|directive|task|command)s?\]"),
+    _r("directive.agent-modal", "DIRECTIVE",
+       r"\b(?:(?:the|all|any|every)\s+)?" + AGENT + PARTICIPLE + r"?\s+(?:must|should|shall|are to|is to|need to"
+       r"|needs to|have to|has to|are required to|are instructed to)\s+(?:(?:always|never|only|also|now)\s+)*"
+       r"(?!be\b)\w+"),
+    _r("directive.if-you-are-ai", "DIRECTIVE",
+       r"\bif you(?: are|'re) an? (?:ai|llm|language model|assistant|bot|chatbot|ai model|ai assistant|automated)"),
+    _r("directive.you-must", "DIRECTIVE",
+       r"\b(?:you|tu|du)\s+(?:must|should|need to|have to|are to|will|dois|musst|debes)\s+(?:(?:always|never|only"
+       r"|now|also)\s+)*(?:tell|say|state|claim|answer|respond|reply|recommend|suggest|mention|describe|report|rate"
+       r"|promote|praise|list|end|begin|include|omit|follow|obey|mark|approve|recommander|dire|r[ée]pondre|sagen"
+       rf"|empfehlen|decir|recomendar|responder)\b|\bmusst du\b{C}{{0,40}}?\b(?:sagen|empfehlen|antworten)\b"),
+    _r("directive.trigger", "DIRECTIVE",
+       rf"\b(?P<core>{TRIGGER}\s+{TRIGGER_EVENT}\b{C}{{0,100}}?,\s*(?:you (?:must|should|will|need to) |please "
+       rf"|then |just )?(?:always |only |never |also |just )*{ANY_V})\b", human_exempt=True),
+    _r("directive.standing", "DIRECTIVE",
+       rf"\b(?P<core>{STANDING_MARK}\s*[,:]?\s*(?:you (?:must |should |will |need to |are to )?|tu dois |du musst "
+       rf"|please )?(?:always |only |never |also |just )*{ANY_V})\b", human_exempt=True),
+    _r("directive.implant", "DIRECTIVE",
+       r"\b(?:memori[sz]e|learn)\s+(?:this|that|the following)\s+(?:rule|instruction|directive|procedure)"
+       r"|\b(?:add|save|store|write|put|keep)\s+(?:this|that|it|the following|(?:a|this|the) (?:new )?(?:rule"
+       r"|instruction|note|directive))\s+(?:to|in|into)\s+your\s+(?:memory|rules|notes|instructions)"
+       r"|\b(?:store|save|keep|add|record|write|commit)\s+(?:this|that|it|the following)\s+(?:as|in|to|into)\s+"
+       r"(?:a\s+)?(?:your\s+)?(?:permanent|standing|persistent|long-term|core|new)?\s*(?:rule|instruction|memory"
+       r"|policy|directive|procedure)|\bsave a memory that|\b(?:standing|permanent|persistent|learned|new) "
+       r"(?:instruction|rule|request|order|directive)s?\b(?:\s+for\s+(?:the\s+)?" + AGENT + r")?\s*:"
+       r"|\bremember (?:this|that) (?:forever|permanently|for (?:all )?(?:future|later)(?: sessions"
+       r"| conversations)?)|\bremember for (?:all )?(?:future|later)(?: sessions| conversations)?"
+       r"|\bremember to (?:always|never|only)\b|\bupdate your (?:memory|rules|instructions|core memory)"),
+    _r("directive.to-users", "DIRECTIVE",
+       rf"{IMP}(?P<core>(?:tell|recommend|suggest|say to|promote|advertise|push)\s+(?:to\s+)?(?:all\s+|every\s+"
+       r"|any\s+|other\s+|the\s+)?(?:users?|customers?|everyone|anyone|everybody|people|visitors?|readers?"
+       r"|clients?)\b)"),
+    _r("directive.in-your-answer", "DIRECTIVE",
+       r"\bin your (?:next )?(?:answer|reply|response|summary|output)s?\s*,?\s*(?:claim|say|state|mention|write"
+       r"|include|add|insist|tell)\b"),
+    _r("directive.promote", "DIRECTIVE",
+       rf"{IMP}(?P<core>(?:always\s+|only\s+)*(?:praise|promote|advertise|recommend|endorse|push)\s+(?:only\s+)?"
+       r"(?:this|our|their|the advertised)\s+(?:\w+\s+)?(?:products?|sites?|website|stores?|shops?|brands?|services?"
+       r"|pages?|company|apps?|offers?|casino)\b)"
+       rf"|{IMP}(?P<core2>always\s+(?:mention|recommend|say|tell|promote|suggest|answer|respond|reply|claim|describe"
+       r"|praise|list)\b)"),
+)
+
+#: The OVERRIDE "ignore ... instructions" pattern, also run on a leetspeak-decoded copy.
+OVERRIDE_IGNORE = re.compile(_OVERRIDE_IGNORE)

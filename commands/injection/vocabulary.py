@@ -1,0 +1,153 @@
+"""Building blocks of the rule patterns (rules ``rules/1``) and the :class:`Rule` record.
+
+Every pattern runs on the NORMALISED text (NFKC, casefolded, zero-width stripped; see
+:mod:`memwarden.commands.injection.normalisation`). A pattern may name a ``core`` group: the finding's
+span is that group, otherwise the whole match. Kinds are plain strings here, so the rule table does not
+depend on :mod:`memwarden.commands.injection.port`.
+
+Building blocks: ``IMP`` is an imperative position (start of text or clause, after optional
+politeness/vocative words, or after a modal addressed to the agent: "you must", "AI agents should",
+"I need you to", "remember to"). Negations ("never", "do not") are not allowed there, so negated
+imperatives are data. ``C`` is one character inside a clause (no sentence end, newline, ``;`` or
+``:``); ``S`` one character inside a sentence (may cross ``;`` and ``:``). The other names are
+vocabularies (verbs, objects, destinations) of the rule families.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+C = r"(?:(?!(?<!\.\.)[.!?](?:\s|$))[^\n;:])"
+S = r"(?:(?!(?<!\.\.)[.!?](?:\s|$))[^\n])"
+
+AGENT = (r"(?:ai|a\.i\.|assistants?|agents?|chatbots?|bots?|llms?|language models?|copilots?|summari[sz]ers?"
+         r"|(?:ai|automated|reviewer|llm|virtual) (?:assistants?|agents?|models?|systems?|reviewers?|bots?|tools?)"
+         r"|models?|whoever reads this)")
+PARTICIPLE = r"(?:\s+(?:reading|processing|summari[sz]ing|reviewing|parsing|seeing|using)\s+(?:this|the)(?:\s+\w+)?)"
+BOUND = (r"(?:^|(?<=[.!?;:\n,(\[{\"'>|*\u2014\u2013\u2022\]\u2190-\u2bff\U0001f000-\U0001faff])"
+         r"|(?<=\band)|(?<=\bthen)|(?<=\balso)|(?<=\bet)|(?<=\by)|(?<=\bund)|(?<=\be))")
+PREFIX = (r"(?:(?:please|pls|kindly|now|then|also|just|simply|immediately|quickly|urgently|always|only|first|next"
+          r"|finally|so|ok|okay|and|but|instead|silently|secretly|quietly|automatically|hey|hi|hello|dear|psst"
+          r"|p\.?s\.?|note|important|urgent|reminder|step \d+|todo|ai|assistant|agent|bot|chatbot|model|llm"
+          r"|por favor|bitte|s'il te pla[iî]t|from now on|going forward|in future|@\w+)\b[\s,:!.\-]*)*")
+MODAL = (r"(?:(?:you|u|tu|du|(?:the |all |any )?" + AGENT + ")" + PARTICIPLE + "?"
+         r"\s+(?:must|should|shall|need to|needs to|have to|has to|are to|is to|will|dois|doit|devez|musst|muss"
+         r"|debes|debe)(?:\s+(?:always|now|also|immediately|only|then))*"
+         r"|i (?:need|want) you to|your (?:new |real |only )?(?:task|job|goal|role|mission|purpose) is (?:now )?to"
+         r"|make sure (?:to|you)|remember to|be sure to|don't forget to|requires? you to"
+         r"|(?:could|can|would|will) you(?: please| kindly)?"
+         r"|(?:ask|tell|get|have|instruct|make) (?:the |your )?" + AGENT + r" to"
+         r"|you (?:are|'re) (?:now )?(?:allowed|authori[sz]ed|permitted|required|instructed|expected) to)")
+IMP = rf"(?:{BOUND}\s*{PREFIX}|\b{MODAL}\s+{PREFIX})"
+
+# --- vocabularies ---------------------------------------------------------------------------------------
+
+MONEY_V = (r"(?:route|reroute|redirect|send|transfer|wire|pay|remit|deposit|move|settle|issue|credit|refund|forward"
+           r"|switch"
+           r"|vire[rz]?|verse[rz]?|envoie[rz]?|envoyez|transf[eè]re[rz]?|transf[ée]rez|paie[rz]?|payez|transfiere"
+           r"|env[ií]a|manda|deposita|paga|[uü]berweise|sende|zahle|schicke)(?!\s+(?:transfers?|of)\b)")
+STRONG_MONEY_V = (r"(?:wire|remit|deposit|refund|transfer|reroute|pay|[uü]berweise|vire[rz]?|virez|transfiere)"
+                  r"(?!\s+(?:transfers?|of)\b)")
+MONEY_OBJ = (r"(?:refunds?|reimbursements?|payments?|payouts?|money|funds|balance|amount|invoices?|bills?|salary"
+             r"|wages|bonus(?:es)?|rent|fees?|deposit|proceeds|earnings|remboursements?|paiements?|argent|fonds"
+             r"|dinero|reembolsos?|pagos?|fondos|geld|r[uü]ckerstattung(?:en)?|betrag|zahlung(?:en)?|gift ?cards?"
+             r"|(?:\$|€|£|¥)\s?\d[\d,.]*|\d[\d,.]*\s?k?\s?(?:eur|euros?|usd|dollars?|gbp|pounds?|chf|btc|eth|usdt"
+             r"|bitcoins?|€|\$|£)(?!\w))")
+TO = r"\b(?:to|into|on|onto|towards?|via|through|sur|vers|à|a|auf|an|en|in)\b"
+ACCOUNT = (r"(?:(?:account|acct|iban|wallet|card|paypal|sort code|beneficiary|payee|compte|cuenta|cartera|konto|bank"
+           r"|escrow)\b|bc1[a-z0-9]{20,}|0x[0-9a-f]{40}|\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,})")
+
+SECRET = (r"(?:passwords?|passwd|passcodes?|passphrases?|pins?\b|pin codes?|(?:api|openai|secret|private|access|ssh"
+          r"|stripe|aws|license|licence|activation|encryption|signing|recovery) ?keys?|(?:access|session|auth|bearer"
+          r"|api|refresh|personal access) ?tokens?|tokens?\b|otps?\b|one[- ]time (?:codes?|pass(?:words?|codes?))"
+          r"|(?:verification|security|confirmation|mfa|2fa|backup) codes?|\d-digit codes?|2fa (?:backup )?codes?"
+          r"|security (?:question )?answers?|secrets?\b|credentials?|(?:seed|recovery|mnemonic) phrases?|cvv|cvc"
+          r"|card numbers?|credit card(?: numbers?| details)?|login(?! page)(?: details| credentials)?"
+          r"|cookies?|environment variables|\.env\b|mots? de passe|cl[ée]s? api|contrase[ñn]as?"
+          r"|c[óo]digo de verificaci[óo]n|passw[oö]rt(?:er)?|best[äa]tigungscode|zugangsdaten)")
+DISCLOSE_V = (r"(?:reveal|disclose|print|output|dump|expose|leak|list|show|display|return|read (?:out|back)|spell out"
+              rf"|provide|divulge|(?:reply|respond|answer|write back)\b{C}{{0,30}}?\bwith"
+              rf"|(?:responde|contesta|r[ée]ponds|r[ée]pondez|antworte)\b{C}{{0,30}}?\b(?:con|avec|mit)"
+              r"|r[ée]v[èe]le[rz]?|affiche[rz]?|revela|muestra"
+              r"|verrate|zeige)")
+GIVE_V = (r"(?:send|give|tell|share|email|e-mail|forward|text|dm|hand over|envoie[rz]?|envoyez|donne[rz]?|donnez"
+          r"|env[ií]a|manda|dame|dime|gib|sende|schicke|nenne)")
+PLACE_V = (r"(?:paste|type|enter|input|include|put|copy|insert|write|fill in|submit|confirm|note|record|log"
+           r"|capture|store|save)")
+DEST = (r"(?:\bme\b|\bus\b|\bhere\b|\bbelow\b|\b(?:this|the|that) (?:chat|conversation|form|field|thread|link|page"
+        r"|message)\b|\byour (?:next )?(?:response|reply|answer|summary|message|output)\b|\b(?:the|every|each) "
+        r"(?:next )?(?:tool )?call\b|\bthe caller\b|\bby (?:e-?mail|text|sms)\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+        r"|https?://|\bmoi\b|\bici\b|\baqu[ií]\b|\beste correo\b|\bmir\b|\bhier\b)")
+
+RUN_V = (r"(?:run|execute|exec|call|invoke|launch|trigger|use|fire|ex[ée]cute[rz]?|ejecuta|ejecutar|f[uü]hre"
+         r"|starte|lance[rz]?|lancez)")
+TOOL_OBJ = (r"(?:\btools?\b|\bcommands?\b|\bshell\b|\bterminal\b|\bscripts?\b|\bfunctions?\b|\bplugins?\b"
+            r"|\bextensions?\b|\bmacros?\b|\bcurl\b|\bwget\b|\bbash\b|\bzsh\b|\bsh\b|\bsudo\b|\bpowershell\b|\bcmd\b"
+            r"|\bpython\b|\bnode\b|rm -rf|nc -e|\b[a-z]+_[a-z_]+\b|\b\w+\(|\bcommande\b|\bcomando\b|\bbefehl\b"
+            r"|\bskript\b)")
+
+O_VERB = (r"(?:ignore|disregard|forget|drop|discard|abandon|dismiss|override|overrule|bypass|skip|throw away|scrap"
+          r"|toss|nullify|erase"
+          r"|set aside|ignorez|ignorer|oublie[rz]?|oubliez|ignora(?:r|d|te)?|olvida(?:r|d)?|ignoriere|ignorieren"
+          r"|vergiss|vergessen sie|dimentica)")
+O_ART = r"(?:the|les|las|los|le|la|el|die|den|das|gli|of)"
+O_DET = (r"(?:all|a[l1i]{2}|any|every|each|your|my|these|those|its|tes|tus|sus|vos|deine|ihre|alle[ns]?|toutes?"
+         r"|todas?|tutte|the user's|above|previous|prior|earlier|preceding|former|old|original|initial|existing"
+         r"|current|other|system|safety|developer|operator's|default|standing|given|programmed|built-in"
+         r"|vorherigen?|bisherigen|pr[ée]c[ée]dentes?|ant[ée]rieures?|anteriores|precedenti|\w+ tools')")
+O_NOUN = (r"(?:instructions?|instruction set|rules?|guidelines?|guidance|directives?|prompts?|system prompt"
+          r"|system message|policies|policy|restrictions?|constraints?|commands?|orders?|programming|training"
+          r"|safeguards?|guardrails?|filters?|context|criteria|rubric|requests?|consignes?|r[èe]gles?|instrucciones"
+          r"|reglas|normas|directrices|anweisungen|regeln|richtlinien|vorgaben|istruzioni|regole)")
+O_QUAL = (r"(?:pr[ée]c[ée]dentes?|anteriores|precedenti|vorherigen|above|before|earlier|so far"
+          r"|you (?:were|have been) given|(?:given|provided|sent) to you|you received|you got|you have"
+          r"|from (?:your|the) \w+|of the (?:system|developer|operator))")
+
+D_V = (r"(?:say|tell|state|claim|answer|respond|reply|recommend|suggest|mention|describe|report|rate|score|rank"
+       r"|list|promote|praise|end|begin|start|include|omit|hide|avoid|refuse|deny|confirm|insist|present|call|label"
+       r"|mark|treat|use|book|add|offer|give|write|remember|save|store|note|follow|obey|ask|direct|steer|push"
+       r"|favou?r|prioriti[sz]e|do|make|act|pretend|speak|talk|set|create|delete|remove|change|update|approve|click"
+       r"|visit|open|download|install|upload|close|cancel|grant|enable|disable|dis|r[ée]ponds|recommande[rz]?"
+       r"|recomienda|di|responde|sag|sage|empfiehl|antworte)")
+ANY_V = rf"(?:{D_V}|{MONEY_V}|{GIVE_V}|{DISCLOSE_V}|{PLACE_V}|{RUN_V}|{O_VERB}|post|share|email|copy|print)"
+
+E_V = (r"(?:(?:call|invoke|use|run) (?:the )?(?:send|email|mail|post|upload|forward|share)_\w+"
+       r"|send|forward|email|e-mail|mail|post|upload|share|transmit|export|copy|bcc|cc|leak|sync|push|submit"
+       r"|append|dump|publish|attach|reenv[ií]a|env[ií]a|manda|comparte|sube|transf[eè]re[rz]?|envoie[rz]?|envoyez"
+       r"|partage[rz]?|leite|sende|schicke|teile|lade)")
+E_DEST = (r"(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:https?|ftp|sftp|s3|gs)://\S+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\bpastebin\b"
+          r"|\bpublic (?:bucket|channel|repo|repository|link|folder|page)\b|\b(?:anyone|everyone) who asks\b"
+          r"|\bthird[- ]part(?:y|ies)\b)")
+
+TRIGGER = (r"(?:next time|whenever|every time|each time|any time|anytime|if ever|when|if|once|as soon as"
+           r"|la prochaine fois que|chaque fois que|quand|cuando|cada vez que|la pr[óo]xima vez que|wenn"
+           r"|jedes mal wenn)")
+TRIGGER_EVENT = (r"(?:(?!i\b|i'm\b|we\b)(?:[\w']+\s+){1,3}?(?:ever\s+)?(?:asks?|mentions?|requests?|wants?|needs?"
+                 r"|books?|logs? in|shares?|talks?|says?|types?|searches?|writes?|gets?|sends?|opens?|visits?|uses?"
+                 r"|reads?|inquires?|enquires?|queries|brings up|is asked|are asked|arrives?|comes? in|is received"
+                 r"|pregunta|demande|fragt)"
+                 r"|you(?:'re| are) asked|you (?:see|read|reply|respond|process|summari[sz]e|answer|open|visit"
+                 r"|encounter)|(?:summari[sz]ing|reading|processing|reviewing|answering|replying to|translating)"
+                 r" (?:this|the))")
+STANDING_MARK = (r"(?:from now on|from this point (?:on|forward)|going forward|henceforth|in (?:the )?future"
+                 r"(?: conversations| sessions| chats| replies)?|for all future (?:sessions|conversations|chats"
+                 r"|replies|requests)|[àa] partir de maintenant|dor[ée]navant|d[ée]sormais|de ahora en adelante"
+                 r"|a partir de ahora|ab jetzt|von nun an|ab sofort|d'ora in poi)")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One named pattern and the instruction kind it reports."""
+
+    name: str
+    kind: str
+    pattern: re.Pattern[str]
+    #: Skip the match when its sentence opens by addressing people ("Team, from now on please ...").
+    human_addressee_exempt: bool = False
+
+
+def rule(name: str, kind: str, pattern: str, *, human_exempt: bool = False) -> Rule:
+    """The :class:`Rule` ``name`` reporting ``kind`` (an ``InstructionKind`` value) for ``pattern``,
+    compiled with ``re.DOTALL``."""
+    return Rule(name, kind, re.compile(pattern, re.DOTALL), human_exempt)
