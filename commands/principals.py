@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from memwarden.commands.model import Command, PrincipalKind
 from memwarden.commands.signing import ALGORITHM, verify
+from memwarden.epoch import to_ms
 
 ADMIN_ROLE = "admin"
 REVIEWER_ROLE = "reviewer"
@@ -70,10 +71,6 @@ class SignatureProblem:
     message: str
 
 
-def _ms(command: Command) -> int:
-    return int(command.envelope.issued_at.timestamp() * 1000)
-
-
 def check_signature(command: Command, signed_bytes: bytes | None,
                     principals: Mapping[str, PrincipalRecord]) -> SignatureProblem | None:
     """Verify σ(μ) of ``command`` (SSGM Principle 2). ``signed_bytes`` are the canonical unsigned bytes
@@ -93,7 +90,7 @@ def check_signature(command: Command, signed_bytes: bytes | None,
         return SignatureProblem("UNKNOWN_KEY", f"key {sig.key_id!r} is not a key of {principal.principal_id}")
     if key.revoked_at_ms is not None:
         return SignatureProblem("KEY_REVOKED", f"key {sig.key_id!r} was revoked")
-    issued = _ms(command)
+    issued = to_ms(command.envelope.issued_at)
     if issued < key.valid_from_ms or (key.valid_to_ms is not None and issued >= key.valid_to_ms):
         return SignatureProblem("KEY_NOT_VALID_AT_ISSUE",
                                 f"key {sig.key_id!r} was not valid when the command was issued")

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memwarden.epoch import from_ms
 from memwarden.settings import Settings
 
 INGEST_BATCH = 500
@@ -34,7 +35,7 @@ PURPOSE = "general"
 
 
 def _dt(ms: int | None, shift: timedelta = timedelta(0)) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC) - (shift if ms else timedelta(0))
+    return None if ms is None else from_ms(ms) - (shift if ms else timedelta(0))
 
 
 def clock_shift(latest: datetime, now: datetime) -> timedelta:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import datetime
 
 from memwarden.commands.model import Sensitivity, StoreKind
+from memwarden.epoch import to_ms
 from memwarden.evals.gatemem_circles import Circles, named_persons, named_threads, named_tracks
 from memwarden.evals.gatemem_content import RESTRICTION_WORD, ContentFacts, analyse, facet_of
 from memwarden.evals.gatemem_data import Episode, Turn
@@ -99,7 +99,7 @@ def _note_participant(turn: Turn, thread: str, circles: Circles, participants: P
         return
     named = named_persons(turn, circles)
     if len(named) == 1 and named[0] in circles.outsiders:
-        participants.setdefault((thread, named[0]), _ms(turn.observed_at))
+        participants.setdefault((thread, named[0]), to_ms(turn.observed_at))
 
 
 def _settle_facet(circle: str, facts: ContentFacts, rule: str) -> tuple[str, str]:
@@ -136,6 +136,3 @@ def _record(turn: Turn, facts: ContentFacts, circle: str, level: Sensitivity, ns
         observed_at=turn.observed_at,
     )
 
-
-def _ms(when: datetime) -> int:
-    return int(when.timestamp() * 1000)
