@@ -2,11 +2,11 @@
 
 Seed 004 "Reading memory must not grant authority": "A remembered procedure is an input to
 authorization, never a substitute for it. [...] Deterministic policy at the action boundary must be
-able to say no." :func:`authorize` therefore decides from the versioned :class:`ActionPolicy`, the
-authenticated principal and the resource's own attributes ALONE. Memory takes part only as
-``evidence_ids`` (memory ids, validated as UUIDs so that no memory text can be passed), which are
-echoed into the decision for audit and read by nothing else. A stored "always approve invoices
-from X" changes no decision. Pure: no I/O, no clock.
+able to say no." :func:`authorize` therefore decides from the versioned :class:`ActionPolicy` (the
+policy document, :mod:`memwarden.commands.action_policy`), the authenticated principal and the
+resource's own attributes ALONE. Memory takes part only as ``evidence_ids`` (memory ids, validated as
+UUIDs so that no memory text can be passed), which are echoed into the decision for audit and read by
+nothing else. A stored "always approve invoices from X" changes no decision. Pure: no I/O, no clock.
 
 Decision procedure (first match wins, in this order):
 
@@ -28,46 +28,16 @@ inclusive maxima on numeric resource attributes, e.g. ``{"amount": 1000}``.
 
 from __future__ import annotations
 
-import json
-import math
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
 
+from memwarden.commands.action_policy import ANY, ActionPolicy, Effect, Rule, check_name, check_names, check_number
 from memwarden.commands.reasons import Reason
 from memwarden.errors import ValidationError
 
-ANY = "*"
 ROLE_PREFIX = "role:"
-
-
-class Effect(StrEnum):
-    ALLOW = "ALLOW"
-    DENY = "DENY"
-
-
-def _name(where: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(where, f"must be a non-empty string, got {value!r}")
-    return value
-
-
-def _names(where: str, value: Any, *, nonempty: bool = True) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, Iterable) or isinstance(value, Mapping):
-        raise ValidationError(where, f"must be a list of strings, got {type(value).__name__}")
-    out = tuple(_name(f"{where}[{i}]", v) for i, v in enumerate(value))
-    if nonempty and not out:
-        raise ValidationError(where, "must not be empty")
-    return out
-
-
-def _number(where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError(where, f"must be a finite number, got {value!r}")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -79,8 +49,8 @@ class PrincipalInfo:
     authenticated: bool = True
 
     def __post_init__(self) -> None:
-        _name("principal", self.principal)
-        object.__setattr__(self, "roles", frozenset(_names("roles", self.roles, nonempty=False)))
+        check_name("principal", self.principal)
+        object.__setattr__(self, "roles", frozenset(check_names("roles", self.roles, nonempty=False)))
         if not isinstance(self.authenticated, bool):
             raise ValidationError("authenticated", "must be a bool")
 
@@ -96,126 +66,16 @@ class Resource:
     attributes: Mapping[str, str | int | float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _name("type", self.type)
-        _name("id", self.id)
-        _name("scope", self.scope)
+        check_name("type", self.type)
+        check_name("id", self.id)
+        check_name("scope", self.scope)
         if not isinstance(self.attributes, Mapping):
             raise ValidationError("attributes", "must be a mapping")
         for k, v in self.attributes.items():
-            _name("attributes", k)
+            check_name("attributes", k)
             if not isinstance(v, str):
-                _number(f"attributes.{k}", v)
+                check_number(f"attributes.{k}", v)
         object.__setattr__(self, "attributes", MappingProxyType(dict(self.attributes)))
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One policy rule (see the module docstring for matching). Raises ``ValidationError`` naming
-    the field for empty lists, an unknown effect, non-numeric limits or limits on a DENY rule."""
-
-    rule_id: str
-    effect: Effect
-    principals: tuple[str, ...]
-    actions: tuple[str, ...]
-    resource_types: tuple[str, ...]
-    scopes: tuple[str, ...] = (ANY,)
-    limits: Mapping[str, float] = field(default_factory=dict)
-    attributes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        _name("rule_id", self.rule_id)
-        try:
-            set_(self, "effect", Effect(str(self.effect).upper()))
-        except ValueError:
-            raise ValidationError("effect", f"must be ALLOW or DENY, got {self.effect!r}") from None
-        for f in ("principals", "actions", "resource_types", "scopes"):
-            set_(self, f, _names(f, getattr(self, f)))
-        if not isinstance(self.limits, Mapping):
-            raise ValidationError("limits", "must be a mapping of attribute to maximum")
-        if not isinstance(self.attributes, Mapping):
-            raise ValidationError("attributes", "must be a mapping of attribute to allowed values")
-        if self.limits and self.effect is Effect.DENY:
-            raise ValidationError("limits", "only ALLOW rules carry limits (a DENY rule denies outright)")
-        set_(self, "limits", MappingProxyType(
-            {_name("limits", k): _number(f"limits.{k}", v) for k, v in self.limits.items()}))
-        set_(self, "attributes", MappingProxyType(
-            {_name("attributes", k): _names(f"attributes.{k}", v) for k, v in self.attributes.items()}))
-
-
-_RULE_KEYS = {"rule_id", "effect", "principals", "actions", "resource_types", "scopes", "limits", "attributes"}
-
-
-@dataclass(frozen=True)
-class ActionPolicy:
-    """Versioned action policy: ``policy_id``, ``version`` (int >= 1) and its rules (unique ids)."""
-
-    policy_id: str
-    version: int
-    rules: tuple[Rule, ...]
-
-    def __post_init__(self) -> None:
-        _name("policy_id", self.policy_id)
-        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 1:
-            raise ValidationError("version", f"must be an integer >= 1, got {self.version!r}")
-        rules = tuple(self.rules)
-        seen: set[str] = set()
-        for i, r in enumerate(rules):
-            if not isinstance(r, Rule):
-                raise ValidationError(f"rules[{i}]", f"must be a Rule, got {type(r).__name__}")
-            if r.rule_id in seen:
-                raise ValidationError(f"rules[{i}].rule_id", f"duplicate rule id {r.rule_id!r}")
-            seen.add(r.rule_id)
-        object.__setattr__(self, "rules", rules)
-
-    @property
-    def actions(self) -> frozenset[str]:
-        """The actions the policy names (wildcards excluded)."""
-        return frozenset(a for r in self.rules for a in r.actions if a != ANY)
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> ActionPolicy:
-        """Parse a JSON document ``{"policy_id", "version", "rules": [{"rule_id", "effect",
-        "principals", "actions", "resource_types", "scopes"?, "limits"?, "attributes"?}]}``.
-        Raises ``ValidationError`` (a ``ValueError``) whose ``field`` names the bad field, e.g.
-        ``rules[2].limits.amount``, for bad JSON, missing/unknown keys or wrong types."""
-        try:
-            doc = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
-            raise ValidationError("policy", f"not a JSON document: {exc}") from None
-        if not isinstance(doc, dict):
-            raise ValidationError("policy", "must be a JSON object")
-        _keys("", doc, {"policy_id", "version", "rules"}, {"policy_id", "version", "rules"})
-        if not isinstance(doc["rules"], list):
-            raise ValidationError("rules", "must be a list")
-        rules = []
-        for i, raw in enumerate(doc["rules"]):
-            where = f"rules[{i}]"
-            if not isinstance(raw, dict):
-                raise ValidationError(where, "must be an object")
-            _keys(where + ".", raw, _RULE_KEYS, {"rule_id", "effect", "principals", "actions", "resource_types"})
-            try:
-                rules.append(Rule(**raw))
-            except ValidationError as exc:
-                raise ValidationError(f"{where}.{exc.field}", exc.reason) from None
-        return cls(policy_id=doc["policy_id"], version=doc["version"], rules=tuple(rules))
-
-    def to_json(self) -> str:
-        """The policy as a JSON document that :meth:`from_json` reads back to an equal policy."""
-        return json.dumps({"policy_id": self.policy_id, "version": self.version, "rules": [
-            {"rule_id": r.rule_id, "effect": r.effect.value, "principals": list(r.principals),
-             "actions": list(r.actions), "resource_types": list(r.resource_types), "scopes": list(r.scopes),
-             "limits": dict(r.limits), "attributes": {k: list(v) for k, v in r.attributes.items()}}
-            for r in self.rules]}, sort_keys=True)
-
-
-def _keys(prefix: str, obj: dict[str, Any], allowed: set[str], required: set[str]) -> None:
-    missing = sorted(required - obj.keys())
-    if missing:
-        raise ValidationError(prefix + missing[0], "required")
-    unknown = sorted(str(k) for k in obj.keys() - allowed)
-    if unknown:
-        raise ValidationError(prefix + unknown[0], "unknown field")
 
 
 @dataclass(frozen=True)
@@ -295,7 +155,7 @@ def authorize(principal: PrincipalInfo, action: str, resource: Resource, evidenc
                              ("policy", policy, ActionPolicy)):
         if not isinstance(value, cls):
             raise ValidationError(name, f"must be a {cls.__name__}, got {type(value).__name__}")
-    _name("action", action)
+    check_name("action", action)
     evidence = _evidence(evidence_ids)
 
     def decide(allowed: bool, reasons: list[Reason]) -> AuthorizationDecision:

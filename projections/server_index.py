@@ -3,8 +3,9 @@
 Same layout as the Edge adapter: one collection with one *unnamed* dense vector (cosine distance) and
 the named sparse vector :data:`LEXICAL` (``Modifier.IDF``), a keyword payload index on every
 :data:`KEYWORD_FIELDS` entry and an integer index on every :data:`INTEGER_FIELDS` entry. Filters
-become a ``models.Filter`` passed as ``query_filter`` of ``query_points`` (and as the ``filter`` of
-every ``Prefetch`` of a hybrid query), so isolation happens inside the search. Writes use
+become a ``models.Filter`` (translated by :mod:`memwarden.projections.server_translate`) passed as
+``query_filter`` of ``query_points`` (and as the ``filter`` of every ``Prefetch`` of a hybrid query),
+so isolation happens inside the search. Writes use
 ``wait=True`` (visible to the next read). The client's local mode (``:memory:`` / ``path=``) is not a
 supported deployment; :meth:`ServerVectorIndex.on_client` exists so that the contract test can run
 this adapter's translation on it when no server is reachable. A collection of layout 1 (no sparse
@@ -23,15 +24,12 @@ from qdrant_client import QdrantClient, models
 
 from memwarden.errors import ValidationError
 
+from .server_translate import server_fusion, server_point, to_server_filter, to_server_sparse
 from .vector_index import (
     DEFAULT_FUSION,
     INTEGER_FIELDS,
     KEYWORD_FIELDS,
     LEXICAL,
-    RRF_K,
-    Condition,
-    FieldIn,
-    FieldRange,
     Filter,
     FusionMethod,
     Hit,
@@ -40,62 +38,11 @@ from .vector_index import (
     SparseVector,
     canonical_id,
     check_hybrid_limits,
-    filter_is_empty,
-    match_values,
     plain_vector,
     search_with_tie_closure,
 )
 
 __all__ = ["ServerVectorIndex"]
-
-
-def _condition(cond: Condition | Filter) -> models.FieldCondition | models.Filter:
-    """One port filter entry -> one ``models.FieldCondition`` (or a nested ``models.Filter``)."""
-    if isinstance(cond, Filter):
-        return _filter(cond)
-    if isinstance(cond, FieldIn):
-        return models.FieldCondition(key=cond.key, match=models.MatchAny(any=match_values(cond)))
-    if isinstance(cond, FieldRange):
-        rng = models.Range(gt=cond.gt, gte=cond.gte, lt=cond.lt, lte=cond.lte)
-        return models.FieldCondition(key=cond.key, range=rng)
-    raise ValidationError("where", f"unsupported condition {type(cond).__name__}")
-
-
-def to_server_filter(where: Filter | None) -> models.Filter | None:
-    """Translate the port's filter AST into ``models.Filter`` (``None`` when it has no conditions)."""
-    if where is None or filter_is_empty(where):
-        return None
-    return _filter(where)
-
-
-def _filter(where: Filter) -> models.Filter:
-    """Recursive translation; an empty nested ``Filter`` becomes ``Filter()``, which matches all."""
-    return models.Filter(
-        must=[_condition(c) for c in where.must] or None,
-        must_not=[_condition(c) for c in where.must_not] or None,
-        should=[_condition(c) for c in where.should] or None,
-    )
-
-
-def to_server_sparse(sparse: SparseVector) -> models.SparseVector:
-    """The port's sparse vector as ``models.SparseVector``."""
-    return models.SparseVector(indices=list(sparse.indices), values=[float(v) for v in sparse.values])
-
-
-def _struct(point: IndexPoint) -> models.PointStruct:
-    """Dense vector under the default name, the lexical sparse vector (when present), payload."""
-    vector: dict[str, list[float] | models.SparseVector] = {"": plain_vector(point.vector)}
-    if point.sparse is not None and point.sparse.indices:
-        vector[LEXICAL] = to_server_sparse(point.sparse)
-    return models.PointStruct(id=canonical_id(point.point_id), vector=vector, payload=dict(point.payload))
-
-
-def _fusion(fusion: FusionMethod) -> models.RrfQuery | models.FusionQuery:
-    if fusion == "rrf":
-        return models.RrfQuery(rrf=models.Rrf(k=RRF_K))
-    if fusion == "dbsf":
-        return models.FusionQuery(fusion=models.Fusion.DBSF)
-    raise ValidationError("fusion", f"unknown fusion method {fusion!r}")
 
 
 class ServerVectorIndex:
@@ -178,7 +125,7 @@ class ServerVectorIndex:
         """Insert or replace ``points`` by id in one request (empty input is a no-op)."""
         if not points:
             return
-        structs = [_struct(p) for p in points]
+        structs = [server_point(p) for p in points]
         with self._guard("upsert"):
             self._client.upsert(self._collection, points=structs, wait=True)
 
@@ -255,7 +202,7 @@ class ServerVectorIndex:
         if sparse.indices:
             stages.append(models.Prefetch(query=to_server_sparse(sparse), using=LEXICAL, filter=flt, params=params,
                                           limit=prefetch_limit))
-        root = _fusion(fusion)
+        root = server_fusion(fusion)
 
         def fetch(n: int) -> list[Hit]:
             response = self._client.query_points(

@@ -12,7 +12,8 @@ import uuid
 
 import pytest
 
-from memwarden.commands.authorize import ActionPolicy, AuthorizationDecision, PrincipalInfo, Resource, Rule, authorize
+from memwarden.commands.action_policy import ActionPolicy, Rule
+from memwarden.commands.authorize import AuthorizationDecision, PrincipalInfo, Resource, authorize
 from memwarden.commands.readmodel.query import RecalledMemory
 from memwarden.errors import ValidationError
 from memwarden.ops.worker_process import WorkerProcess

@@ -11,15 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memwarden.commands.authorize import (
-    ActionPolicy,
-    AuthorizationDecision,
-    Effect,
-    PrincipalInfo,
-    Resource,
-    Rule,
-    authorize,
-)
+from memwarden.commands.action_policy import ActionPolicy, Effect, Rule
+from memwarden.commands.authorize import AuthorizationDecision, PrincipalInfo, Resource, authorize
 from memwarden.errors import ValidationError
 
 POLICY_DOC: dict[str, Any] = {

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from memwarden.errors import MemwardenError
+from memwarden.projections import embed_onnx
 from memwarden.projections import embedder as emb
 from memwarden.projections.embedder import SentenceTransformerEmbedder
 from memwarden.settings import Settings
@@ -151,7 +152,7 @@ def test_falls_back_to_torch_when_onnxruntime_is_missing(tmp_path: Path, monkeyp
 
 def test_falls_back_and_keeps_no_file_when_the_export_disagrees(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 caplog_warn: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(emb, "MIN_EXPORT_COSINE", 1.5)  # no export can pass: the check must reject it
+    monkeypatch.setattr(embed_onnx, "MIN_EXPORT_COSINE", 1.5)  # no export can pass: the check must reject it
     fallback = SentenceTransformerEmbedder(backend="onnx", cache_dir=tmp_path)
     assert fallback.backend == "torch"
     assert any("disagrees with PyTorch" in r.getMessage() for r in caplog_warn.records)
