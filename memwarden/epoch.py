@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
 
 def to_ms(value: datetime) -> int:
-    """UTC epoch milliseconds of an aware datetime (truncated towards zero, as ``int()`` does)."""
-    return int(value.timestamp() * 1000)
+    """UTC epoch milliseconds of an aware datetime, in exact integer arithmetic (sub-millisecond
+    digits dropped), the same value Avro ``timestamp-millis`` stores (fastavro's conversion)."""
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
 def to_ms_or(value: datetime | None, default: int) -> int:
@@ -24,6 +28,11 @@ def from_ms(ms: int) -> datetime:
 def from_ms_or_none(ms: int | None) -> datetime | None:
     """:func:`from_ms`, passing ``None`` through."""
     return None if ms is None else from_ms(ms)
+
+
+def truncate_ms(value: datetime) -> datetime:
+    """``value`` without its sub-millisecond digits: what survives a round trip through the ledger."""
+    return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
 
 
 def now_ms() -> int:

@@ -31,7 +31,6 @@ from memwarden.commands.gate import (
     Effect,
     GateLimits,
     MemoryState,
-    Outcome,
     PriorDecision,
     QuarantineSet,
     decide,
@@ -49,6 +48,7 @@ from memwarden.commands.model import (
 )
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.crypto import open_content
+from memwarden.epoch import truncate_ms
 from memwarden.errors import DecodeError
 from memwarden.processors.gate_io import Inbound, Outbound, Parsed, dead_letter, decision_records, parse
 from memwarden.processors.gate_loading import Batch, load_batch
@@ -125,7 +125,7 @@ class GateProcessor:
     async def handle(self, batch: Sequence[Inbound], now: datetime | None = None) -> list[Outbound]:
         """Decide ``batch`` in order; returns the records to publish, in order. Never raises for bad
         input; raises only on infrastructure failure (the batch is then redelivered)."""
-        now = now or datetime.now(UTC)
+        now = truncate_ms(now or datetime.now(UTC))  # the clock as the ledger records it (decided_at)
         parsed, out = parse(self._codec, batch, now)
         if not parsed:
             return out
@@ -164,7 +164,7 @@ class GateProcessor:
                           detector=DEFAULT_DETECTOR if self._full else _NoInstructions(),
                           claims=claims if self._full else _NoClaims())
         records = decision_records(self._codec, command, decision, item, now)
-        if decision.outcome is not Outcome.DUPLICATE:
+        if prior is None:  # a copy of a decided command id is answered, never stored over the first decision
             self._evolve(loaded, writes, p, decision, records, now)
         return outbound(records)
 

@@ -45,11 +45,28 @@ def _register(command: RegisterPrincipal, admin: bool, state: GateState) -> Deci
         return reject("PRINCIPAL_EXISTS", f"{command.principal_id} is already registered", "principal_id")
     if command.key.key_id in all_key_ids(state.principals):
         return reject("KEY_ID_IN_USE", f"key id {command.key.key_id!r} is taken", "key.key_id")
-    issued_ms = to_ms(command.envelope.issued_at)
-    key = KeyRecord(command.key.key_id, command.key.public_key, issued_ms)
-    record = PrincipalRecord(command.principal_id, command.principal_kind, frozenset(command.roles),
-                             dict(command.attributes), (key,))
-    return accept(PrincipalUpsert(record))
+    return accept(registered(command))
+
+
+def registered(command: RegisterPrincipal) -> PrincipalUpsert:
+    """The registry record a registration creates: kind, roles, attributes, its first key valid from
+    the command's issue time."""
+    key = KeyRecord(command.key.key_id, command.key.public_key, to_ms(command.envelope.issued_at))
+    return PrincipalUpsert(PrincipalRecord(command.principal_id, command.principal_kind, frozenset(command.roles),
+                                           dict(command.attributes), (key,)))
+
+
+def key_change(command: RotateKey | RevokeKey, target: PrincipalRecord, now: datetime) -> Decision:
+    """The accepted key rotation (the new key valid from issue time, the others closed then) or
+    revocation (from ``now``; an already revoked key changes nothing)."""
+    if isinstance(command, RotateKey):
+        issued_ms = to_ms(command.envelope.issued_at)
+        return accept(PrincipalUpsert(target.with_key(KeyRecord(command.key.key_id, command.key.public_key, issued_ms),
+                                                      issued_ms)))
+    key = target.key(command.key_id)
+    if key is not None and key.revoked_at_ms is not None:
+        return accept(message="key was already revoked")
+    return accept(PrincipalUpsert(target.with_revoked(command.key_id, to_ms(now))))
 
 
 def _keys(command: RotateKey | RevokeKey, admin: bool, state: GateState, now: datetime) -> Decision:
@@ -58,18 +75,11 @@ def _keys(command: RotateKey | RevokeKey, admin: bool, state: GateState, now: da
         return reject("UNKNOWN_PRINCIPAL", f"{command.principal_id} is not registered", "principal_id")
     if not admin and command.envelope.principal != command.principal_id:
         return reject("NOT_KEY_OWNER", "only the principal itself or an admin manages its keys", "envelope.principal")
-    if isinstance(command, RotateKey):
-        if command.key.key_id in all_key_ids(state.principals):
-            return reject("KEY_ID_IN_USE", f"key id {command.key.key_id!r} is taken", "key.key_id")
-        issued_ms = to_ms(command.envelope.issued_at)
-        return accept(PrincipalUpsert(target.with_key(KeyRecord(command.key.key_id, command.key.public_key, issued_ms),
-                                                      issued_ms)))
-    key = target.key(command.key_id)
-    if key is None:
+    if isinstance(command, RotateKey) and command.key.key_id in all_key_ids(state.principals):
+        return reject("KEY_ID_IN_USE", f"key id {command.key.key_id!r} is taken", "key.key_id")
+    if isinstance(command, RevokeKey) and target.key(command.key_id) is None:
         return reject("UNKNOWN_KEY", f"{command.principal_id} has no key {command.key_id!r}", "key_id")
-    if key.revoked_at_ms is not None:
-        return accept(message="key was already revoked")
-    return accept(PrincipalUpsert(target.with_revoked(command.key_id, to_ms(now))))
+    return key_change(command, target, now)
 
 
 def _policy(command: PublishPolicy, admin: bool, state: GateState) -> Decision:
@@ -91,7 +101,13 @@ def _protect(command: ProtectFact, admin: bool) -> Decision:
     if not admin and env.principal != env.subject:
         return reject("NO_AUTHORITY_OVER_CORE_FACT", "only the subject or an admin protects its core facts",
                       "envelope.principal")
-    return accept(ProtectionSet(fact_key(env.subject, command.entity, command.attribute), command.protected))
+    return accept(protection(command))
+
+
+def protection(command: ProtectFact) -> ProtectionSet:
+    """The core-fact protection a ``ProtectFact`` sets or lifts on the subject's (entity, attribute)."""
+    env = command.envelope
+    return ProtectionSet(fact_key(env.subject, command.entity, command.attribute), command.protected)
 
 
 def _grant_scopes(command: GrantAccess, admin: bool, state: GateState) -> Decision | None:
@@ -118,14 +134,20 @@ def _grant(command: GrantAccess, admin: bool, state: GateState) -> Decision:
     problem = _grant_scopes(command, admin, state)
     if problem is not None:
         return problem
-    grant = Grant(
+    return accept(granted(command))
+
+
+def granted(command: GrantAccess) -> GrantUpsert:
+    """The grant a ``GrantAccess`` creates, valid from ``valid_from`` (else its issue time), granted
+    by its principal."""
+    env = command.envelope
+    return GrantUpsert(Grant(
         grant_id=command.grant_id, grantee=command.grantee, rights=frozenset(command.rights), scopes=command.scopes,
         subjects=command.subjects, purposes=command.purposes, store_kinds=command.store_kinds,
         sensitivity_ceiling=command.sensitivity_ceiling,
         valid_from_ms=to_ms(command.valid_from or env.issued_at),
         valid_to_ms=to_ms(command.valid_to) if command.valid_to else None, granted_by=env.principal,
-        relationship=command.relationship)
-    return accept(GrantUpsert(grant))
+        relationship=command.relationship))
 
 
 def _revoke(command: RevokeAccess, admin: bool, state: GateState, now: datetime) -> Decision:
@@ -134,6 +156,11 @@ def _revoke(command: RevokeAccess, admin: bool, state: GateState, now: datetime)
         return reject("UNKNOWN_GRANT", f"no grant {command.grant_id!r}", "grant_id")
     if not admin and command.envelope.principal != grant.granted_by:
         return reject("NOT_GRANTOR", "only the grantor or an admin revokes a grant", "envelope.principal")
+    return grant_revoked(grant, now)
+
+
+def grant_revoked(grant: Grant, now: datetime) -> Decision:
+    """The accepted revocation of ``grant`` from ``now`` (an already revoked grant changes nothing)."""
     if grant.revoked_at_ms is not None:
         return accept(message="grant was already revoked")
     return accept(GrantUpsert(replace(grant, revoked_at_ms=to_ms(now))))

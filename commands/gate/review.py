@@ -14,8 +14,12 @@ from memwarden.commands.gate.effects import Decision, QuarantineSet, accept, rej
 from memwarden.commands.gate.state import GateLimits, GateState, QuarantineState
 from memwarden.commands.gate.writes import decide_write
 from memwarden.commands.injection import InstructionDetector
-from memwarden.commands.model import ApproveQuarantined, RecordMemory, RejectQuarantined, SupersedeMemory
+from memwarden.commands.model import ApproveQuarantined, Command, RecordMemory, RejectQuarantined, SupersedeMemory
 from memwarden.commands.principals import REVIEWER_ROLE, PrincipalRecord, kind_from_id
+from memwarden.commands.reasons import Reason
+
+#: Reason code added when an approval re-decides the held write and refuses it: the review closes.
+REVIEW_CLOSED = "REVIEW_CLOSED"
 
 
 def pending(command_id: str, subject: str, issuer: PrincipalRecord, state: GateState) -> QuarantineState | Decision:
@@ -54,10 +58,24 @@ def decide_approve(command: ApproveQuarantined, issuer: PrincipalRecord, state: 
         original.envelope.principal, kind_from_id(original.envelope.principal))
     inner = decide_write(original, text, writer, state, now, limits, digest, detector, claims,
                          released_by=command.envelope.principal)
-    resolved = QuarantineSet(replace(q, status="approved" if inner.admitted else "rejected"))
     if not inner.admitted:
-        return replace(inner, effects=(*inner.effects, resolved), shred=(q.key_id,) if q.key_id else ())
-    return replace(inner, effects=(*inner.effects, resolved), released=(original, command.envelope.principal))
+        closed = Reason(REVIEW_CLOSED, "the released write was refused: the review closes as rejected and the held "
+                        "content's key is shredded", "quarantined_command_id")
+        return replace(review_closed(q), outcome=inner.outcome, reasons=(*inner.reasons, closed))
+    return released(inner, q, original, command.envelope.principal)
+
+
+def released(inner: Decision, q: QuarantineState, original: Command, reviewer: str) -> Decision:
+    """The approval that releases a held write: the write's own decision (decided as released by
+    ``reviewer``), the review closing as approved, and the original command to publish."""
+    resolved = QuarantineSet(replace(q, status="approved"))
+    return replace(inner, effects=(*inner.effects, resolved), released=(original, reviewer))
+
+
+def review_closed(q: QuarantineState) -> Decision:
+    """A review closing as rejected: the held content's data key is shredded."""
+    return replace(accept(QuarantineSet(replace(q, status="rejected")), message="quarantined command rejected"),
+                   shred=(q.key_id,) if q.key_id else ())
 
 
 def decide_reject(command: RejectQuarantined, issuer: PrincipalRecord, state: GateState) -> Decision:
@@ -65,5 +83,4 @@ def decide_reject(command: RejectQuarantined, issuer: PrincipalRecord, state: Ga
     q = pending(command.quarantined_command_id, command.envelope.subject, issuer, state)
     if isinstance(q, Decision):
         return q
-    return replace(accept(QuarantineSet(replace(q, status="rejected")), message="quarantined command rejected"),
-                   shred=(q.key_id,) if q.key_id else ())
+    return review_closed(q)

@@ -140,8 +140,7 @@ def _new_version(command: MemoryWrite, issuer: PrincipalRecord, state: GateState
         if twin is not None and twin in state.memories and not state.memories[twin].forgotten:
             return Decision(Outcome.DUPLICATE, (Reason("DUPLICATE_CONTENT", f"same text is already memory {twin}",
                                                        "content"),))
-        return MemoryState(command.memory_id, env.subject, env.principal, 1, scope=env.scope,
-                           key_ids=(command.content.key_id,)), None
+        return next_version(command, None), None
     target = live_target(command.memory_id, command, issuer, state)
     if isinstance(target, Decision):
         return target
@@ -150,8 +149,48 @@ def _new_version(command: MemoryWrite, issuer: PrincipalRecord, state: GateState
                                     bool(command.evidence))
         if guard.code is not None:
             return reject(guard.code, guard.message, "evidence")
+    return next_version(command, target), target.memory_id
+
+
+def next_version(command: MemoryWrite, target: MemoryState | None) -> MemoryState:
+    """The memory state a write creates: version 1 of a new record owned by its principal, or the
+    next version of ``target`` (scope of the new envelope, one more data key). The fact slot is
+    set by :func:`fact_slot`."""
+    env = command.envelope
+    if target is None:
+        return MemoryState(command.memory_id, env.subject, env.principal, 1, scope=env.scope,
+                           key_ids=(command.content.key_id,))
     return replace(target, version=target.version + 1, scope=env.scope,
-                   key_ids=(*target.key_ids, command.content.key_id)), target.memory_id
+                   key_ids=(*target.key_ids, command.content.key_id))
+
+
+def fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | None) -> tuple[MemoryState,
+                                                                                            FactState | None]:
+    """The single-valued fact slot a write takes (``M_core`` candidates, Eq. 6), without the checks:
+    the memory holding it and the slot; a supersession without a typed fact leaves no slot."""
+    fact = command.fact
+    if fact is None or fact.cardinality is not FactCardinality.SINGLE:
+        return (replace(memory, fact=None) if superseding is not None else memory), None
+    key = fact_key(command.envelope.subject, fact.entity, fact.attribute)
+    return replace(memory, fact=key), FactState(key, fact.value, memory.memory_id)
+
+
+def claim_states(subject: str, memory_id: str, claims: ClaimExtractor, plaintext: str | None) -> tuple[ClaimState, ...]:
+    """The claims a memory version asserts (digests only), empty when its text is unreadable."""
+    if plaintext is None:
+        return ()
+    return tuple(ClaimState(subject, c.digest, c.value_digest, c.positive, memory_id) for c in claims.claims(plaintext))
+
+
+def write_effects(memory: MemoryState, superseding: str | None, closes: tuple[str, ...], fact: FactState | None,
+                  new_claims: tuple[ClaimState, ...], content_digest: str | None) -> tuple[Effect, ...]:
+    """The governed-state changes of an admitted write: the superseded and contradicted memories lose
+    their slots, claims and digests; the new version takes its own."""
+    effects: list[Effect] = [MemoryCleared(superseding)] if superseding is not None else []
+    effects += [MemoryCleared(m) for m in closes]
+    digest = (memory.subject, content_digest) if content_digest else None
+    effects.append(MemoryFacts(memory.memory_id, fact, new_claims, digest))
+    return tuple(effects)
 
 
 def _fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | None, state: GateState,
@@ -159,16 +198,14 @@ def _fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | Non
     """A typed single-valued fact (Eq. 6 ``M_core``): the slot it takes, the memory it closes, or the
     refusal when it contradicts a protected fact without authority and evidence."""
     env = command.envelope
-    fact = command.fact
-    if fact is None or fact.cardinality is not FactCardinality.SINGLE:
-        return (replace(memory, fact=None) if superseding is not None else memory), None, ()
-    key = fact_key(env.subject, fact.entity, fact.attribute)
-    check = check_fact(fact, state.facts.get(key), key in state.protected, superseding,
+    slotted, slot = fact_slot(command, memory, superseding)
+    if slot is None or command.fact is None:
+        return slotted, None, ()
+    check = check_fact(command.fact, state.facts.get(slot.key), slot.key in state.protected, superseding,
                        authority.admin or env.principal == env.subject, bool(getattr(command, "evidence", ())))
     if check.code is not None:
         return reject(check.code, check.message, "fact.value")
-    closes = (check.closes,) if check.closes is not None else ()
-    return replace(memory, fact=key), FactState(key, fact.value, memory.memory_id), closes
+    return slotted, slot, (check.closes,) if check.closes is not None else ()
 
 
 def _contradictions(subject: str, memory_id: str, new_claims: tuple[ClaimState, ...], closes: tuple[str, ...],
@@ -188,11 +225,8 @@ def _contradictions(subject: str, memory_id: str, new_claims: tuple[ClaimState, 
     return tuple(out)
 
 
-def _admitted(memory: MemoryState, superseding: str | None, closes: tuple[str, ...], facts: MemoryFacts, risk: _Risk,
+def _admitted(memory: MemoryState, closes: tuple[str, ...], effects: tuple[Effect, ...], risk: _Risk,
               released_by: str | None) -> Decision:
-    effects: list[Effect] = [MemoryCleared(superseding)] if superseding is not None else []
-    effects += [MemoryCleared(m) for m in closes]
-    effects.append(facts)
     verified = risk.tier is Tier.ACCEPT and released_by is None
     reasons = [Reason("OK" if verified else risk.code, "accepted" if verified else "accepted as unverified")]
     if released_by is not None:
@@ -200,7 +234,7 @@ def _admitted(memory: MemoryState, superseding: str | None, closes: tuple[str, .
     if closes:
         reasons.append(Reason("SUPERSEDES_CONTRADICTED", "closes contradicted memories " + ", ".join(closes)))
     return Decision(Outcome.ACCEPTED if verified else Outcome.ACCEPTED_UNVERIFIED, tuple(reasons), memory=memory,
-                    version=memory.version, closes=closes, effects=tuple(effects), tags=risk.tags)
+                    version=memory.version, closes=closes, effects=effects, tags=risk.tags)
 
 
 def decide_write(command: MemoryWrite, plaintext: str | None, issuer: PrincipalRecord, state: GateState,
@@ -226,8 +260,7 @@ def decide_write(command: MemoryWrite, plaintext: str | None, issuer: PrincipalR
         return slot
     memory, fact_state, fact_closes = slot
     env = command.envelope
-    new_claims = tuple(ClaimState(env.subject, c.digest, c.value_digest, c.positive, memory.memory_id)
-                       for c in claims.claims(plaintext))
+    new_claims = claim_states(env.subject, memory.memory_id, claims, plaintext)
     closes = _contradictions(env.subject, memory.memory_id, new_claims, fact_closes, state)
     if isinstance(closes, Decision):
         return closes
@@ -242,9 +275,8 @@ def decide_write(command: MemoryWrite, plaintext: str | None, issuer: PrincipalR
                             command.content.key_id)
         tags = (UNTRUSTED_TAG,) if risk.detection.carries_instructions else risk.tags
         return Decision(Outcome.QUARANTINED, tuple(needs_review), effects=(QuarantineSet(q),), tags=tags)
-    digest = (env.subject, content_digest) if content_digest else None
-    facts = MemoryFacts(memory.memory_id, fact_state, new_claims, digest)
-    return _admitted(memory, version[1], closes, facts, risk, released_by)
+    effects = write_effects(memory, version[1], closes, fact_state, new_claims, content_digest)
+    return _admitted(memory, closes, effects, risk, released_by)
 
 
 def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateState) -> Decision:
@@ -257,5 +289,11 @@ def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateSta
     live = live_target(command.memory_id, command, issuer, state)
     if isinstance(live, Decision):
         return live
+    return forgotten(live)
+
+
+def forgotten(live: MemoryState) -> Decision:
+    """The accepted forget of a live memory: it is marked forgotten, loses its slots, claims and
+    digests, and every data key of every version is shredded."""
     return Decision(Outcome.ACCEPTED, (Reason("OK", "accepted"),), memory=replace(live, forgotten=True),
                     effects=(MemoryCleared(live.memory_id),), shred=live.key_ids)
