@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memwarden.commands.gate import GateLimits
 from memwarden.crypto import Kek, load_kek
@@ -74,6 +74,22 @@ class Container:
             self._embedder = SentenceTransformerEmbedder(s.model_path, s.embed_batch_size, backend=s.embed_backend,
                                                          cache_dir=s.data_dir / "onnx")
         return self._embedder
+
+    def lazy_embedder(self) -> Embedder:
+        """An embedder that loads the model only when something must be embedded (a replay that
+        finds every vector in the cache never loads it); ``model_id`` is known without loading."""
+        from memwarden.projections.embedder import model_id_of
+
+        container = self
+
+        class _Lazy:
+            dim = 384
+            model_id = model_id_of(self.settings.model_path)
+
+            def embed(self, texts: Any) -> Any:
+                return container.embedder().embed(texts)
+
+        return _Lazy()
 
     @property
     def index_label(self) -> str:

@@ -267,6 +267,17 @@ def audit_reads(
         typer.echo(f"no audited read returned {memory}")
 
 
+def _ledger_commands() -> None:
+    from memwarden import cli_ledger
+
+    app.command("replay")(cli_ledger.replay)
+    app.command("recall")(cli_ledger.recall)
+    app.add_typer(cli_ledger.state_app, name="state")
+
+
+_ledger_commands()
+
+
 def main() -> None:
     """Entry point of the ``memwarden`` script."""
     app()

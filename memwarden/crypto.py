@@ -66,6 +66,28 @@ def open_content(content: Mapping[str, Any], keys: Mapping[str, bytes | None]) -
         return None
 
 
+def seal_vector(vector: Any, key: bytes, aad: str) -> tuple[bytes, bytes]:
+    """Encrypt a dense vector (float32, little-endian) under data ``key`` with associated data ``aad``.
+    Returns ``(nonce, sealed bytes with tag)``."""
+    import numpy as np
+
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    raw = np.asarray(vector, dtype="<f4").tobytes()
+    return nonce, AESGCM(key).encrypt(nonce, raw, aad.encode())
+
+
+def open_vector(nonce: bytes, sealed: bytes, key: bytes, aad: str) -> list[float]:
+    """Inverse of :func:`seal_vector`: the float32 values as Python floats. Raises
+    ``ContentUnreadable`` on a wrong key, another ``aad`` or tampering."""
+    import numpy as np
+
+    try:
+        raw = AESGCM(key).decrypt(nonce, sealed, aad.encode())
+    except (InvalidTag, ValueError) as exc:
+        raise ContentUnreadable(f"vector ({aad}) does not decrypt: {type(exc).__name__}") from None
+    return [float(x) for x in np.frombuffer(raw, dtype="<f4")]
+
+
 @dataclass(frozen=True)
 class Kek:
     """Key-encryption key: wraps data keys for the keys topic. ``kek_id`` is a hash prefix."""

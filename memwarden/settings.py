@@ -51,6 +51,10 @@ class Settings(BaseSettings):
             unsigned ones are served.
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
+        ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
+            from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
+            its Postgres schema and index are its own while it reads (never writes) the source ledger.
+            Env: ``MEMWARDEN_LEDGER_PREFIX``.
     """
 
     model_config = SettingsConfigDict(env_prefix="MEMWARDEN_", extra="ignore")
@@ -80,17 +84,29 @@ class Settings(BaseSettings):
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"
     read_auth: Literal["required", "optional"] = "required"
+    ledger_prefix: str | None = None
 
-    @field_validator("topic_prefix")
+    @field_validator("topic_prefix", "ledger_prefix")
     @classmethod
-    def _prefix_is_safe(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}", value):
+    def _prefix_is_safe(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}", value):
             raise ValueError("topic_prefix: letters, digits, '.', '_' or '-', at most 81 characters")
         return value
 
     def topic(self, name: str) -> str:
-        """Full topic name for a logical topic (``commands``, ``events`` ...) in this namespace."""
-        return f"{self.topic_prefix}.{name}"
+        """Full topic name for a logical topic (``commands``, ``events`` ...) of this namespace's ledger."""
+        return f"{self.ledger_prefix or self.topic_prefix}.{name}"
+
+    @property
+    def owns_ledger(self) -> bool:
+        """Whether the topics are this namespace's own (not a replay of another namespace's ledger)."""
+        return self.ledger_prefix in (None, self.topic_prefix)
+
+    def projections_of_ledger(self, prefix: str) -> Settings:
+        """These settings for another set of projections (schema, index) named ``prefix`` over the same
+        ledger: what a replay builds into."""
+        ledger = self.ledger_prefix or self.topic_prefix
+        return self.model_copy(update={"topic_prefix": prefix, "ledger_prefix": ledger})
 
     @property
     def pg_schema(self) -> str:

@@ -5,24 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from confluent_kafka import Consumer, TopicPartition
-
 from memwarden.errors import StackUnavailable
 from memwarden.settings import Settings
+from memwarden.stores.ledger import end_offsets
 from memwarden.stores.offsets import consumer_offsets
 from memwarden.stores.pg import connect
-
-
-def end_offsets(settings: Settings, logical: str) -> dict[int, int]:
-    """High watermark per partition of the namespace topic ``logical``."""
-    consumer = Consumer({"bootstrap.servers": settings.bootstrap_servers, "group.id": "memwarden-lag-probe",
-                         "enable.auto.commit": False})
-    try:
-        topic = settings.topic(logical)
-        parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
-    finally:
-        consumer.close()
 
 
 def lag(settings: Settings, index_label: str = "edge") -> dict[str, int]:

@@ -85,9 +85,13 @@ def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[str]:
 
 
 def delete_topics(settings: Settings, timeout_s: float = 30.0) -> None:
-    """Delete every topic of the namespace (evaluation and test clean-up)."""
+    """Delete every topic of the namespace (evaluation and test clean-up). A namespace that reads
+    another's ledger (a replay) owns no topics: nothing is deleted."""
+    if not settings.owns_ledger:
+        return
     admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
-    names = [t for t in admin.list_topics(timeout=timeout_s).topics if t.startswith(settings.topic_prefix + ".")]
+    own = {settings.topic(spec.name) for spec in topic_specs()}
+    names = [t for t in admin.list_topics(timeout=timeout_s).topics if t in own]
     if names:
         for future in admin.delete_topics(names, operation_timeout=timeout_s).values():
             with contextlib.suppress(Exception):  # already gone

@@ -16,7 +16,7 @@ import asyncio
 import base64
 import hashlib
 import hmac
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -31,11 +31,13 @@ from memwarden.commands.gate import (
     Effect,
     GateLimits,
     MemoryState,
+    Position,
     PriorDecision,
     QuarantineSet,
     decide,
     evolve,
 )
+from memwarden.commands.gate.recorded import from_record
 from memwarden.commands.injection import DEFAULT_DETECTOR, Detection
 from memwarden.commands.model import (
     ApproveQuarantined,
@@ -52,10 +54,12 @@ from memwarden.epoch import truncate_ms
 from memwarden.errors import DecodeError
 from memwarden.processors.gate_io import Inbound, Outbound, Parsed, dead_letter, decision_records, parse
 from memwarden.processors.gate_loading import Batch, load_batch
+from memwarden.processors.gate_replay import RecordedOutcome
 from memwarden.schemas.codec import AvroCodec
 from memwarden.stores import gate_state as db
 from memwarden.stores.decisions import DecisionRow, store_decisions, value_of
 from memwarden.stores.keyring import KeyRing
+from memwarden.stores.offsets import next_offsets, save_offsets
 
 
 class _NoInstructions:
@@ -79,6 +83,18 @@ class _CachedClaims:
 class _NoClaims:
     def claims(self, text: str) -> tuple[Claim, ...]:
         return ()
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """What a batch's decisions read besides the state: texts and keyed digests by command id, the
+    claim extractor, approvals' review targets, and (replay) the recorded decisions by position."""
+
+    texts: dict[str, str | None]
+    digests: dict[str, str | None]
+    claims: _CachedClaims
+    review: dict[str, Any]
+    recorded: Mapping[Position, RecordedOutcome] | None
 
 
 @dataclass
@@ -122,9 +138,17 @@ class GateProcessor:
             return None
         return hmac.new(self._digest_key, f"{subject}\x00{normalise(text)}".encode(), hashlib.sha256).hexdigest()
 
-    async def handle(self, batch: Sequence[Inbound], now: datetime | None = None) -> list[Outbound]:
+    async def handle(self, batch: Sequence[Inbound], now: datetime | None = None,
+                     recorded: Mapping[Position, RecordedOutcome] | None = None,
+                     offsets: tuple[str, str] | None = None) -> list[Outbound]:
         """Decide ``batch`` in order; returns the records to publish, in order. Never raises for bad
-        input; raises only on infrastructure failure (the batch is then redelivered)."""
+        input; raises only on infrastructure failure (the batch is then redelivered).
+
+        Replay: with ``recorded`` (the ledger's decision of every command of ``batch``, by position)
+        nothing is decided again: each recorded decision is folded into the state
+        (:func:`~memwarden.commands.gate.recorded.from_record`) and stored with its recorded bytes.
+        ``offsets`` = (consumer, topic) stores the batch's next offsets in the same transaction (a
+        replay resumes where it stopped)."""
         now = truncate_ms(now or datetime.now(UTC))  # the clock as the ledger records it (decided_at)
         parsed, out = parse(self._codec, batch, now)
         if not parsed:
@@ -138,18 +162,19 @@ class GateProcessor:
                              for claim in claims.claims(texts.get(c.envelope.command_id) or "")})
         loaded = await load_batch(self._conn, self._anchor, commands, parsed[0].item.position.topic,
                                   [d for d in digests.values() if d], claim_keys)
-        loaded.state = replace(loaded.state, sources=await self._sources(loaded.source_events))
+        if recorded is None:
+            loaded.state = replace(loaded.state, sources=await self._sources(loaded.source_events))
         review = await self._review_targets(commands, loaded)
         writes = _Writes()
         for p in parsed:
-            out += await self._decide_one(p, texts, digests, claims, loaded, review, writes, now)
-        await self._store(writes)
+            out += await self._decide_one(p, _Inputs(texts, digests, claims, review, recorded), loaded, writes, now)
+        await self._store(writes, (offsets[0], offsets[1], next_offsets(batch)) if offsets else None)
         return out
 
-    async def _decide_one(self, p: Parsed, texts: dict[str, str | None], digests: dict[str, str | None],
-                          claims: _CachedClaims, loaded: Batch, review: dict[str, Any], writes: _Writes,
+    async def _decide_one(self, p: Parsed, inputs: _Inputs, loaded: Batch, writes: _Writes,
                           now: datetime) -> list[Outbound]:
         command, item = p.command, p.item
+        review = inputs.review
         cid = command.envelope.command_id
         prior = loaded.priors.get(cid)
         if prior is not None and prior[0].position == item.position:
@@ -159,11 +184,19 @@ class GateProcessor:
             review.update(await self._review_targets([command], loaded))
         view = replace(loaded.state, prior=prior[0] if prior else None,
                        review_target=review.get(target) if target else None)
-        decision = decide(command, texts.get(cid), item.position, view, now, self._limits, signed_bytes=p.signed,
-                          content_digest=digests.get(cid), verify_signatures=self._full,
-                          detector=DEFAULT_DETECTOR if self._full else _NoInstructions(),
-                          claims=claims if self._full else _NoClaims())
-        records = decision_records(self._codec, command, decision, item, now)
+        if inputs.recorded is not None:
+            rec = inputs.recorded[item.position]
+            now = rec.decision.decided_at
+            decision = from_record(command, rec.decision, view, inputs.texts.get(cid), inputs.digests.get(cid),
+                                   inputs.claims)
+            records = rec.records(self._codec, decision, item.position)
+        else:
+            decision = decide(command, inputs.texts.get(cid), item.position, view, now, self._limits,
+                              signed_bytes=p.signed, content_digest=inputs.digests.get(cid),
+                              verify_signatures=self._full,
+                              detector=DEFAULT_DETECTOR if self._full else _NoInstructions(),
+                              claims=inputs.claims if self._full else _NoClaims())
+            records = decision_records(self._codec, command, decision, item, now)
         if prior is None:  # a copy of a decided command id is answered, never stored over the first decision
             self._evolve(loaded, writes, p, decision, records, now)
         return outbound(records)
@@ -187,7 +220,9 @@ class GateProcessor:
             m = decision.memory
             # the decision row that holds the current version's MemoryRecorded: for a released memory
             # that is the approval's row (the quarantined command's own row has no event)
-            writes.changed[m.memory_id] = (m, cid if not m.forgotten else None)
+            # (a forget keeps it, also when the version it forgets was decided earlier in this batch)
+            held = writes.changed.get(m.memory_id)
+            writes.changed[m.memory_id] = (m, cid if not m.forgotten else (held[1] if held else None))
 
     async def _sources(self, source_events: dict[str, bytes]) -> dict[str, SourceRecord]:
         decoded = {m: self._codec.decode(b)[1] for m, b in source_events.items()}
@@ -222,11 +257,13 @@ class GateProcessor:
         return {c.envelope.command_id: open_content({"key_id": c.content.key_id, "nonce": c.content.nonce,
                                                      "ciphertext": c.content.ciphertext}, keys) for c in wanted}
 
-    async def _store(self, writes: _Writes) -> None:
+    async def _store(self, writes: _Writes, offsets: tuple[str, str, dict[int, int]] | None) -> None:
         async with self._conn.transaction(), self._conn.cursor() as cur:
             await store_decisions(cur, writes.rows)
             await db.store_memories(cur, writes.changed.values())
             await db.store_effects(cur, writes.effects)
+            if offsets is not None:
+                await save_offsets(cur, *offsets)
 
 
 __all__ = ["GateProcessor", "Inbound", "Outbound", "dead_letter", "outbound"]

@@ -12,10 +12,19 @@ from memwarden.errors import StackUnavailable
 from memwarden.producers.building import Receipt
 
 
+#: The partitioner of every producer of ours: murmur2 of the key, as the Java client and the worker's
+#: aiokafka producer compute it. One key lands in one partition whoever writes it: a data key and the
+#: tombstone that shreds it (compaction is per partition: in two partitions the key would never be
+#: removed from disk, and a reader could see the tombstone before the key), a subject's commands and
+#: the decisions and events about it.
+PARTITIONER = "murmur2_random"
+
+
 def producer(bootstrap_servers: str) -> Producer:
-    """The idempotent, ``acks=all``, lz4 producer every client uses."""
+    """The idempotent, ``acks=all``, lz4 producer every client uses (:data:`PARTITIONER`)."""
     return Producer({
         "bootstrap.servers": bootstrap_servers,
+        "partitioner": PARTITIONER,
         "enable.idempotence": True,
         "acks": "all",
         "linger.ms": 5,

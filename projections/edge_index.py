@@ -229,6 +229,23 @@ class EdgeVectorIndex:
         found = {str(r.id): Hit(str(r.id), 0.0, r.payload or {}) for r in records}
         return [found[i] for i in ids if i in found]
 
+    def scan(self, where: Filter | None = None, batch: int = 1000) -> Iterator[IndexPoint]:
+        """Every point matching ``where`` with vectors and payload, in point-id order."""
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(offset=offset, limit=batch, filter=to_edge_filter(where), with_payload=True,
+                                       with_vector=True)
+            with self._guard("scan") as shard:
+                records, offset = shard.scroll(request)
+            for r in records:
+                vectors = r.vector if isinstance(r.vector, dict) else {"": r.vector}
+                lexical = vectors.get(LEXICAL)
+                sparse = SparseVector(tuple(lexical.indices), tuple(float(v) for v in lexical.values)) \
+                    if lexical is not None else None
+                yield IndexPoint(str(r.id), list(vectors.get("") or ()), dict(r.payload or {}), sparse)
+            if offset is None or not records:
+                return
+
     def count(self, where: Filter | None = None) -> int:
         """Exact number of points matching ``where`` (all points when ``None`` or empty)."""
         request = qe.CountRequest(exact=True, filter=to_edge_filter(where))

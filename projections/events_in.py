@@ -21,12 +21,13 @@ log = logging.getLogger("memwarden.projections")
 @dataclass(frozen=True)
 class EventIn:
     """A decoded event with its own position on the events topic and, for ``MemoryRecorded``, the
-    decrypted text (``None`` when its key is shredded)."""
+    decrypted text and its data key (both ``None`` when the key is shredded)."""
 
     name: str
     record: dict[str, Any]
     position: Position
     text: str | None = None
+    key: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -52,4 +53,9 @@ async def decode_events(codec: AvroCodec, keyring: KeyRing, batch: Sequence[RawE
     if not key_ids:
         return out
     keys = await asyncio.to_thread(keyring.lookup, key_ids)
-    return [replace(e, text=open_content(e.record["content"], keys)) if e.name == "MemoryRecorded" else e for e in out]
+    return [_opened(e, keys) if e.name == "MemoryRecorded" else e for e in out]
+
+
+def _opened(event: EventIn, keys: dict[str, bytes | None]) -> EventIn:
+    text = open_content(event.record["content"], keys)
+    return replace(event, text=text, key=keys.get(event.record["content"]["key_id"]) if text is not None else None)

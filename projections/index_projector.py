@@ -5,14 +5,16 @@ same point. The payload (:mod:`memwarden.commands.readmodel.payload`) carries ev
 filter needs and no content: the text is read from Postgres after candidates are found. Each point
 also carries the lexical sparse vector of its text (:class:`Bm25Encoder`, hashed term ids and BM25
 term weights: the text's terms can be probed through it, like through the embedding, so it stays
-inside the derived index). Embeddings run in a worker thread, in batches.
+inside the derived index). Embeddings run in a worker thread, in batches, once per memory version:
+every vector is kept sealed under the version's data key (:mod:`memwarden.stores.vector_cache`), so a
+replay reuses it instead of embedding again, and a forget leaves it unreadable.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import psycopg
 
@@ -22,6 +24,7 @@ from memwarden.projections.embedder import Embedder
 from memwarden.projections.events_in import EventIn
 from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import IndexPoint, VectorIndex
+from memwarden.stores import profile_rows, vector_cache
 from memwarden.stores.offsets import fresh, load_offsets, save_offsets
 
 _POINT_NS = uuid.UUID("b3c2f7a4-51e9-4d0c-8a6b-2f4e9d7c1a35")
@@ -33,16 +36,27 @@ def point_id(memory_id: str, command_id: str) -> str:
 
 
 class EmbeddingProjector:
-    """Applies events to a ``VectorIndex``; tracks its offsets in Postgres under ``projector``."""
+    """Applies events to a ``VectorIndex``; tracks its offsets in Postgres under ``projector``.
+
+    ``cache_from`` is the connection whose ``memory_vectors`` are reused (default ``conn``: this
+    namespace's own; a replay passes the source namespace's). Vectors embedded or reused are sealed
+    into this namespace's cache in the transaction that advances the offsets. ``embedded`` counts the
+    texts embedded, ``reused`` the vectors taken from a cache.
+    """
 
     def __init__(self, embedder: Embedder, index: VectorIndex, conn: psycopg.AsyncConnection, topic: str,
-                 projector: str, lexical: Bm25Encoder | None = None) -> None:
+                 projector: str, lexical: Bm25Encoder | None = None,
+                 cache_from: psycopg.AsyncConnection | None = None) -> None:
         self._embedder = embedder
         self._lexical = lexical or Bm25Encoder()
         self._index = index
         self._conn = conn
+        self._cache_from = cache_from
         self._topic = topic
         self._projector = projector
+        self._model = getattr(embedder, "model_id", "unknown")
+        self.embedded = 0
+        self.reused = 0
 
     async def apply(self, events: Sequence[EventIn]) -> None:
         """Apply ``events`` not applied yet (idempotent point writes), then advance the offsets."""
@@ -50,14 +64,40 @@ class EmbeddingProjector:
             stored = await load_offsets(cur, self._projector, self._topic, lock=False)
         await self._conn.commit()
         todo, nxt = fresh(events, stored)
-        texts = [e.text for e in todo if e.name == "MemoryRecorded" and e.text is not None]
-        vectors = await asyncio.to_thread(self._embedder.embed, texts) if texts else []
-        await asyncio.to_thread(self._write, todo, vectors)
+        recorded = [e for e in todo if e.name == "MemoryRecorded" and e.text is not None]
+        vectors, seals = await self._vectors(recorded)
+        uses = await profile_rows.last_uses(self._conn, sorted({e.record["memory_id"] for e in recorded}))
+        await asyncio.to_thread(self._write, todo, vectors, {m: to_ms(t) for m, t in uses.items()})
         async with self._conn.transaction(), self._conn.cursor() as cur:
+            await vector_cache.save(cur, seals)
             await save_offsets(cur, self._projector, self._topic, nxt)
 
-    def _write(self, todo: Sequence[EventIn], vectors: Sequence[Sequence[float]]) -> None:
-        i = 0
+    async def _vectors(self, recorded: Sequence[EventIn]) -> tuple[dict[str, list[float]],
+                                                                   list[vector_cache.SealedVector]]:
+        """The vector of each recorded version (from the cache when it opens, else embedded) and the
+        seals this namespace's cache lacks."""
+        pids = [point_id(e.record["memory_id"], e.record["command_id"]) for e in recorded]
+        source = self._cache_from or self._conn
+        cached = await vector_cache.load(source, pids, self._model)
+        vectors: dict[str, list[float]] = {}
+        for e, pid in zip(recorded, pids, strict=True):
+            hit = cached.get(pid)
+            opened = vector_cache.unseal(hit, {hit.key_id: e.key}) if hit is not None and e.key else None
+            if opened is not None:
+                vectors[pid] = opened
+        missing = [(e, pid) for e, pid in zip(recorded, pids, strict=True) if pid not in vectors]
+        if missing:
+            found = await asyncio.to_thread(self._embedder.embed, [e.text or "" for e, _ in missing])
+            vectors.update({pid: [float(x) for x in v] for (_, pid), v in zip(missing, found, strict=True)})
+        self.embedded += len(missing)
+        self.reused += len(recorded) - len(missing)
+        keep = {pid for _, pid in missing} if self._cache_from is None else set(pids)
+        seals = [vector_cache.seal(pid, e.record["content"]["key_id"], self._model, vectors[pid], e.key)
+                 for e, pid in zip(recorded, pids, strict=True) if pid in keep and e.key]
+        return vectors, seals
+
+    def _write(self, todo: Sequence[EventIn], vectors: Mapping[str, Sequence[float]],
+               uses: Mapping[str, int]) -> None:
         pending: list[IndexPoint] = []
         for e in todo:
             r = e.record
@@ -70,9 +110,8 @@ class EmbeddingProjector:
                 if e.text is None:
                     continue
                 pid = point_id(r["memory_id"], r["command_id"])
-                pending.append(IndexPoint(pid, list(map(float, vectors[i])), point_payload(r),
+                pending.append(IndexPoint(pid, list(vectors[pid]), point_payload(r, uses.get(r["memory_id"])),
                                           self._lexical.document(e.text, key=pid)))
-                i += 1
             elif e.name == "MemoryUsed":
                 self._flush(pending)
                 for use in r["uses"]:

@@ -229,6 +229,23 @@ class ServerVectorIndex:
         found = {str(r.id): Hit(point_id=str(r.id), score=0.0, payload=r.payload or {}) for r in records}
         return [found[i] for i in ids if i in found]
 
+    def scan(self, where: Filter | None = None, batch: int = 1000) -> Iterator[IndexPoint]:
+        """Every point matching ``where`` with vectors and payload, in point-id order."""
+        offset: Any = None
+        while True:
+            with self._guard("scan"):
+                records, offset = self._client.scroll(self._collection, scroll_filter=to_server_filter(where),
+                                                      limit=batch, offset=offset, with_payload=True, with_vectors=True)
+            for r in records:
+                vectors = r.vector if isinstance(r.vector, dict) else {"": r.vector}
+                dense = vectors.get("") or []
+                lexical = vectors.get(LEXICAL)
+                sparse = SparseVector(tuple(lexical.indices), tuple(float(v) for v in lexical.values)) \
+                    if lexical is not None else None
+                yield IndexPoint(str(r.id), list(dense), dict(r.payload or {}), sparse)
+            if offset is None or not records:
+                return
+
     def count(self, where: Filter | None = None) -> int:
         """Exact number of points matching ``where`` (all points when ``None`` or empty)."""
         flt = to_server_filter(where)

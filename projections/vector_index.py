@@ -15,7 +15,7 @@ the root carrying it too), fused inside the engine (distribution-based score fus
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -131,6 +131,11 @@ class VectorIndex(Protocol):
 
     def count(self, where: Filter | None = None) -> int:
         """Number of points matching ``where`` (all points when ``None``)."""
+
+    def scan(self, where: Filter | None = None, batch: int = 1000) -> Iterator[IndexPoint]:
+        """Every point matching ``where`` with its stored dense vector (as the engine keeps it:
+        normalised for cosine), payload and lexical sparse vector, in point-id order, ``batch`` points
+        per round trip. For digests and reconciliation, not for serving."""
 
     def close(self) -> None:
         """Flush and release resources."""

@@ -73,10 +73,10 @@ def valid_from_of(envelope: Mapping[str, Any]) -> Any:
     return envelope["effective_from"] or envelope["observed_at"]
 
 
-def point_payload(record: Mapping[str, Any]) -> dict[str, Any]:
+def point_payload(record: Mapping[str, Any], last_used_ms: int | None = None) -> dict[str, Any]:
     """The payload of the point of a ``MemoryRecorded`` event record (Avro dict): ids, access
     attributes, status ``active``, validity interval, expiry, decision time, freshness reference
-    (the validity start until a use), trust class."""
+    (the later of the validity start and the memory's last use, ``last_used_ms``), trust class."""
     env = record["envelope"]
     valid_from = to_ms(valid_from_of(env))
     return {
@@ -91,7 +91,7 @@ def point_payload(record: Mapping[str, Any]) -> dict[str, Any]:
         "expires_ms": to_ms_or(env["expires_at"], OPEN_END_MS),
         "decided_ms": to_ms(record["decided_at"]),
         "closed_known_ms": OPEN_END_MS,  # when the ledger closed this version (known_at reads)
-        "fresh_ref_ms": valid_from,  # last use, else validity start
+        "fresh_ref_ms": max(valid_from, last_used_ms or valid_from),  # last use, else validity start
         "trust": UNTRUSTED_TAG if UNTRUSTED_TAG in (record.get("tags") or ()) else "trusted",
     }
 
@@ -118,10 +118,12 @@ def supersession_updates(record: Mapping[str, Any]) -> list[tuple[Filter, dict[s
 
 
 def use_update(memory_id: str, used_ms: int) -> tuple[Filter, dict[str, Any]]:
-    """The payload update of one use (``MemoryUsed``): the freshness reference of the live version
-    moves forward to ``used_ms``, never back."""
-    return (Filter(must=(FieldIn("memory_id", (memory_id,)), FieldIn("status", ("active",)),
-                         FieldRange("fresh_ref_ms", lt=used_ms))), {"fresh_ref_ms": used_ms})
+    """The payload update of one use (``MemoryUsed``, Eq. 3's "last valid use" of the memory): the
+    freshness reference of every version of the memory moves forward to ``used_ms``, never back (so
+    uses commute with each other and with versions projected later, which start from the last use:
+    :func:`point_payload`)."""
+    return (Filter(must=(FieldIn("memory_id", (memory_id,)), FieldRange("fresh_ref_ms", lt=used_ms))),
+            {"fresh_ref_ms": used_ms})
 
 
 def memory_selector(memory_id: str) -> Filter:

@@ -30,6 +30,11 @@ VALUES (%(memory_id)s, %(version)s, %(command_id)s, %(event_id)s, %(principal)s,
 ON CONFLICT DO NOTHING
 """
 
+_LAST_USE = """
+UPDATE memory_versions SET last_used_at = u.last_used_at FROM memory_uses u
+WHERE memory_versions.command_id = %(command_id)s AND u.memory_id = %(memory_id)s
+"""
+
 _CLOSE = """
 UPDATE memory_versions SET status = 'superseded', superseded_by = %(command_id)s, closed_at = %(decided_at)s,
   closed_by = %(closed_by)s,
@@ -37,14 +42,19 @@ UPDATE memory_versions SET status = 'superseded', superseded_by = %(command_id)s
 WHERE memory_id = %(target)s AND status = 'active' AND command_id <> %(command_id)s
 """
 
+_USE = """
+INSERT INTO memory_uses (memory_id, last_used_at) VALUES (%(memory_id)s, %(used_at)s)
+ON CONFLICT (memory_id) DO UPDATE SET last_used_at = GREATEST(memory_uses.last_used_at, EXCLUDED.last_used_at)
+"""
+
 _USED = """
 UPDATE memory_versions SET last_used_at = GREATEST(COALESCE(last_used_at, %(used_at)s), %(used_at)s)
-WHERE memory_id = %(memory_id)s AND status = 'active'
+WHERE memory_id = %(memory_id)s
 """
 
 _FORGET = """
-UPDATE memory_versions SET status = 'forgotten', content = NULL, forgotten_by = %(command_id)s
-WHERE memory_id = %(memory_id)s AND status <> 'forgotten'
+UPDATE memory_versions SET status = 'forgotten', content = NULL, forgotten_by = COALESCE(forgotten_by, %(command_id)s)
+WHERE memory_id = %(memory_id)s AND (status <> 'forgotten' OR forgotten_by IS NULL)
 """
 
 _VERIFY = """
@@ -89,11 +99,28 @@ async def insert_version(cur: psycopg.AsyncCursor, record: Mapping[str, Any], te
                                    "decided_at": row["decided_at"], "closed_by": None if closed == target
                                    else row["memory_id"]})
     await cur.execute(_INSERT, row)
+    await cur.execute(_LAST_USE, row)
 
 
 async def mark_used(cur: psycopg.AsyncCursor, uses: Iterable[tuple[str, datetime]]) -> None:
-    """Apply a ``MemoryUsed``: the live version's last use moves forward, never back."""
-    await cur.executemany(_USED, [{"memory_id": m, "used_at": t} for m, t in uses])
+    """Apply a ``MemoryUsed``: the memory's last use moves forward, never back, on the memory
+    (``memory_uses``) and on every version already projected; a version projected later starts from
+    it (:func:`insert_version`), so the order of uses and versions does not matter."""
+    params = [{"memory_id": m, "used_at": t} for m, t in uses]
+    await cur.executemany(_USE, params)
+    await cur.executemany(_USED, params)
+
+
+async def last_uses(conn: psycopg.AsyncConnection, memory_ids: Sequence[str]) -> dict[str, datetime]:
+    """The last use of each of ``memory_ids`` that has one."""
+    if not memory_ids:
+        return {}
+    async with conn.cursor() as cur:
+        await cur.execute("SELECT memory_id::text, last_used_at FROM memory_uses WHERE memory_id = ANY(%s::uuid[])",
+                          (list(memory_ids),))
+        rows = await cur.fetchall()
+    await conn.commit()
+    return {m: t for m, t in rows}
 
 
 async def mark_forgotten(cur: psycopg.AsyncCursor, command_id: str, memory_id: str) -> None:

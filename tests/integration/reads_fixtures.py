@@ -44,6 +44,7 @@ class HashEmbedder:
     words are close, others near-orthogonal. Returns float32 ``(len(texts), dim)``."""
 
     dim = DIM
+    model_id = "hash-embedder"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

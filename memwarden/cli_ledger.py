@@ -1,0 +1,157 @@
+"""``memwarden replay``, ``memwarden state digest`` and ``memwarden recall``: the ledger as the source
+of truth (replay, point-in-time, digests) and reads of any namespace, a replayed one included."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from memwarden.settings import Settings
+
+state_app = typer.Typer(no_args_is_help=True, help="The state of a namespace's projections.")
+console = Console(stderr=True)
+
+
+def _fail(exc: Exception) -> None:
+    console.print(f"[red]error:[/red] {exc}")
+    raise typer.Exit(1)
+
+
+def _settings(namespace: str | None) -> Settings:
+    base = Settings()
+    if namespace is None or namespace == base.topic_prefix:
+        return base
+    from memwarden.stores.namespaces import exists, ledger_of
+
+    probe = base.model_copy(update={"topic_prefix": namespace, "ledger_prefix": None})
+    if not exists(probe):
+        raise typer.BadParameter(f"namespace {namespace!r} does not exist", param_hint="--namespace")
+    ledger = ledger_of(probe)
+    return probe.model_copy(update={"ledger_prefix": ledger if ledger and ledger != namespace else None})
+
+
+class _Bar:
+    """A rich progress bar per replay stage: records, records/s, ETA."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._tasks: dict[str, tuple[TaskID, float]] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage not in self._tasks:
+            self._tasks[stage] = (self._progress.add_task(stage, total=max(total, 1), rate="-"), time.monotonic())
+        task, started = self._tasks[stage]
+        elapsed = time.monotonic() - started
+        rate = f"{done / elapsed:,.0f} rec/s" if elapsed > 0 else "-"
+        self._progress.update(task, completed=min(done, max(total, 1)), rate=rate)
+
+
+def replay(
+    into: Annotated[str | None, typer.Option(help="target namespace (default <namespace>.replay-<8 hex>)")] = None,
+    namespace: Annotated[str | None, typer.Option(help="source namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    until: Annotated[str | None, typer.Option(help="last position per partition: commands:0:1234,commands:1:980")]
+    = None,
+    until_time: Annotated[datetime | None, typer.Option("--until-time", help="ISO time with offset: the ledger "
+                                                        "as it stood then")] = None,
+    verify: Annotated[bool, typer.Option(help="compare the digests of source and target (whole-ledger replays)")]
+    = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Rebuild every projection from offset 0 of the ledger into another namespace, without touching
+    the live one; with --until/--until-time, the state as the ledger stood then (point-in-time)."""
+    from memwarden.errors import MemwardenError
+    from memwarden.processors.replay import run_replay, target_settings
+    from memwarden.processors.replay_cut import resolve_cut
+
+    try:
+        source = _settings(namespace)
+        target = target_settings(source, into or f"{source.topic_prefix}.replay-{uuid.uuid4().hex[:8]}")
+        cut, point_in_time = resolve_cut(source, until, until_time)
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
+        with Progress(*columns, console=console, disable=as_json) as progress:
+            report = run_replay(source, target, cut, point_in_time, _Bar(progress))
+        out = report.to_json()
+        if verify:
+            out["digests_equal"], out["digests"] = _compare(source, target)
+    except (MemwardenError, ValueError) as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    console.print(f"replayed {out['commands']} commands and {out['events']} events of {source.topic_prefix} into "
+                  f"{target.topic_prefix} in {out['seconds']} s ({out['records_per_s']} records/s; "
+                  f"{out['reused']} vectors reused, {out['embedded']} embedded)")
+    if verify:
+        console.print("digests equal" if out["digests_equal"] else "[red]digests differ[/red]")
+
+
+def _digests(settings: Settings) -> dict[str, dict[str, Any]]:
+    from memwarden.bootstrap import Container
+    from memwarden.projections.state_digest import digests
+    from memwarden.stores.pg import connect
+
+    container = Container(settings)
+    try:
+        with connect(settings) as conn:
+            return digests(conn, container.index(), container.digest_key)
+    finally:
+        container.close()
+
+
+def _compare(source: Settings, target: Settings) -> tuple[bool, dict[str, Any]]:
+    a, b = _digests(source), _digests(target)
+    return a == b, {"source": a, "target": b}
+
+
+@state_app.command("digest")
+def state_digest(
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """One digest per projection (profile, index, registry, grants, gate) over its canonical rows and
+    points, never over plaintext. The embedded index must not be held by a running worker."""
+    from memwarden.errors import MemwardenError
+
+    try:
+        found = _digests(_settings(namespace))
+    except MemwardenError as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(found, indent=2))
+        return
+    table = Table("projection", "rows", "digest")
+    for name, d in found.items():
+        table.add_row(name, str(d["rows"]), d["digest"])
+    Console().print(table)
+
+
+def recall(
+    principal: str, query: str,
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    k: Annotated[int, typer.Option(help="how many")] = 10,
+    as_of: Annotated[datetime | None, typer.Option("--as-of", help="valid time (ISO with offset)")] = None,
+    known_at: Annotated[datetime | None, typer.Option("--known-at", help="as the ledger knew it then")] = None,
+    purpose: Annotated[str, typer.Option(help="purpose of the read")] = "general",
+    mode: Annotated[str, typer.Option(help="hybrid, dense or lexical")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Recall as PRINCIPAL in a namespace, in this process (the operator's read; audited on the
+    namespace's ledger like every read). For a namespace whose worker is running, use the client."""
+    from memwarden.errors import MemwardenError
+    from memwarden.read_api.local import local_recall
+
+    try:
+        found = local_recall(_settings(namespace), principal, query, k, as_of, known_at, purpose, mode)
+    except (MemwardenError, ValueError) as exc:
+        _fail(exc)
+    for m in found:
+        typer.echo(json.dumps(m.to_json()) if as_json else f"{m.score:7.3f}  {m.memory_id}  v{m.version}  {m.text}")

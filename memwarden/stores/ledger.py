@@ -1,0 +1,117 @@
+"""Reading the ledger topics directly, outside any consumer group: replay, audit and lag.
+
+A topic is read partition by partition from an offset (0 by default) up to an end offset per
+partition (exclusive: the high watermark, or a cut for point-in-time). Nothing is committed; the
+reader never writes to the ledger. ``offsets_for_time`` turns a wall time into per-partition offsets
+through the broker's time index (the earliest offset whose timestamp is at or after it).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from memwarden.commands.ledger import Position
+from memwarden.errors import StackUnavailable
+from memwarden.settings import Settings
+
+
+@dataclass(frozen=True)
+class LedgerRecord:
+    """One record as the broker holds it: position, key, value (``None`` = tombstone), timestamp (ms)."""
+
+    position: Position
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int
+
+
+def _consumer(settings: Settings) -> Consumer:
+    return Consumer({"bootstrap.servers": settings.bootstrap_servers, "group.id": f"mw-ledger-{uuid.uuid4()}",
+                     "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+
+
+def partitions(settings: Settings, logical: str, timeout_s: float = 10.0) -> list[int]:
+    """The partition numbers of the namespace topic ``logical``; raises ``StackUnavailable`` when the
+    broker does not answer or the topic does not exist."""
+    consumer = _consumer(settings)
+    try:
+        topic = settings.topic(logical)
+        meta = consumer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            raise StackUnavailable(f"topic {topic} does not exist")
+        return sorted(meta.partitions)
+    except KafkaException as exc:
+        raise StackUnavailable(f"Kafka at {settings.bootstrap_servers} does not answer: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def end_offsets(settings: Settings, logical: str, timeout_s: float = 10.0) -> dict[int, int]:
+    """High watermark per partition of the namespace topic ``logical`` (the next offset to be written)."""
+    consumer = _consumer(settings)
+    topic = settings.topic(logical)
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
+                for p in partitions(settings, logical, timeout_s)}
+    except KafkaException as exc:
+        raise StackUnavailable(f"Kafka at {settings.bootstrap_servers} does not answer: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def offsets_for_time(settings: Settings, logical: str, ts_ms: int, timeout_s: float = 10.0) -> dict[int, int]:
+    """Per partition, the earliest offset whose timestamp is ``>= ts_ms`` (the high watermark when no
+    record is that late): the exclusive end of "the topic as it stood at ``ts_ms``"."""
+    consumer = _consumer(settings)
+    topic = settings.topic(logical)
+    try:
+        highs = end_offsets(settings, logical, timeout_s)
+        found = consumer.offsets_for_times([TopicPartition(topic, p, ts_ms) for p in highs], timeout=timeout_s)
+        return {tp.partition: (tp.offset if tp.offset >= 0 else highs[tp.partition]) for tp in found}
+    except KafkaException as exc:
+        raise StackUnavailable(f"Kafka at {settings.bootstrap_servers} does not answer: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def read(settings: Settings, logical: str, ends: Mapping[int, int], starts: Mapping[int, int] | None = None,
+         timeout_s: float = 60.0) -> Iterator[LedgerRecord]:
+    """Every record of ``logical`` from ``starts`` (default 0) up to ``ends`` (exclusive), one partition
+    after the other, in offset order. Compacted-away offsets are simply absent. Raises
+    ``StackUnavailable`` when the broker stops answering for ``timeout_s`` seconds."""
+    topic = settings.topic(logical)
+    consumer = _consumer(settings)
+    try:
+        for partition in sorted(ends):
+            start = (starts or {}).get(partition, 0)
+            if start >= ends[partition]:
+                continue
+            yield from _read_partition(consumer, topic, partition, start, ends[partition], timeout_s)
+    finally:
+        consumer.close()
+
+
+def _read_partition(consumer: Consumer, topic: str, partition: int, start: int, end: int,
+                    timeout_s: float) -> Iterator[LedgerRecord]:
+    consumer.assign([TopicPartition(topic, partition, start)])
+    deadline = time.monotonic() + timeout_s
+    while True:
+        batch = consumer.consume(500, 1.0)
+        if not batch and time.monotonic() > deadline:
+            raise StackUnavailable(f"{topic}[{partition}] stopped answering before offset {end}")
+        for msg in batch:
+            if msg.error() is not None:
+                if msg.error().code() == KafkaError._PARTITION_EOF:  # a compacted tail, or nothing more
+                    return
+                raise StackUnavailable(f"{topic}[{partition}]: {msg.error()}")
+            if msg.offset() >= end:
+                return
+            deadline = time.monotonic() + timeout_s
+            yield LedgerRecord(Position(topic, partition, msg.offset()), msg.key(), msg.value(), msg.timestamp()[1])
+            if msg.offset() + 1 >= end:
+                return

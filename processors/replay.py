@@ -1,0 +1,195 @@
+"""Replay: rebuild every projection of a namespace from offset 0 of its ledger, into another
+namespace, without touching the live one (SSGM Principle 4 and Eq. 7: the immutable log is the
+source of truth; seed 004 "derived index: rebuilt from the ledger").
+
+1. **Gate state** (decisions, memories, fact slots, claims, digests, quarantine, policy, the
+   principal registry, grants): the commands are read in ledger order up to the cut and every
+   *recorded* decision is folded into state by the gate processor itself
+   (:meth:`GateProcessor.handle` with ``recorded=``): nothing is decided again.
+2. **Profile state and vector index**: the recorded events are applied by the same projectors as
+   live, the embeddings taken from the source's sealed vector cache (no re-embedding; a forgotten
+   memory's vector does not open without its shredded key).
+
+The target reads (never writes) the source's topics: its settings carry ``ledger_prefix``. Each stage
+stores its offsets with its rows, so a replay killed part way resumes where it stopped. A cut
+(``--until`` / ``--until-time``) gives the state as the ledger stood then (point-in-time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from memwarden.bootstrap import Container
+from memwarden.epoch import to_ms
+from memwarden.errors import ValidationError
+from memwarden.processors.gate_io import Inbound
+from memwarden.processors.gate_processor import GateProcessor
+from memwarden.processors.replay_ledger import LedgerIndex, command_positions, index_ledger
+from memwarden.projections.events_in import RawEvent, decode_events
+from memwarden.projections.index_projector import EmbeddingProjector
+from memwarden.projections.profile_projector import ProfileProjector
+from memwarden.settings import Settings
+from memwarden.stores import namespaces
+from memwarden.stores.ledger import LedgerRecord, read
+from memwarden.stores.pg import connect_async, migrate
+
+BATCH = 256
+T = TypeVar("T")
+#: Called with (stage, records done, records in the stage).
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class ReplayReport:
+    """What a replay did: source and target namespaces, the cut (exclusive ends per commands
+    partition) and whether it is point-in-time, commands folded (and undecided ones left out),
+    events applied, texts embedded vs vectors reused, seconds."""
+
+    source: str
+    target: str
+    cut: dict[int, int]
+    point_in_time: bool
+    commands: int = 0
+    undecided: int = 0
+    events: int = 0
+    embedded: int = 0
+    reused: int = 0
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def records_per_s(self) -> float:
+        """Ledger records (commands and events) replayed per second."""
+        return (self.commands + self.events) / self.seconds if self.seconds else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain dict for ``--json``."""
+        return {"source": self.source, "target": self.target, "cut": {str(k): v for k, v in self.cut.items()},
+                "point_in_time": self.point_in_time, "commands": self.commands, "undecided": self.undecided,
+                "events": self.events, "embedded": self.embedded, "reused": self.reused,
+                "seconds": round(self.seconds, 3), "records_per_s": round(self.records_per_s, 1), **self.extra}
+
+
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of at most ``size``."""
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def target_settings(source: Settings, target_prefix: str) -> Settings:
+    """The settings of the namespace a replay of ``source`` builds; raises ``ValidationError`` when
+    it would be the live namespace itself."""
+    if target_prefix in (source.topic_prefix, source.ledger_prefix):
+        raise ValidationError("into", f"{target_prefix!r} is the source namespace: a replay builds aside")
+    return source.projections_of_ledger(target_prefix)
+
+
+async def _fold_gate(container: Container, index: LedgerIndex, cut: Mapping[int, int], report: ReplayReport,
+                     progress: Progress) -> None:
+    s = container.settings
+    processor = GateProcessor(container.codec, container.keyring(), await container.pg(), container.limits,
+                              container.trust_anchor, container.digest_key)
+    total = sum(cut.values())
+    done = 0
+    stopped: set[int] = set()
+    for chunk in batches(command_positions(s, cut), BATCH):
+        items = []
+        for r in chunk:
+            if r.position.partition in stopped or r.position not in index.recorded:
+                stopped.add(r.position.partition)  # the gate had not decided it yet: the partition ends here
+                report.undecided += 1
+                continue
+            items.append(Inbound(r.key, r.value, r.position))
+        if items:
+            await processor.handle(items, recorded=index.recorded, offsets=("gate", s.topic("commands")))
+        report.commands += len(items)
+        done += len(chunk)
+        progress("gate state", done, total)
+
+
+def _events_in_cut(records: Iterable[LedgerRecord], container: Container, cut: Mapping[int, int],
+                   until_ms: int | None) -> Iterator[LedgerRecord]:
+    """Events of the decisions before the cut; uses (``MemoryUsed``) up to ``until_ms``."""
+    commands = container.settings.topic("commands")
+    for r in records:
+        if r.value is None:
+            continue
+        name, rec = container.codec.decode(r.value)
+        if name == "MemoryUsed":
+            if until_ms is None or all(to_ms(u["used_at"]) <= until_ms for u in rec["uses"]):
+                yield r
+            continue
+        pos = rec.get("position") or {}
+        if pos.get("topic") == commands and pos.get("offset", 0) < cut.get(pos.get("partition", -1), 0):
+            yield r
+
+
+async def _project(container: Container, source: Settings, index: LedgerIndex, cut: Mapping[int, int],
+                   point_in_time: bool, report: ReplayReport, progress: Progress) -> None:
+    s = container.settings
+    events_topic = s.topic("events")
+    profile = ProfileProjector(await container.pg(), events_topic)
+    vectors = EmbeddingProjector(container.lazy_embedder(), container.index(), await container.pg(), events_topic,
+                                 f"index:{container.index_label}", cache_from=await connect_async(source))
+    until_ms = to_ms(index.last_decided) if point_in_time and index.last_decided else None
+    total = sum(index.events_end.values())
+    done = 0
+    stream = read(s, "events", index.events_end)
+    for chunk in batches(stream, BATCH):
+        done += len(chunk)
+        kept = list(_events_in_cut(chunk, container, cut, until_ms))
+        if kept:
+            decoded = await decode_events(container.codec, container.keyring(),
+                                          [RawEvent(r.value, r.position) for r in kept])
+            await profile.apply(decoded)
+            await vectors.apply(decoded)
+            report.events += len(kept)
+        progress("projections", done, total)
+    report.embedded, report.reused = vectors.embedded, vectors.reused
+    optimize = getattr(container.index(), "optimize", None)
+    if callable(optimize):
+        await asyncio.to_thread(optimize)
+
+
+async def replay(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool,
+                 progress: Progress | None = None) -> ReplayReport:
+    """Rebuild ``target`` (a namespace over ``source``'s ledger) from offset 0 up to ``cut``.
+
+    Resumes a replay of the same source into the same target; raises ``ValidationError`` when the
+    target already holds projections of another ledger, ``StackUnavailable`` when Kafka or Postgres
+    do not answer."""
+    report = ReplayReport(source.topic_prefix, target.topic_prefix, dict(cut), point_in_time)
+    started = time.perf_counter()
+    migrate(target)
+    namespaces.claim(target, source)
+    container = Container(target)
+    try:
+        # the ring answers from what it has consumed: catch up with every tombstone before reading
+        await asyncio.to_thread(container.keyring().sync)
+        index = index_ledger(target, container.codec, cut)
+        tick = progress or (lambda stage, done, total: None)
+        await _fold_gate(container, index, cut, report, tick)
+        await _project(container, source, index, cut, point_in_time, report, tick)
+    finally:
+        container.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def run_replay(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool,
+               progress: Progress | None = None) -> ReplayReport:
+    """:func:`replay` on a fresh event loop (CLI and evaluations)."""
+    return asyncio.run(replay(source, target, cut, point_in_time, progress))
+
+
+__all__ = ["ReplayReport", "batches", "replay", "run_replay", "target_settings"]
