@@ -155,3 +155,28 @@ def recall(
         _fail(exc)
     for m in found:
         typer.echo(json.dumps(m.to_json()) if as_json else f"{m.score:7.3f}  {m.memory_id}  v{m.version}  {m.text}")
+
+
+def eval_replay(
+    data: Annotated[str, typer.Option(help="LoCoMo JSON file (e.g. ../shared/data/locomo/locomo7.json)")],
+    conversations: Annotated[str | None, typer.Option(help="comma-separated sample ids, e.g. conv-26")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    keep: Annotated[bool, typer.Option(help="keep both namespaces")] = False,
+) -> None:
+    """Ingest LoCoMo turns, replay the ledger into a fresh namespace, compare digests and recalls."""
+    from pathlib import Path
+
+    from memwarden.errors import MemwardenError
+    from memwarden.evals.replay_eval import run_replay_eval
+
+    ids = [c.strip() for c in conversations.split(",")] if conversations else None
+    try:
+        result = run_replay_eval(Settings(), Path(data), ids, keep=keep, progress=not as_json)
+    except (MemwardenError, ValueError, FileNotFoundError) as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    for key in ("turns", "ingest_per_s", "replay_per_s", "replay_s", "vectors_reused", "embedded_on_replay",
+                "digests_equal", "recall_equal"):
+        typer.echo(f"{key:>20}: {result[key]}")

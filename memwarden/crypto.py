@@ -85,7 +85,8 @@ def open_vector(nonce: bytes, sealed: bytes, key: bytes, aad: str) -> list[float
         raw = AESGCM(key).decrypt(nonce, sealed, aad.encode())
     except (InvalidTag, ValueError) as exc:
         raise ContentUnreadable(f"vector ({aad}) does not decrypt: {type(exc).__name__}") from None
-    return [float(x) for x in np.frombuffer(raw, dtype="<f4")]
+    values: list[float] = np.frombuffer(raw, dtype="<f4").astype(float).tolist()
+    return values
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,11 @@ def _pydantic_field(exc: pydantic.ValidationError) -> tuple[str, str]:
     return ".".join(str(p) for p in first["loc"]) or "record", first["msg"]
 
 
-def parse(codec: AvroCodec, batch: Sequence[Inbound], now: datetime) -> tuple[list[Parsed], list[Outbound]]:
-    """Decode ``batch``: the valid commands, and the refusals (dead letter + decision) of the rest.
-    Never raises for bad input."""
+def parse(codec: AvroCodec, batch: Sequence[Inbound], now: datetime,
+          signed: bool = True) -> tuple[list[Parsed], list[Outbound]]:
+    """Decode ``batch``: the valid commands (with the bytes their signature covers unless
+    ``signed`` is false: a replay verifies nothing again), and the refusals (dead letter + decision)
+    of the rest. Never raises for bad input."""
     parsed: list[Parsed] = []
     out: list[Outbound] = []
     for item in batch:
@@ -74,8 +76,8 @@ def parse(codec: AvroCodec, batch: Sequence[Inbound], now: datetime) -> tuple[li
             if name not in COMMAND_TYPES:
                 raise DecodeError("NOT_A_COMMAND", f"{name} is not a command")
             command = from_avro(name, rec)
-            signed = codec.unsigned_bytes(item.value) if command.envelope.signature else None
-            parsed.append(Parsed(item, command, signed))
+            covered = codec.unsigned_bytes(item.value) if signed and command.envelope.signature else None
+            parsed.append(Parsed(item, command, covered))
         except DecodeError as exc:
             out += refusal(codec, item, exc.code, exc.reason, exc.field, now)
         except pydantic.ValidationError as exc:

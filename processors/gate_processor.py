@@ -150,7 +150,7 @@ class GateProcessor:
         ``offsets`` = (consumer, topic) stores the batch's next offsets in the same transaction (a
         replay resumes where it stopped)."""
         now = truncate_ms(now or datetime.now(UTC))  # the clock as the ledger records it (decided_at)
-        parsed, out = parse(self._codec, batch, now)
+        parsed, out = parse(self._codec, batch, now, signed=recorded is None)
         if not parsed:
             return out
         commands = [p.command for p in parsed]
@@ -258,7 +258,7 @@ class GateProcessor:
                                                      "ciphertext": c.content.ciphertext}, keys) for c in wanted}
 
     async def _store(self, writes: _Writes, offsets: tuple[str, str, dict[int, int]] | None) -> None:
-        async with self._conn.transaction(), self._conn.cursor() as cur:
+        async with self._conn.transaction(), self._conn.cursor() as cur, self._conn.pipeline():
             await store_decisions(cur, writes.rows)
             await db.store_memories(cur, writes.changed.values())
             await db.store_effects(cur, writes.effects)

@@ -28,13 +28,12 @@ from memwarden.epoch import to_ms
 from memwarden.errors import ValidationError
 from memwarden.processors.gate_io import Inbound
 from memwarden.processors.gate_processor import GateProcessor
-from memwarden.processors.replay_ledger import LedgerIndex, command_positions, index_ledger
-from memwarden.projections.events_in import RawEvent, decode_events
+from memwarden.processors.replay_ledger import LedgerIndex, read_ledger
+from memwarden.projections.events_in import EventIn, open_events
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import ProfileProjector
 from memwarden.settings import Settings
 from memwarden.stores import namespaces
-from memwarden.stores.ledger import LedgerRecord, read
 from memwarden.stores.pg import connect_async, migrate
 
 BATCH = 256
@@ -97,12 +96,12 @@ def target_settings(source: Settings, target_prefix: str) -> Settings:
 async def _fold_gate(container: Container, index: LedgerIndex, cut: Mapping[int, int], report: ReplayReport,
                      progress: Progress) -> None:
     s = container.settings
-    processor = GateProcessor(container.codec, container.keyring(), await container.pg(), container.limits,
-                              container.trust_anchor, container.digest_key)
-    total = sum(cut.values())
+    processor = GateProcessor(container.codec, index.keys, await container.pg(),  # type: ignore[arg-type]
+                              container.limits, container.trust_anchor, container.digest_key)
+    total = len(index.commands)
     done = 0
     stopped: set[int] = set()
-    for chunk in batches(command_positions(s, cut), BATCH):
+    for chunk in batches(index.commands, BATCH):
         items = []
         for r in chunk:
             if r.position.partition in stopped or r.position not in index.recorded:
@@ -117,21 +116,20 @@ async def _fold_gate(container: Container, index: LedgerIndex, cut: Mapping[int,
         progress("gate state", done, total)
 
 
-def _events_in_cut(records: Iterable[LedgerRecord], container: Container, cut: Mapping[int, int],
-                   until_ms: int | None) -> Iterator[LedgerRecord]:
+def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container: Container, cut: Mapping[int, int],
+                   until_ms: int | None) -> Iterator[tuple[Any, str, dict[str, Any]]]:
     """Events of the decisions before the cut; uses (``MemoryUsed``) up to ``until_ms``."""
     commands = container.settings.topic("commands")
-    for r in records:
-        if r.value is None:
+    for r, name, rec in events:
+        if r.value is None or not name:
             continue
-        name, rec = container.codec.decode(r.value)
         if name == "MemoryUsed":
             if until_ms is None or all(to_ms(u["used_at"]) <= until_ms for u in rec["uses"]):
-                yield r
+                yield r, name, rec
             continue
         pos = rec.get("position") or {}
         if pos.get("topic") == commands and pos.get("offset", 0) < cut.get(pos.get("partition", -1), 0):
-            yield r
+            yield r, name, rec
 
 
 async def _project(container: Container, source: Settings, index: LedgerIndex, cut: Mapping[int, int],
@@ -142,15 +140,14 @@ async def _project(container: Container, source: Settings, index: LedgerIndex, c
     vectors = EmbeddingProjector(container.lazy_embedder(), container.index(), await container.pg(), events_topic,
                                  f"index:{container.index_label}", cache_from=await connect_async(source))
     until_ms = to_ms(index.last_decided) if point_in_time and index.last_decided else None
-    total = sum(index.events_end.values())
+    total = len(index.events)
     done = 0
-    stream = read(s, "events", index.events_end)
-    for chunk in batches(stream, BATCH):
+    for chunk in batches(index.events, BATCH):
         done += len(chunk)
         kept = list(_events_in_cut(chunk, container, cut, until_ms))
         if kept:
-            decoded = await decode_events(container.codec, container.keyring(),
-                                          [RawEvent(r.value, r.position) for r in kept])
+            decoded = await open_events(index.keys,  # type: ignore[arg-type]
+                                        [EventIn(name, rec, r.position) for r, name, rec in kept])
             await profile.apply(decoded)
             await vectors.apply(decoded)
             report.events += len(kept)
@@ -170,19 +167,30 @@ async def replay(source: Settings, target: Settings, cut: dict[int, int], point_
     do not answer."""
     report = ReplayReport(source.topic_prefix, target.topic_prefix, dict(cut), point_in_time)
     started = time.perf_counter()
+    stages: dict[str, float] = {}
+
+    def lap(stage: str) -> None:
+        stages[stage] = round(time.perf_counter() - started - sum(stages.values()), 3)
+
     migrate(target)
     namespaces.claim(target, source)
     container = Container(target)
     try:
-        # the ring answers from what it has consumed: catch up with every tombstone before reading
-        await asyncio.to_thread(container.keyring().sync)
-        index = index_ledger(target, container.codec, cut)
+        # the ledger read (Kafka) and the creation of the target index overlap
+        reading = asyncio.create_task(asyncio.to_thread(read_ledger, target, container.codec, container.kek, cut))
+        await asyncio.to_thread(container.index)
+        index = await reading
+        lap("read_s")
         tick = progress or (lambda stage, done, total: None)
         await _fold_gate(container, index, cut, report, tick)
+        lap("fold_s")
         await _project(container, source, index, cut, point_in_time, report, tick)
+        lap("project_s")
     finally:
         container.close()
     report.seconds = time.perf_counter() - started
+    lap("close_s")
+    report.extra["stages"] = stages
     return report
 
 

@@ -11,7 +11,6 @@ from confluent_kafka import KafkaError, Producer
 from memwarden.errors import StackUnavailable
 from memwarden.producers.building import Receipt
 
-
 #: The partitioner of every producer of ours: murmur2 of the key, as the Java client and the worker's
 #: aiokafka producer compute it. One key lands in one partition whoever writes it: a data key and the
 #: tombstone that shreds it (compaction is per partition: in two partitions the key would never be

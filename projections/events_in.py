@@ -49,6 +49,12 @@ async def decode_events(codec: AvroCodec, keyring: KeyRing, batch: Sequence[RawE
             log.error("undecodable event at %s: %s", raw.position, exc)
             continue
         out.append(EventIn(name, record, raw.position))
+    return await open_events(keyring, out)
+
+
+async def open_events(keyring: KeyRing, out: list[EventIn]) -> list[EventIn]:
+    """Decoded events with the texts (and data keys) of their ``MemoryRecorded`` opened, one key-ring
+    lookup for the batch."""
     key_ids = [e.record["content"]["key_id"] for e in out if e.name == "MemoryRecorded"]
     if not key_ids:
         return out

@@ -91,9 +91,10 @@ class EmbeddingProjector:
             vectors.update({pid: [float(x) for x in v] for (_, pid), v in zip(missing, found, strict=True)})
         self.embedded += len(missing)
         self.reused += len(recorded) - len(missing)
-        keep = {pid for _, pid in missing} if self._cache_from is None else set(pids)
         seals = [vector_cache.seal(pid, e.record["content"]["key_id"], self._model, vectors[pid], e.key)
-                 for e, pid in zip(recorded, pids, strict=True) if pid in keep and e.key]
+                 for e, pid in missing if e.key]
+        if self._cache_from is not None:  # another namespace's cache: copy its seals as they are
+            seals += [cached[pid] for pid in pids if pid in cached and pid in vectors]
         return vectors, seals
 
     def _write(self, todo: Sequence[EventIn], vectors: Mapping[str, Sequence[float]],
@@ -114,8 +115,11 @@ class EmbeddingProjector:
                                           self._lexical.document(e.text, key=pid)))
             elif e.name == "MemoryUsed":
                 self._flush(pending)
-                for use in r["uses"]:
-                    self._index.set_payload(*use_update(use["memory_id"], to_ms(use["used_at"])))
+                latest: dict[str, int] = {}
+                for use in r["uses"]:  # one update per memory of the event, at its latest use
+                    latest[use["memory_id"]] = max(latest.get(use["memory_id"], 0), to_ms(use["used_at"]))
+                for memory_id, used_ms in latest.items():
+                    self._index.set_payload(*use_update(memory_id, used_ms))
             elif e.name == "MemoryForgotten":
                 self._flush(pending)
                 self._index.delete(memory_selector(r["memory_id"]))

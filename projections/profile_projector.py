@@ -31,11 +31,16 @@ class ProfileProjector:
         """Apply ``events`` not applied yet, and advance the offsets, in one transaction."""
         async with self._conn.transaction(), self._conn.cursor() as cur:
             todo, nxt = fresh(events, await load_offsets(cur, PROJECTOR, self._topic, lock=True))
-            for e in todo:
-                if e.name == "MemoryRecorded":
-                    await profile_rows.insert_version(cur, e.record, e.text)
-                elif e.name == "MemoryUsed":
-                    await profile_rows.mark_used(cur, [(u["memory_id"], u["used_at"]) for u in e.record["uses"]])
-                elif e.name == "MemoryForgotten":
-                    await profile_rows.mark_forgotten(cur, e.record["command_id"], e.record["memory_id"])
+            async with self._conn.pipeline():  # one round trip for the batch's statements, not one each
+                await self._apply(cur, todo)
             await save_offsets(cur, PROJECTOR, self._topic, nxt)
+
+    async def _apply(self, cur: psycopg.AsyncCursor, todo: Sequence[EventIn]) -> None:
+        # uses commute with each other and with versions (memory_uses): one statement pair per batch, first
+        await profile_rows.mark_used(cur, [(u["memory_id"], u["used_at"]) for e in todo if e.name == "MemoryUsed"
+                                           for u in e.record["uses"]])
+        for e in todo:
+            if e.name == "MemoryRecorded":
+                await profile_rows.insert_version(cur, e.record, e.text)
+            elif e.name == "MemoryForgotten":
+                await profile_rows.mark_forgotten(cur, e.record["command_id"], e.record["memory_id"])

@@ -57,6 +57,39 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def ingest(client: Any, settings: Settings, conversations: Sequence[Conversation]) -> float:
+    """Register the speakers, grant each the other's turns, publish every turn as a signed
+    ``RecordMemory``; returns ``time.perf_counter()`` taken when the turns started to be published.
+    Raises ``MemwardenError`` when a conversation grant is refused."""
+    from memwarden.errors import MemwardenError
+    from memwarden.keystore import admin_signer
+    from memwarden.producers.enroll import enroll
+
+    speakers = sorted({principal_of(c.conversation_id, s) for c in conversations for s in c.speakers})
+    enroll(client, admin_signer(settings), [(p, "USER", ()) for p in speakers])
+    grants = [client.grant_access(other, by=me, rights=("READ",), scopes=(f"conversation:{c.conversation_id}",),
+                                  subjects=(me,), purposes=(PURPOSE,), relationship="conversation_partner")
+              for c in conversations
+              for me in (principal_of(c.conversation_id, s) for s in c.speakers)
+              for other in (principal_of(c.conversation_id, s) for s in c.speakers) if other != me]
+    refused = [o for o in client.decisions([g.command_id for g in grants]).values() if o != "ACCEPTED"]
+    if refused:
+        raise MemwardenError(f"{len(refused)} conversation grants were refused: {refused[:3]}")
+    t0 = time.perf_counter()
+    for conv in conversations:
+        items = [
+            {"principal": principal_of(conv.conversation_id, t.speaker),
+             "subject": principal_of(conv.conversation_id, t.speaker),
+             "text": memory_text(t), "scope": f"conversation:{conv.conversation_id}",
+             "source_kind": "USER_STATEMENT", "source_ref": t.dia_id, "observed_at": t.observed_at,
+             "purposes": (PURPOSE,)}
+            for t in conv.turns
+        ]
+        for i in range(0, len(items), INGEST_BATCH):
+            client.record_many(items[i:i + INGEST_BATCH])
+    return t0
+
+
 def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequence[int], *, keep: bool = False,
                progress: bool = True) -> dict[str, Any]:
     """Run the evaluation; returns the figures (see the README for the keys).
@@ -65,12 +98,9 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
     is down.
     """
     from memwarden.bootstrap import Container
-    from memwarden.errors import MemwardenError
     from memwarden.evals.harness import eval_namespace
-    from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
     from memwarden.producers.client import MemwardenClient
-    from memwarden.producers.enroll import enroll
     from memwarden.stores.decisions import outcome_counts
     from memwarden.stores.pg import connect
     from memwarden.stores.profile_rows import version_count
@@ -87,28 +117,7 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
         console.print(f"raw embedding: {embed_per_s:.0f} texts/s")
 
         with MemwardenClient(settings) as client:
-            speakers = sorted({principal_of(c.conversation_id, s) for c in conversations for s in c.speakers})
-            enroll(client, admin_signer(settings), [(p, "USER", ()) for p in speakers])
-            grants = [client.grant_access(other, by=me, rights=("READ",), scopes=(f"conversation:{c.conversation_id}",),
-                                          subjects=(me,), purposes=(PURPOSE,), relationship="conversation_partner")
-                      for c in conversations
-                      for me in (principal_of(c.conversation_id, s) for s in c.speakers)
-                      for other in (principal_of(c.conversation_id, s) for s in c.speakers) if other != me]
-            refused = [o for o in client.decisions([g.command_id for g in grants]).values() if o != "ACCEPTED"]
-            if refused:
-                raise MemwardenError(f"{len(refused)} conversation grants were refused: {refused[:3]}")
-            t0 = time.perf_counter()
-            for conv in conversations:
-                items = [
-                    {"principal": principal_of(conv.conversation_id, t.speaker),
-                     "subject": principal_of(conv.conversation_id, t.speaker),
-                     "text": memory_text(t), "scope": f"conversation:{conv.conversation_id}",
-                     "source_kind": "USER_STATEMENT", "source_ref": t.dia_id, "observed_at": t.observed_at,
-                     "purposes": (PURPOSE,)}
-                    for t in conv.turns
-                ]
-                for i in range(0, len(items), INGEST_BATCH):
-                    client.record_many(items[i:i + INGEST_BATCH])
+            t0 = ingest(client, settings, conversations)
             console.print(f"published {len(texts)} commands; waiting for the projections")
             final_lag = wait_caught_up(settings, alive=worker.alive)
             ingest_s = time.perf_counter() - t0
@@ -140,7 +149,7 @@ def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequen
             "ingested": int(projected),
             "rejected": int(outcomes.get("REJECTED", 0)),
             "quarantined": int(outcomes.get("QUARANTINED", 0)),
-            # a DUPLICATE decision stores no row: what was neither projected, rejected nor quarantined
+            # duplicates are not projected: what was neither projected, rejected nor quarantined
             "duplicates": len(texts) - int(projected) - int(outcomes.get("REJECTED", 0))
             - int(outcomes.get("QUARANTINED", 0)),
             "lag": sum(final_lag.values()),

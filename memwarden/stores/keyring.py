@@ -143,3 +143,49 @@ class KeyRing:
             self._thread.join(timeout=5)
         self._consumer.close()
         self._probe.close()
+
+
+class KeySnapshot:
+    """The keys topic as read once up to its end (a replay reads the whole ledger in one pass): the
+    same ``lookup`` as :class:`KeyRing`, without a consumer thread. A tombstone read after a key
+    removes it, as compaction will."""
+
+    def __init__(self, kek: Kek, codec: AvroCodec) -> None:
+        self._kek = kek
+        self._codec = codec
+        self._wrapped: dict[str, bytes] = {}
+        self._keys: dict[str, bytes | None] = {}
+        self.skipped = 0
+
+    def add(self, key: bytes | None, value: bytes | None) -> None:
+        """Apply one record of the keys topic, in its partition's order."""
+        key_id = (key or b"").decode("utf-8", "replace")
+        self._keys.pop(key_id, None)
+        if value is None:
+            self._wrapped.pop(key_id, None)
+        else:
+            self._wrapped[key_id] = value
+
+    def get(self, key_id: str) -> bytes | None:
+        """The unwrapped data key, or ``None`` when it was never published or is shredded."""
+        if key_id not in self._keys:
+            raw = self._wrapped.get(key_id)
+            found: bytes | None = None
+            if raw is not None:
+                try:
+                    _, record = self._codec.decode(raw)
+                    found = self._kek.unwrap(record["wrap_nonce"], record["wrapped_key"], key_id)
+                except (DecodeError, ContentUnreadable, KeyError):
+                    self.skipped += 1
+            self._keys[key_id] = found
+        return self._keys[key_id]
+
+    def lookup(self, key_ids: list[str], timeout_s: float = 30.0) -> dict[str, bytes | None]:
+        """Data keys for ``key_ids`` (``None`` for missing or shredded ones)."""
+        return {k: self.get(k) for k in key_ids}
+
+    def sync(self, timeout_s: float = 30.0) -> None:
+        """Nothing to catch up with: the snapshot is complete when built."""
+
+    def close(self) -> None:
+        """Nothing to release."""

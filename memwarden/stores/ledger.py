@@ -64,6 +64,26 @@ def end_offsets(settings: Settings, logical: str, timeout_s: float = 10.0) -> di
         consumer.close()
 
 
+def ends_of(settings: Settings, logicals: list[str], timeout_s: float = 10.0) -> dict[str, dict[int, int]]:
+    """:func:`end_offsets` of several logical topics through one consumer."""
+    consumer = _consumer(settings)
+    try:
+        out: dict[str, dict[int, int]] = {}
+        meta = consumer.list_topics(timeout=timeout_s).topics
+        for logical in logicals:
+            topic = settings.topic(logical)
+            info = meta.get(topic)
+            if info is None or info.error is not None or not info.partitions:
+                raise StackUnavailable(f"topic {topic} does not exist")
+            out[logical] = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
+                            for p in sorted(info.partitions)}
+        return out
+    except KafkaException as exc:
+        raise StackUnavailable(f"Kafka at {settings.bootstrap_servers} does not answer: {exc}") from exc
+    finally:
+        consumer.close()
+
+
 def offsets_for_time(settings: Settings, logical: str, ts_ms: int, timeout_s: float = 10.0) -> dict[int, int]:
     """Per partition, the earliest offset whose timestamp is ``>= ts_ms`` (the high watermark when no
     record is that late): the exclusive end of "the topic as it stood at ``ts_ms``"."""
@@ -81,37 +101,48 @@ def offsets_for_time(settings: Settings, logical: str, ts_ms: int, timeout_s: fl
 
 def read(settings: Settings, logical: str, ends: Mapping[int, int], starts: Mapping[int, int] | None = None,
          timeout_s: float = 60.0) -> Iterator[LedgerRecord]:
-    """Every record of ``logical`` from ``starts`` (default 0) up to ``ends`` (exclusive), one partition
-    after the other, in offset order. Compacted-away offsets are simply absent. Raises
-    ``StackUnavailable`` when the broker stops answering for ``timeout_s`` seconds."""
-    topic = settings.topic(logical)
-    consumer = _consumer(settings)
+    """Every record of ``logical`` from ``starts`` (default 0) up to ``ends`` (exclusive), in offset
+    order within each partition (partitions interleave). Compacted-away offsets are simply absent.
+    Raises ``StackUnavailable`` when the broker stops answering for ``timeout_s`` seconds."""
+    yield from read_many(settings, {logical: ends}, {logical: starts or {}}, timeout_s)
+
+
+def read_many(settings: Settings, ends: Mapping[str, Mapping[int, int]],
+              starts: Mapping[str, Mapping[int, int]] | None = None,
+              timeout_s: float = 60.0) -> Iterator[LedgerRecord]:
+    """:func:`read` over several logical topics at once, through one consumer (one connection set-up
+    instead of one per topic); records of different partitions and topics interleave."""
+    pending = {(settings.topic(logical), p): ((starts or {}).get(logical, {}).get(p, 0), end)
+               for logical, per in ends.items() for p, end in per.items()}
+    pending = {k: v for k, v in pending.items() if v[0] < v[1]}
+    if not pending:
+        return
+    consumer = Consumer({"bootstrap.servers": settings.bootstrap_servers, "group.id": f"mw-ledger-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "enable.partition.eof": True, "fetch.wait.max.ms": 20,
+                         "queued.min.messages": 20000})
     try:
-        for partition in sorted(ends):
-            start = (starts or {}).get(partition, 0)
-            if start >= ends[partition]:
-                continue
-            yield from _read_partition(consumer, topic, partition, start, ends[partition], timeout_s)
+        consumer.assign([TopicPartition(topic, p, start) for (topic, p), (start, _) in pending.items()])
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            batch = consumer.consume(1000, 0.2)
+            if not batch and time.monotonic() > deadline:
+                raise StackUnavailable(f"the ledger stopped answering before {sorted(pending)}")
+            for msg in batch:
+                key = (msg.topic(), msg.partition())
+                if key not in pending:
+                    continue
+                if msg.error() is not None:
+                    if msg.error().code() == KafkaError._PARTITION_EOF:  # a compacted tail, or nothing more
+                        pending.pop(key, None)
+                        continue
+                    raise StackUnavailable(f"{key}: {msg.error()}")
+                deadline = time.monotonic() + timeout_s
+                end = pending[key][1]
+                if msg.offset() >= end:
+                    pending.pop(key, None)
+                    continue
+                yield LedgerRecord(Position(key[0], key[1], msg.offset()), msg.key(), msg.value(), msg.timestamp()[1])
+                if msg.offset() + 1 >= end:
+                    pending.pop(key, None)
     finally:
         consumer.close()
-
-
-def _read_partition(consumer: Consumer, topic: str, partition: int, start: int, end: int,
-                    timeout_s: float) -> Iterator[LedgerRecord]:
-    consumer.assign([TopicPartition(topic, partition, start)])
-    deadline = time.monotonic() + timeout_s
-    while True:
-        batch = consumer.consume(500, 1.0)
-        if not batch and time.monotonic() > deadline:
-            raise StackUnavailable(f"{topic}[{partition}] stopped answering before offset {end}")
-        for msg in batch:
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:  # a compacted tail, or nothing more
-                    return
-                raise StackUnavailable(f"{topic}[{partition}]: {msg.error()}")
-            if msg.offset() >= end:
-                return
-            deadline = time.monotonic() + timeout_s
-            yield LedgerRecord(Position(topic, partition, msg.offset()), msg.key(), msg.value(), msg.timestamp()[1])
-            if msg.offset() + 1 >= end:
-                return

@@ -21,18 +21,14 @@ _INSERT = """
 INSERT INTO memory_versions (memory_id, version, command_id, event_id, principal, subject, scope, store_kind,
   source_kind, source_ref, source_uri, derived_from, epistemic_status, sensitivity, purposes, content,
   content_key_id, fact_entity, fact_attribute, fact_value, observed_at, valid_from, valid_to, expires_at,
-  status, ledger_topic, ledger_partition, ledger_offset, decided_at, tags, unverified, approved_by)
+  status, ledger_topic, ledger_partition, ledger_offset, decided_at, tags, unverified, approved_by, last_used_at)
 VALUES (%(memory_id)s, %(version)s, %(command_id)s, %(event_id)s, %(principal)s, %(subject)s, %(scope)s,
   %(store_kind)s, %(source_kind)s, %(source_ref)s, %(source_uri)s, %(derived_from)s::uuid[], %(epistemic_status)s,
   %(sensitivity)s, %(purposes)s, %(content)s, %(content_key_id)s, %(fact_entity)s, %(fact_attribute)s,
   %(fact_value)s, %(observed_at)s, %(valid_from)s, %(valid_to)s, %(expires_at)s, %(status)s, %(ledger_topic)s,
-  %(ledger_partition)s, %(ledger_offset)s, %(decided_at)s, %(tags)s, %(unverified)s, %(approved_by)s)
+  %(ledger_partition)s, %(ledger_offset)s, %(decided_at)s, %(tags)s, %(unverified)s, %(approved_by)s,
+  (SELECT last_used_at FROM memory_uses WHERE memory_id = %(memory_id)s::uuid))
 ON CONFLICT DO NOTHING
-"""
-
-_LAST_USE = """
-UPDATE memory_versions SET last_used_at = u.last_used_at FROM memory_uses u
-WHERE memory_versions.command_id = %(command_id)s AND u.memory_id = %(memory_id)s
 """
 
 _CLOSE = """
@@ -43,13 +39,15 @@ WHERE memory_id = %(target)s AND status = 'active' AND command_id <> %(command_i
 """
 
 _USE = """
-INSERT INTO memory_uses (memory_id, last_used_at) VALUES (%(memory_id)s, %(used_at)s)
+INSERT INTO memory_uses (memory_id, last_used_at)
+SELECT * FROM unnest(%(ids)s::uuid[], %(times)s::timestamptz[])
 ON CONFLICT (memory_id) DO UPDATE SET last_used_at = GREATEST(memory_uses.last_used_at, EXCLUDED.last_used_at)
 """
 
 _USED = """
-UPDATE memory_versions SET last_used_at = GREATEST(COALESCE(last_used_at, %(used_at)s), %(used_at)s)
-WHERE memory_id = %(memory_id)s
+UPDATE memory_versions m SET last_used_at = GREATEST(COALESCE(m.last_used_at, u.used_at), u.used_at)
+FROM unnest(%(ids)s::uuid[], %(times)s::timestamptz[]) AS u(memory_id, used_at)
+WHERE m.memory_id = u.memory_id
 """
 
 _FORGET = """
@@ -99,16 +97,19 @@ async def insert_version(cur: psycopg.AsyncCursor, record: Mapping[str, Any], te
                                    "decided_at": row["decided_at"], "closed_by": None if closed == target
                                    else row["memory_id"]})
     await cur.execute(_INSERT, row)
-    await cur.execute(_LAST_USE, row)
 
 
 async def mark_used(cur: psycopg.AsyncCursor, uses: Iterable[tuple[str, datetime]]) -> None:
     """Apply a ``MemoryUsed``: the memory's last use moves forward, never back, on the memory
     (``memory_uses``) and on every version already projected; a version projected later starts from
     it (:func:`insert_version`), so the order of uses and versions does not matter."""
-    params = [{"memory_id": m, "used_at": t} for m, t in uses]
-    await cur.executemany(_USE, params)
-    await cur.executemany(_USED, params)
+    latest: dict[str, datetime] = {}
+    for m, t in uses:  # one row per memory: its latest use (uses commute)
+        latest[m] = max(latest[m], t) if m in latest else t
+    if latest:
+        params = {"ids": list(latest), "times": list(latest.values())}
+        await cur.execute(_USE, params)
+        await cur.execute(_USED, params)
 
 
 async def last_uses(conn: psycopg.AsyncConnection, memory_ids: Sequence[str]) -> dict[str, datetime]:
