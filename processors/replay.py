@@ -152,10 +152,9 @@ async def _project(container: Container, source: Settings, index: LedgerIndex, c
             await vectors.apply(decoded)
             report.events += len(kept)
         progress("projections", done, total)
+    # no HNSW build here: the live projector never builds one either (Edge has no background
+    # optimizer), and an approximate index next to an exact one would rank differently
     report.embedded, report.reused = vectors.embedded, vectors.reused
-    optimize = getattr(container.index(), "optimize", None)
-    if callable(optimize):
-        await asyncio.to_thread(optimize)
 
 
 async def replay(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool,

@@ -106,6 +106,9 @@ def run_replay_eval(base: Settings, data: Path, ids: Sequence[str] | None, *, ke
         "embedded_on_replay": report.embedded, "vectors_reused": report.reused,
         "digests_equal": live == replayed, "recall_equal": not differing, "questions": len(asks),
         "recall_differing": len(differing),
+        "recall_differences": [{"question": asks[i][1], "live": live_top[i], "replayed": replay_top[i]}
+                               for i in differing[:3]],
+        "namespace": s.topic_prefix, "replayed_namespace": target.topic_prefix,
         "digests": {name: {"live": live[name]["digest"][:16], "replayed": replayed[name]["digest"][:16],
                            "rows": live[name]["rows"]} for name in live},
     }
