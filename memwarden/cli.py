@@ -272,6 +272,7 @@ def _ledger_commands() -> None:
 
     app.command("replay")(cli_ledger.replay)
     app.command("recall")(cli_ledger.recall)
+    app.command("reconcile")(cli_ledger.reconcile)
     app.add_typer(cli_ledger.state_app, name="state")
     eval_app.command("replay")(cli_ledger.eval_replay)
 

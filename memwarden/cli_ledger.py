@@ -180,3 +180,45 @@ def eval_replay(
     for key in ("turns", "ingest_per_s", "replay_per_s", "replay_s", "vectors_reused", "embedded_on_replay",
                 "digests_equal", "recall_equal"):
         typer.echo(f"{key:>20}: {result[key]}")
+
+
+def reconcile(
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Compare the projections with the ledger and repair every divergence (SSGM Eq. 7), now: through
+    the namespace's running worker, or in this process when none holds the index."""
+    import asyncio
+
+    import httpx
+
+    from memwarden.errors import MemwardenError
+
+    try:
+        s = _settings(namespace)
+        try:
+            health = httpx.get(f"{s.worker_url}/health", timeout=2.0).json()
+        except (httpx.HTTPError, ValueError):
+            health = {}
+        if health.get("prefix") == s.topic_prefix:
+            response = httpx.post(f"{s.worker_url}/reconcile", timeout=3600.0)
+            run = response.json()
+        else:
+            from memwarden.bootstrap import Container
+            from memwarden.processors.reconciler import reconcile as run_reconcile
+            from memwarden.read_api.local import publish_now
+
+            container = Container(s)
+            try:
+                run = asyncio.run(run_reconcile(container, publish=lambda r: asyncio.to_thread(publish_now, s, r)))
+            finally:
+                container.close()
+            run["started_at"] = run["started_at"].isoformat()
+    except (MemwardenError, httpx.HTTPError) as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps(run, indent=2))
+        return
+    console.print(f"checked {run['checked_versions']} versions and {run['checked_points']} points; diverged "
+                  f"{run['diverged'] or 'nothing'}; repaired {run['repaired']}; drift before repair "
+                  f"{run['drift']:.4f} ({run['duration_ms']} ms)")

@@ -55,6 +55,9 @@ class Settings(BaseSettings):
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
             Env: ``MEMWARDEN_LEDGER_PREFIX``.
+        reconcile_interval_s: T_sync of SSGM Eq. 7, in seconds: how often the projector worker
+            reconciles its projections with the ledger; 0 turns the timer off (``memwarden reconcile``
+            still runs one on demand). Env: ``MEMWARDEN_RECONCILE_INTERVAL_S``.
     """
 
     model_config = SettingsConfigDict(env_prefix="MEMWARDEN_", extra="ignore")
@@ -85,6 +88,7 @@ class Settings(BaseSettings):
     gate_mode: Literal["full", "skeleton"] = "full"
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
+    reconcile_interval_s: float = Field(default=3600.0, ge=0)
 
     @field_validator("topic_prefix", "ledger_prefix")
     @classmethod

@@ -4,6 +4,7 @@ publishes nothing: every shred was already published by the gate's decision. Wir
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import faust
@@ -15,8 +16,11 @@ from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import ProfileProjector
 
 
-def add_projector_agent(app: faust.App, container: Container, events: faust.TopicT) -> None:
-    """Register the ``projector`` agent on ``app`` over the ``events`` topic."""
+def add_projector_agent(app: faust.App, container: Container, events: faust.TopicT,
+                        lock: asyncio.Lock | None = None) -> None:
+    """Register the ``projector`` agent on ``app`` over the ``events`` topic; each batch is applied
+    under ``lock`` (a reconciliation holds it to pause the projectors)."""
+    pause = lock or asyncio.Lock()
     s = container.settings
 
     @app.agent(events, name="projector")
@@ -27,5 +31,6 @@ def add_projector_agent(app: faust.App, container: Container, events: faust.Topi
         async for batch in stream.take_events(BATCH, within=WITHIN_S):
             decoded = await decode_events(container.codec, container.keyring(),
                                           [RawEvent(e.message.value, position_of(e)) for e in batch])
-            await profile.apply(decoded)
-            await vectors.apply(decoded)
+            async with pause:
+                await profile.apply(decoded)
+                await vectors.apply(decoded)

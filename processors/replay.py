@@ -28,7 +28,7 @@ from memwarden.epoch import to_ms
 from memwarden.errors import ValidationError
 from memwarden.processors.gate_io import Inbound
 from memwarden.processors.gate_processor import GateProcessor
-from memwarden.processors.replay_ledger import LedgerIndex, read_ledger
+from memwarden.processors.replay_ledger import LedgerIndex, read_events, read_ledger
 from memwarden.projections.events_in import EventIn, open_events
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import ProfileProjector
@@ -116,12 +116,16 @@ async def _fold_gate(container: Container, index: LedgerIndex, cut: Mapping[int,
         progress("gate state", done, total)
 
 
-def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container: Container, cut: Mapping[int, int],
-                   until_ms: int | None) -> Iterator[tuple[Any, str, dict[str, Any]]]:
-    """Events of the decisions before the cut; uses (``MemoryUsed``) up to ``until_ms``."""
+def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container: Container,
+                   cut: Mapping[int, int] | None, until_ms: int | None) -> Iterator[tuple[Any, str, dict[str, Any]]]:
+    """Events of the decisions before the cut (every event when ``cut`` is ``None``); uses
+    (``MemoryUsed``) up to ``until_ms``."""
     commands = container.settings.topic("commands")
     for r, name, rec in events:
         if r.value is None or not name:
+            continue
+        if cut is None:
+            yield r, name, rec
             continue
         if name == "MemoryUsed":
             if until_ms is None or all(to_ms(u["used_at"]) <= until_ms for u in rec["uses"]):
@@ -132,7 +136,7 @@ def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container:
             yield r, name, rec
 
 
-async def _project(container: Container, source: Settings, index: LedgerIndex, cut: Mapping[int, int],
+async def _project(container: Container, source: Settings, index: LedgerIndex, cut: Mapping[int, int] | None,
                    point_in_time: bool, report: ReplayReport, progress: Progress) -> None:
     s = container.settings
     events_topic = s.topic("events")
@@ -193,10 +197,29 @@ async def replay(source: Settings, target: Settings, cut: dict[int, int], point_
     return report
 
 
+async def replay_projections(source: Settings, target: Settings, events_cut: dict[int, int],
+                             progress: Progress | None = None) -> ReplayReport:
+    """Rebuild only the profile rows and the vector index of ``target`` from the events before
+    ``events_cut`` (exclusive ends per events partition) of ``source``'s ledger: the state the
+    ledger implies for what the live projectors have applied (reconciliation)."""
+    report = ReplayReport(source.topic_prefix, target.topic_prefix, dict(events_cut), False)
+    started = time.perf_counter()
+    migrate(target)
+    namespaces.claim(target, source)
+    container = Container(target)
+    try:
+        index = await asyncio.to_thread(read_events, target, container.codec, container.kek, events_cut)
+        await _project(container, source, index, None, False, report, progress or (lambda *_: None))
+    finally:
+        container.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
 def run_replay(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool,
                progress: Progress | None = None) -> ReplayReport:
     """:func:`replay` on a fresh event loop (CLI and evaluations)."""
     return asyncio.run(replay(source, target, cut, point_in_time, progress))
 
 
-__all__ = ["ReplayReport", "batches", "replay", "run_replay", "target_settings"]
+__all__ = ["ReplayReport", "batches", "replay", "replay_projections", "run_replay", "target_settings"]

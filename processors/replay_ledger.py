@@ -91,3 +91,19 @@ def read_ledger(settings: Settings, codec: AvroCodec, kek: Kek, cut: Mapping[int
             out.last_decided = rec["decided_at"]
     out.commands.sort(key=lambda r: (r.position.partition, r.position.offset))
     return out
+
+
+def read_events(settings: Settings, codec: AvroCodec, kek: Kek, events_cut: Mapping[int, int]) -> LedgerIndex:
+    """The keys and the events before ``events_cut`` (exclusive ends per events partition): what the
+    projections of a namespace are a function of (a reconciliation rebuilds exactly what the live
+    projectors have applied)."""
+    ends = {"keys": ends_of(settings, ["keys"])["keys"], "events": dict(events_cut)}
+    out = LedgerIndex(KeySnapshot(kek, codec), events_end=dict(events_cut))
+    keys_topic = settings.topic("keys")
+    for r in read_many(settings, ends):
+        if r.position.topic == keys_topic:
+            out.keys.add(r.key, r.value)
+        else:
+            name, rec = _decode(codec, r)
+            out.events.append((r, name, rec))
+    return out

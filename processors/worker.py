@@ -14,6 +14,8 @@ Agents only wire: every decision is in :mod:`memwarden.commands.gate`, every pro
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,10 +25,12 @@ from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
 from memwarden.processors.gate_agent import add_gate_agent
 from memwarden.processors.projector_agent import add_projector_agent
+from memwarden.processors.reconciler import reconcile
 from memwarden.read_api.service import ReadService
 from memwarden.read_api.views import mount
 from memwarden.settings import Settings
 
+log = logging.getLogger("memwarden.worker")
 TOPICS = ("commands", "decisions", "events", "deadletter", "keys", "principals", "audit")
 
 
@@ -72,6 +76,17 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
     if "gate" in roles:
         add_gate_agent(app, container, topics["commands"], publish)
     if "projector" in roles:
-        add_projector_agent(app, container, topics["events"])
-        mount(app, ReadService(container, publish), roles)
+        pause = asyncio.Lock()
+        add_projector_agent(app, container, topics["events"], pause)
+
+        async def reconcile_now() -> dict[str, Any]:
+            return await reconcile(container, pause, publish)
+
+        mount(app, ReadService(container, publish, reconciler=reconcile_now), roles)
+        if s.reconcile_interval_s > 0:
+            @app.timer(s.reconcile_interval_s)
+            async def reconcile_periodically() -> None:
+                """Eq. 7 every T_sync: compare the projections with the ledger and repair them."""
+                run = await reconcile_now()
+                log.info("reconciliation: %s", {k: run[k] for k in ("diverged", "repaired", "drift")})
     return app

@@ -152,6 +152,13 @@ class EdgeVectorIndex:
         with self._guard("delete") as shard:
             shard.update(operation)
 
+    def delete_points(self, point_ids: Sequence[str]) -> None:
+        """Delete the points ``point_ids`` (unknown ids are ignored)."""
+        ids: list[qe.PointId] = [canonical_id(p) for p in point_ids]
+        if ids:
+            with self._guard("delete_points") as shard:
+                shard.update(qe.UpdateOperation.delete_points(ids))
+
     def search(self, vector: Sequence[float], where: Filter, limit: int) -> list[Hit]:
         """Top-``limit`` hits by cosine similarity among points matching ``where``; the filter is
         part of the engine query. Sorted by ``(-score, point_id)``, boundary ties closed (see

@@ -141,6 +141,13 @@ class ServerVectorIndex:
         with self._guard("delete"):
             self._client.delete(self._collection, points_selector=selector, wait=True)
 
+    def delete_points(self, point_ids: Sequence[str]) -> None:
+        """Delete the points ``point_ids`` (unknown ids are ignored)."""
+        ids = [canonical_id(p) for p in point_ids]
+        if ids:
+            with self._guard("delete_points"):
+                self._client.delete(self._collection, points_selector=models.PointIdsList(points=ids), wait=True)
+
     def search(self, vector: Sequence[float], where: Filter, limit: int) -> list[Hit]:
         """Top-``limit`` hits by cosine similarity among points matching ``where`` (``query_filter``
         inside ``query_points``), sorted by ``(-score, point_id)`` with boundary ties closed."""

@@ -96,6 +96,9 @@ class VectorIndex(Protocol):
     def delete(self, where: Filter) -> None:
         """Delete every point matching ``where``."""
 
+    def delete_points(self, point_ids: Sequence[str]) -> None:
+        """Delete the points ``point_ids`` (unknown ids are ignored)."""
+
     def search(self, vector: Sequence[float], where: Filter, limit: int) -> list[Hit]:
         """Top-``limit`` points by cosine similarity among those matching ``where`` (filter applied
         inside the search, not after it). Ties are broken by point id so adapters agree."""

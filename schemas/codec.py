@@ -48,6 +48,7 @@ MESSAGE_TYPES: tuple[str, ...] = (
     "PrincipalState",
     "MemoryUsed",
     "ReadAudited",
+    "ReconciliationRun",
 )
 #: Memory commands (they carry content) and governance commands (principals, keys, policy, core
 #: facts, review, grants). Every one is signed and decided by the gate.

@@ -54,10 +54,12 @@ class ReadService:
     sends audit and usage records; ``recaller`` defaults to one over the container's clients.
     Connections open on first use."""
 
-    def __init__(self, container: Container, publish: Publish, recaller: Recaller | None = None) -> None:
+    def __init__(self, container: Container, publish: Publish, recaller: Recaller | None = None,
+                 reconciler: Callable[[], Awaitable[dict[str, Any]]] | None = None) -> None:
         self._c = container
         self._publish = publish
         self._recaller = recaller
+        self._reconciler = reconciler
         self._lookup: psycopg.AsyncConnection | None = None
         self._lookup_lock = asyncio.Lock()
         self.usage = UsageBatcher(max_items=256, max_wait_ms=1000)
@@ -141,6 +143,14 @@ class ReadService:
         conds = tuple(FieldIn(key, (query[key],)) for key in ("memory_id", "command_id") if query.get(key))
         where = Filter(must=conds) if conds else None
         return Reply(200, {"count": await asyncio.to_thread(self._c.index().count, where)})
+
+    async def reconcile(self) -> Reply:
+        """``POST /reconcile``: one reconciliation now (SSGM Eq. 7); 200 with the ``ReconciliationRun``
+        record, 404 when this worker does not reconcile."""
+        if self._reconciler is None:
+            return Reply(404, {"error": "this worker holds no projections to reconcile"})
+        run = await self._reconciler()
+        return Reply(200, {**run, "started_at": run["started_at"].isoformat()})
 
     def health(self, roles: Sequence[str]) -> Reply:
         """``GET /health``: the worker's roles and namespace."""

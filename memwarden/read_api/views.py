@@ -45,6 +45,11 @@ def mount(app: faust.App, service: ReadService, roles: Sequence[str]) -> None:
                 return self.json({"error": str(exc), "field": exc.field}, status=400)
             return answer(self, await service.decisions(body))
 
+    @app.page("/reconcile")
+    class ReconcileView(View):
+        async def post(self, request: Request) -> Response:
+            return answer(self, await service.reconcile())
+
     @app.page("/index/count")
     class IndexCountView(View):
         """Points in the derived index, optionally for one ``memory_id`` or ``command_id``."""
