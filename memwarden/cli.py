@@ -275,6 +275,7 @@ def _ledger_commands() -> None:
     app.command("reconcile")(cli_ledger.reconcile)
     app.add_typer(cli_ledger.state_app, name="state")
     eval_app.command("replay")(cli_ledger.eval_replay)
+    eval_app.command("drift")(cli_ledger.eval_drift)
 
 
 _ledger_commands()

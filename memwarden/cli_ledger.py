@@ -222,3 +222,32 @@ def reconcile(
     console.print(f"checked {run['checked_versions']} versions and {run['checked_points']} points; diverged "
                   f"{run['diverged'] or 'nothing'}; repaired {run['repaired']}; drift before repair "
                   f"{run['drift']:.4f} ({run['duration_ms']} ms)")
+
+
+def eval_drift(
+    steps: Annotated[int, typer.Option(help="workload steps (one command each)")] = 300,
+    fault_rate: Annotated[float, typer.Option("--fault-rate", help="probability of a fault per step")] = 0.3,
+    sync: Annotated[int, typer.Option(help="reconcile every SYNC steps")] = 10,
+    base: Annotated[int, typer.Option(help="memories recorded before the first step")] = 200,
+    seed: Annotated[int, typer.Option(help="seed of the workload and the faults")] = 7,
+    plot_path: Annotated[str | None, typer.Option("--plot", help="draw both curves into this PNG")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    keep: Annotated[bool, typer.Option(help="keep the namespaces")] = False,
+) -> None:
+    """H1 of SSGM: drift δ over steps with faults injected into the projections, with and without
+    reconciliation every SYNC steps, against the bound of Theorem 1."""
+    from memwarden.errors import MemwardenError
+    from memwarden.evals.drift import plot, run_drift
+
+    try:
+        result = run_drift(Settings(), steps, fault_rate, sync, base, seed, keep=keep, progress=not as_json)
+        if plot_path:
+            plot(result, plot_path)
+    except (MemwardenError, ValueError, RuntimeError) as exc:
+        _fail(exc)
+    if as_json:
+        typer.echo(json.dumps({k: v for k, v in result.items() if k != "series"} | {"series": result["series"]}))
+        return
+    for key in ("faults", "reconciliations", "bound", "delta_max_with", "delta_max_without", "delta_mean_with",
+                "delta_mean_without"):
+        typer.echo(f"{key:>20}: {result[key]}")

@@ -26,9 +26,10 @@ class EvalRun:
 
 
 @contextmanager
-def eval_namespace(base: Settings, label: str, keep: bool = False, progress: bool = True) -> Iterator[EvalRun]:
-    """Create ``<prefix>.<label>-<8 hex>`` (topics, schema), start a worker, yield, then stop the
-    worker and (unless ``keep``) drop everything. Raises ``StackUnavailable`` if the stack is down."""
+def eval_namespace(base: Settings, label: str, keep: bool = False, progress: bool = True,
+                   roles: tuple[str, ...] = ("gate", "projector")) -> Iterator[EvalRun]:
+    """Create ``<prefix>.<label>-<8 hex>`` (topics, schema), start a worker with ``roles``, yield, then
+    stop the worker and (unless ``keep``) drop everything. Raises ``StackUnavailable`` if the stack is down."""
     from memwarden.ops.topics import delete_topics, ensure_topics
     from memwarden.stores.pg import drop_namespace, migrate
 
@@ -37,7 +38,7 @@ def eval_namespace(base: Settings, label: str, keep: bool = False, progress: boo
     console = Console(stderr=True, quiet=not progress)
     migrate(settings)
     ensure_topics(settings)
-    worker = WorkerProcess(settings)
+    worker = WorkerProcess(settings, roles)
     try:
         console.print(f"namespace {settings.topic_prefix}: starting worker")
         worker.start()

@@ -31,11 +31,14 @@ VALUES (%(memory_id)s, %(version)s, %(command_id)s, %(event_id)s, %(principal)s,
 ON CONFLICT DO NOTHING
 """
 
+# A version replayed after its memory was forgotten is projected ``forgotten`` straight away (its key is
+# gone): it is closed all the same, and stays forgotten, so that live and replayed rows agree.
 _CLOSE = """
-UPDATE memory_versions SET status = 'superseded', superseded_by = %(command_id)s, closed_at = %(decided_at)s,
-  closed_by = %(closed_by)s,
+UPDATE memory_versions SET status = CASE WHEN status = 'forgotten' THEN 'forgotten' ELSE 'superseded' END,
+  superseded_by = %(command_id)s, closed_at = %(decided_at)s, closed_by = %(closed_by)s,
   valid_to = CASE WHEN valid_to IS NULL OR valid_to > %(valid_from)s THEN %(valid_from)s ELSE valid_to END
-WHERE memory_id = %(target)s AND status = 'active' AND command_id <> %(command_id)s
+WHERE memory_id = %(target)s AND command_id <> %(command_id)s
+  AND (status = 'active' OR (status = 'forgotten' AND superseded_by IS NULL AND closed_at IS NULL))
 """
 
 _USE = """

@@ -72,7 +72,13 @@ def _workload(ns: Settings, client: MemwardenClient, w: WorkerProcess) -> dict[s
     dup = client.record(principal=alice, subject=alice, text="Alice prefers green tea in the morning")
     forget = client.forget(gone.memory_id, principal=alice, subject=alice, reason="user request")
     _decide(client, [moved, dup, forget])
+    hobby = client.record(principal=alice, subject=alice, text="Alice plays the cello")
+    _decide(client, [hobby])
+    changed = client.supersede(hobby.memory_id, principal=alice, subject=alice, text="Alice plays the viola")
+    _decide(client, [changed])
+    dropped = client.forget(hobby.memory_id, principal=alice, subject=alice)  # superseded, then forgotten
     again = client.record(principal=alice, subject=alice, text="a new locker code", memory_id=gone.memory_id)
+    _decide(client, [dropped])
     grant = client.grant_access(bob, by=alice, rights=["READ"], scopes=["account:default"], subjects=[alice])
     _decide(client, [again, grant])
     client.recall(bob, "where does alice live?")
