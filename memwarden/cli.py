@@ -18,7 +18,7 @@ stack_app = typer.Typer(no_args_is_help=True, help="The local stack: Kafka (KRaf
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluations on real data.")
 app.add_typer(stack_app, name="stack")
 app.add_typer(eval_app, name="eval")
-audit_app = typer.Typer(no_args_is_help=True, help="The read audit: who read which memory, when, for what.")
+audit_app = typer.Typer(no_args_is_help=True, help="Audit by ledger position: records, lineage, principals, reads.")
 app.add_typer(audit_app, name="audit")
 principal_app = typer.Typer(no_args_is_help=True, help="Principals and their signing keys (issue 3).")
 app.add_typer(principal_app, name="principal")
@@ -268,7 +268,7 @@ def audit_reads(
 
 
 def _ledger_commands() -> None:
-    from memwarden import cli_ledger
+    from memwarden import cli_audit, cli_ledger
 
     app.command("replay")(cli_ledger.replay)
     app.command("recall")(cli_ledger.recall)
@@ -276,6 +276,9 @@ def _ledger_commands() -> None:
     app.add_typer(cli_ledger.state_app, name="state")
     eval_app.command("replay")(cli_ledger.eval_replay)
     eval_app.command("drift")(cli_ledger.eval_drift)
+    audit_app.command("at")(cli_audit.audit_at)
+    audit_app.command("memory")(cli_audit.audit_memory)
+    audit_app.command("principal")(cli_audit.audit_principal)
 
 
 _ledger_commands()

@@ -20,12 +20,14 @@ state_app = typer.Typer(no_args_is_help=True, help="The state of a namespace's p
 console = Console(stderr=True)
 
 
-def _fail(exc: Exception) -> None:
+def fail(exc: Exception) -> None:
+    """Print the error in one line and exit 1."""
     console.print(f"[red]error:[/red] {exc}")
     raise typer.Exit(1)
 
 
-def _settings(namespace: str | None) -> Settings:
+def namespace_settings(namespace: str | None) -> Settings:
+    """The settings of ``namespace`` (default: the configured one), with the ledger it reads."""
     base = Settings()
     if namespace is None or namespace == base.topic_prefix:
         return base
@@ -72,7 +74,7 @@ def replay(
     from memwarden.processors.replay_cut import resolve_cut
 
     try:
-        source = _settings(namespace)
+        source = namespace_settings(namespace)
         target = target_settings(source, into or f"{source.topic_prefix}.replay-{uuid.uuid4().hex[:8]}")
         cut, point_in_time = resolve_cut(source, until, until_time)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -83,7 +85,7 @@ def replay(
         if verify:
             out["digests_equal"], out["digests"] = _compare(source, target)
     except (MemwardenError, ValueError) as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         typer.echo(json.dumps(out, indent=2))
         return
@@ -122,9 +124,9 @@ def state_digest(
     from memwarden.errors import MemwardenError
 
     try:
-        found = _digests(_settings(namespace))
+        found = _digests(namespace_settings(namespace))
     except MemwardenError as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
@@ -150,9 +152,9 @@ def recall(
     from memwarden.read_api.local import local_recall
 
     try:
-        found = local_recall(_settings(namespace), principal, query, k, as_of, known_at, purpose, mode)
+        found = local_recall(namespace_settings(namespace), principal, query, k, as_of, known_at, purpose, mode)
     except (MemwardenError, ValueError) as exc:
-        _fail(exc)
+        fail(exc)
     for m in found:
         typer.echo(json.dumps(m.to_json()) if as_json else f"{m.score:7.3f}  {m.memory_id}  v{m.version}  {m.text}")
 
@@ -173,7 +175,7 @@ def eval_replay(
     try:
         result = run_replay_eval(Settings(), Path(data), ids, keep=keep, progress=not as_json)
     except (MemwardenError, ValueError, FileNotFoundError) as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
@@ -195,7 +197,7 @@ def reconcile(
     from memwarden.errors import MemwardenError
 
     try:
-        s = _settings(namespace)
+        s = namespace_settings(namespace)
         try:
             health = httpx.get(f"{s.worker_url}/health", timeout=2.0).json()
         except (httpx.HTTPError, ValueError):
@@ -215,7 +217,7 @@ def reconcile(
                 container.close()
             run["started_at"] = run["started_at"].isoformat()
     except (MemwardenError, httpx.HTTPError) as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         typer.echo(json.dumps(run, indent=2))
         return
@@ -244,10 +246,11 @@ def eval_drift(
         if plot_path:
             plot(result, plot_path)
     except (MemwardenError, ValueError, RuntimeError) as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         typer.echo(json.dumps({k: v for k, v in result.items() if k != "series"} | {"series": result["series"]}))
         return
     for key in ("faults", "reconciliations", "bound", "delta_max_with", "delta_max_without", "delta_mean_with",
                 "delta_mean_without"):
         typer.echo(f"{key:>20}: {result[key]}")
+

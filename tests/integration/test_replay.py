@@ -64,6 +64,8 @@ def _workload(ns: Settings, client: MemwardenClient, w: WorkerProcess) -> dict[s
     gone = client.record(principal=alice, subject=alice, text="Alice's locker code is 4711")
     _decide(client, [tea, city, gone])
     client.recall(alice, "what does alice drink?")
+    locker_reads = client.recall(alice, "Alice's locker code")
+    assert gone.memory_id in [m.memory_id for m in locker_reads]
     wait_caught_up(ns, alive=w.alive)
     time.sleep(1.2)
     cut_time = datetime.now(UTC)
@@ -102,7 +104,8 @@ def _workload(ns: Settings, client: MemwardenClient, w: WorkerProcess) -> dict[s
     wait_caught_up(ns, alive=w.alive)
     time.sleep(2.5)  # the read endpoint's MemoryUsed batch is due after 1 s
     wait_caught_up(ns, alive=w.alive)
-    return {"alice": alice, "gone": gone.memory_id, "cut_time": cut_time, "city": city.memory_id}
+    return {"alice": alice, "gone": gone.memory_id, "cut_time": cut_time, "city": city.memory_id,
+            "gone_at": f"commands:{gone.partition}:{gone.offset}"}
 
 
 def _digests(s: Settings) -> dict[str, dict[str, object]]:
@@ -162,6 +165,32 @@ def test_a_point_in_time_replay_answers_as_known_at_then(namespace: Settings, le
         assert ledger["city"] in _recall(target, alice, "where does alice live?")
     finally:
         _drop(target)
+
+
+def test_audit_at_a_forgotten_record_shows_the_decision_and_reads_but_no_content(
+        namespace: Settings, ledger: dict[str, object]) -> None:
+    from memwarden.ops.forensics import read_ledger
+    from memwarden.ops.forensics_report import audit_at, audit_memory, audit_principal
+
+    c = Container(namespace)
+    try:
+        led = read_ledger(namespace, c.codec, c.kek)
+    finally:
+        c.close()
+    alice = str(ledger["alice"])
+    report = audit_at(namespace, led, str(ledger["gone_at"]), reader=alice)  # even its own subject
+    assert report["decision"]["outcome"] == "ACCEPTED" and report["command"]["signed_with"]
+    assert report["content"].startswith("shredded at keys:")
+    assert any(r["principal"] == alice for r in report["reads"])
+    assert [x["kind"] for x in report["later"]] == ["ForgetMemory", "RecordMemory"]  # the forget, the reuse
+    assert "4711" not in str(report) and "locker" not in str(report).lower()
+    lineage = audit_memory(namespace, led, str(ledger["gone"]))
+    assert [e["command"]["kind"] for e in lineage["timeline"]] == ["RecordMemory", "ForgetMemory", "RecordMemory"]
+    assert [e["decision"]["outcome"] for e in lineage["timeline"]][-1] == "REJECTED"  # MEMORY_ID_EXISTS
+    trail = audit_principal(led, alice)
+    assert trail["read"] and trail["granted"] and any(e["reasons"] == ["MEMORY_ID_EXISTS"] for e in trail["refused"])
+    with pytest.raises(ValidationError, match="past the log end"):
+        audit_at(namespace, led, "commands:0:999999")
 
 
 def test_a_key_and_its_tombstone_share_a_partition(namespace: Settings, client: MemwardenClient) -> None:

@@ -1,0 +1,98 @@
+"""``memwarden audit at | memory | principal``: the forensic audit by ledger position (issue 9 part 7)
+as rich tables on a terminal, or JSON with ``--json``. The audit never prints forgotten content."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memwarden.cli_ledger import fail, namespace_settings
+from memwarden.settings import Settings
+
+
+def _ledger_of(namespace: str | None) -> tuple[Settings, Any]:
+    from memwarden.bootstrap import Container
+    from memwarden.ops.forensics import read_ledger
+
+    s = namespace_settings(namespace)
+    c = Container(s)
+    return s, read_ledger(s, c.codec, c.kek)
+
+
+def _print(report: dict[str, Any], as_json: bool, rows: list[tuple[str, ...]], header: tuple[str, ...]) -> None:
+    if as_json:
+        typer.echo(json.dumps(report, indent=2, default=str))
+        return
+    table = Table(*header)
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+
+
+def audit_at(
+    position: str,
+    as_principal: Annotated[str | None, typer.Option("--as", help="show content if this principal may read it")]
+    = None,
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Forensic audit of the record at TOPIC:PARTITION:OFFSET: signer and key, the gate's decision and
+    reasons, events produced, rows citing it, reads that returned it, what came later."""
+    from memwarden.errors import MemwardenError
+    from memwarden.ops.forensics_report import audit_at as report_at
+
+    try:
+        s, ledger = _ledger_of(namespace)
+        report = report_at(s, ledger, position, as_principal)
+    except MemwardenError as exc:
+        fail(exc)
+    rows = [(k, json.dumps(v, default=str)[:160]) for k, v in report.items()]
+    _print(report, as_json, rows, ("field", "value"))
+
+
+def audit_memory(
+    memory_id: str,
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """The lineage of a memory as a timeline: commands, decisions, events, reads; never content."""
+    from memwarden.errors import MemwardenError
+    from memwarden.ops.forensics_report import audit_memory as report_memory
+
+    try:
+        s, ledger = _ledger_of(namespace)
+        report = report_memory(s, ledger, memory_id)
+    except MemwardenError as exc:
+        fail(exc)
+    rows = [(e["at"], e["command"]["kind"], (e["decision"] or {}).get("outcome", "-"),
+             ",".join(x["code"] for x in (e["decision"] or {}).get("reasons", [])), e["content"])
+            for e in report["timeline"]]
+    rows += [(r["at"], "read", r["principal"], r["purpose"], r["read_at"]) for r in report["reads"]]
+    _print(report, as_json, rows, ("position", "what", "outcome / who", "reasons / purpose", "content / when"))
+
+
+def audit_principal(
+    principal: str,
+    since: Annotated[datetime | None, typer.Option("--from", help="from (ISO time with offset)")] = None,
+    until: Annotated[datetime | None, typer.Option("--to", help="to (ISO time with offset)")] = None,
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Everything a principal wrote, read, granted and was refused."""
+    from memwarden.errors import MemwardenError
+    from memwarden.ops.forensics_report import audit_principal as report_principal
+
+    try:
+        _, ledger = _ledger_of(namespace)
+        report = report_principal(ledger, principal, since, until)
+    except MemwardenError as exc:
+        fail(exc)
+    rows = [(e["at"], part, e.get("kind", "read"), str(e.get("outcome", "")), ",".join(e.get("reasons", [])))
+            for part in ("wrote", "granted", "refused") for e in report[part]]
+    rows += [(r["at"], "read", r["purpose"], str(len(r["returned"])), r["read_at"]) for r in report["read"]]
+    _print(report, as_json, rows, ("position", "what", "kind", "outcome", "reasons"))
