@@ -273,6 +273,7 @@ def _ledger_commands() -> None:
     app.command("replay")(cli_ledger.replay)
     app.command("recall")(cli_ledger.recall)
     app.command("reconcile")(cli_ledger.reconcile)
+    app.command("regate")(cli_ledger.regate)
     app.add_typer(cli_ledger.state_app, name="state")
     eval_app.command("replay")(cli_ledger.eval_replay)
     eval_app.command("drift")(cli_ledger.eval_drift)

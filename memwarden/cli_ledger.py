@@ -254,3 +254,38 @@ def eval_drift(
                 "delta_mean_without"):
         typer.echo(f"{key:>20}: {result[key]}")
 
+
+
+def regate(
+    policy: Annotated[str | None, typer.Option(help="a write-policy JSON file to judge with (default: today's)")]
+    = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list, retract nothing")] = False,
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Run today's gate (detector, policy, keys) over the recorded commands; list the admitted memories
+    it would now refuse or quarantine, and (without --dry-run) retract them with signed forgets."""
+    import asyncio
+    from pathlib import Path
+
+    from memwarden.commands.policy import PolicyError, parse_policy
+    from memwarden.errors import MemwardenError
+    from memwarden.processors.regate import find, retract
+
+    try:
+        s = namespace_settings(namespace)
+        judged = parse_policy(Path(policy).read_text()) if policy else None
+        findings = asyncio.run(find(s, judged))
+        retracted = retract(s, findings) if findings and not dry_run else []
+    except (MemwardenError, PolicyError, OSError) as exc:
+        fail(exc)
+    out = {"findings": [f.to_json() for f in findings], "retracted": retracted, "dry_run": dry_run}
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+        return
+    table = Table("position", "memory", "subject", "then", "now", "reasons")
+    for f in findings:
+        table.add_row(f.position, f.memory_id, f.subject, f.then, f.now, ",".join(f.reasons))
+    Console().print(table)
+    console.print(f"{len(findings)} admitted memories would not be admitted today; "
+                  f"{'nothing retracted (dry run)' if dry_run else f'{len(retracted)} forgets published'}")

@@ -16,7 +16,7 @@ import asyncio
 import base64
 import hashlib
 import hmac
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +30,7 @@ from memwarden.commands.gate import (
     Decision,
     Effect,
     GateLimits,
+    GateState,
     MemoryState,
     Position,
     PriorDecision,
@@ -132,6 +133,9 @@ class GateProcessor:
         self._anchor = anchor
         self._digest_key = digest_key
         self._full = mode == "full"
+        #: Replay only: called with every recorded command as the gate folds it (``regate`` re-decides
+        #: history through it); the signature bytes are then kept for it to verify.
+        self.observer: Callable[[Parsed, GateState, str | None, str | None, RecordedOutcome], None] | None = None
 
     def _digest(self, subject: str, text: str | None) -> str | None:
         if text is None or not self._full:
@@ -150,7 +154,7 @@ class GateProcessor:
         ``offsets`` = (consumer, topic) stores the batch's next offsets in the same transaction (a
         replay resumes where it stopped)."""
         now = truncate_ms(now or datetime.now(UTC))  # the clock as the ledger records it (decided_at)
-        parsed, out = parse(self._codec, batch, now, signed=recorded is None)
+        parsed, out = parse(self._codec, batch, now, signed=recorded is None or self.observer is not None)
         if not parsed:
             return out
         commands = [p.command for p in parsed]
@@ -190,6 +194,8 @@ class GateProcessor:
             decision = from_record(command, rec.decision, view, inputs.texts.get(cid), inputs.digests.get(cid),
                                    inputs.claims)
             records = rec.records(self._codec, decision, item.position)
+            if self.observer is not None and prior is None:
+                self.observer(p, view, inputs.texts.get(cid), inputs.digests.get(cid), rec)
         else:
             decision = decide(command, inputs.texts.get(cid), item.position, view, now, self._limits,
                               signed_bytes=p.signed, content_digest=inputs.digests.get(cid),
