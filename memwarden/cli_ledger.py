@@ -270,7 +270,8 @@ def regate(
 
     from memwarden.commands.policy import PolicyError, parse_policy
     from memwarden.errors import MemwardenError
-    from memwarden.processors.regate import find, retract
+    from memwarden.processors.regate import find
+    from memwarden.retractions import retract
 
     try:
         s = namespace_settings(namespace)

@@ -122,17 +122,3 @@ async def _memories(live: Settings, ids: list[str]) -> dict[str, Any]:
         await conn.close()
     return found
 
-
-def retract(live: Settings, findings: list[Finding]) -> list[str]:
-    """Publish one ``ForgetMemory`` per memory of ``findings``, signed by the root admin, and wait for
-    the gate; returns the command ids. Raises ``StackUnavailable`` when the worker does not decide."""
-    from memwarden.keystore import admin_signer
-    from memwarden.producers.client import MemwardenClient
-
-    admin = admin_signer(live)
-    by_memory = {f.memory_id: f for f in findings}
-    with MemwardenClient(live, signers=[admin]) as client:
-        receipts = [client.forget(f.memory_id, principal=admin.principal_id, subject=f.subject,
-                                  reason="regate: " + ",".join(f.reasons)) for f in by_memory.values()]
-        client.decisions([r.command_id for r in receipts], timeout_s=120)
-    return [r.command_id for r in receipts]

@@ -14,8 +14,9 @@ import pytest
 from memwarden.commands.policy import default_policy, parse_policy
 from memwarden.commands.signing import Signer
 from memwarden.ops.worker_process import WorkerProcess
-from memwarden.processors.regate import find, retract
+from memwarden.processors.regate import find
 from memwarden.producers.client import MemwardenClient
+from memwarden.retractions import retract
 from memwarden.settings import Settings
 from tests.integration.conftest import enroll_ids, rows
 
