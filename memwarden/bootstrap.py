@@ -124,3 +124,28 @@ class Container:
             self._keyring.close()
         if self._index is not None:
             self._index.close()
+
+
+def namespace_digests(settings: Settings) -> dict[str, dict[str, Any]]:
+    """One digest per projection of the namespace (:func:`memwarden.projections.state_digest.digests`).
+    Opens the namespace's index: an embedded shard must not be held by a running worker."""
+    from memwarden.projections.state_digest import digests
+    from memwarden.stores.pg import connect
+
+    container = Container(settings)
+    try:
+        with connect(settings) as conn:
+            return digests(conn, container.index(), container.digest_key)
+    finally:
+        container.close()
+
+
+def drop_projections(settings: Settings) -> None:
+    """Drop the namespace's Postgres schema and its embedded index shard (its topics are untouched:
+    :func:`memwarden.ops.topics.delete_topics` drops those of a namespace that owns its ledger)."""
+    import shutil
+
+    from memwarden.stores.pg import drop_namespace
+
+    drop_namespace(settings)
+    shutil.rmtree(settings.data_dir / "qdrant" / settings.index_name, ignore_errors=True)

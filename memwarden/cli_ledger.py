@@ -96,21 +96,10 @@ def replay(
         console.print("digests equal" if out["digests_equal"] else "[red]digests differ[/red]")
 
 
-def _digests(settings: Settings) -> dict[str, dict[str, Any]]:
-    from memwarden.bootstrap import Container
-    from memwarden.projections.state_digest import digests
-    from memwarden.stores.pg import connect
-
-    container = Container(settings)
-    try:
-        with connect(settings) as conn:
-            return digests(conn, container.index(), container.digest_key)
-    finally:
-        container.close()
-
-
 def _compare(source: Settings, target: Settings) -> tuple[bool, dict[str, Any]]:
-    a, b = _digests(source), _digests(target)
+    from memwarden.bootstrap import namespace_digests
+
+    a, b = namespace_digests(source), namespace_digests(target)
     return a == b, {"source": a, "target": b}
 
 
@@ -124,7 +113,9 @@ def state_digest(
     from memwarden.errors import MemwardenError
 
     try:
-        found = _digests(namespace_settings(namespace))
+        from memwarden.bootstrap import namespace_digests
+
+        found = namespace_digests(namespace_settings(namespace))
     except MemwardenError as exc:
         fail(exc)
     if as_json:

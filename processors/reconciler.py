@@ -14,21 +14,20 @@ events (about 1 ms per version on 2 cores); it runs in the process that owns the
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memwarden.bootstrap import Container
+from memwarden.bootstrap import Container, drop_projections
 from memwarden.commands.ledger import Outbound
 from memwarden.processors.replay import replay_projections
 from memwarden.projections.reconcile_diff import Divergences, diff_points, diff_rows, diff_uses
 from memwarden.projections.vector_index import IndexPoint, VectorIndex
 from memwarden.stores.offsets import load_offsets
-from memwarden.stores.pg import drop_namespace
 from memwarden.stores.profile_repair import repair_rows, rows_by_command, uses_by_memory
 
 Publish = Callable[[Sequence[Outbound]], Awaitable[None]]
@@ -36,6 +35,34 @@ Publish = Callable[[Sequence[Outbound]], Awaitable[None]]
 
 def _points(index: VectorIndex) -> dict[str, IndexPoint]:
     return {p.point_id: p for p in index.scan()}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A live projection against the expected one: the divergences, how many versions the expected
+    state holds (|K| of the drift), and its points by id (what a repair writes back)."""
+
+    divergences: Divergences
+    versions: int
+    expected_points: dict[str, IndexPoint]
+
+
+async def compare(expected: Container, live: Container) -> Comparison:
+    """Every ``memory_versions`` row, last use and index point of ``live`` against ``expected``
+    (:mod:`memwarden.projections.reconcile_diff`): what a reconciliation repairs and what the drift
+    evaluation measures."""
+    out = Divergences()
+    a, b = await expected.pg(), await live.pg()
+    try:
+        expected_rows = await rows_by_command(a)
+        diff_rows(expected_rows, await rows_by_command(b), out)
+        diff_uses(await uses_by_memory(a), await uses_by_memory(b), out)
+    finally:
+        await a.close()
+        await b.close()
+    want = await asyncio.to_thread(_points, expected.index())
+    diff_points(want, await asyncio.to_thread(_points, live.index()), out)
+    return Comparison(out, len(expected_rows), want)
 
 
 async def applied_offsets(container: Container) -> dict[int, int]:
@@ -53,47 +80,40 @@ async def applied_offsets(container: Container) -> dict[int, int]:
 async def reconcile(container: Container, lock: AbstractAsyncContextManager[Any] | None = None,
                     publish: Publish | None = None, repair: bool = True) -> dict[str, Any]:
     """One reconciliation of ``container``'s namespace; returns the ``ReconciliationRun`` record
-    (also published when ``publish`` is given). ``repair=False`` only measures (the drift evaluation
-    uses it for the unreconciled curve). Raises ``StackUnavailable`` when Kafka or Postgres fail."""
+    (also published when ``publish`` is given). ``repair=False`` only measures. Raises
+    ``StackUnavailable`` when Kafka or Postgres fail."""
     s = container.settings
     scratch = s.projections_of_ledger(f"{s.topic_prefix}.reconcile-{uuid.uuid4().hex[:8]}")
     started, t0 = datetime.now(UTC), time.perf_counter()
-    out = Divergences()
     async with lock or nullcontext():
         applied = await applied_offsets(container)
         await replay_projections(s, scratch, applied)
         expected = Container(scratch)
-        live = await container.pg()
         try:
-            mirror = await expected.pg()
-            expected_rows, expected_uses = await rows_by_command(mirror), await uses_by_memory(mirror)
-            await mirror.close()
-            live_rows, live_uses = await rows_by_command(live), await uses_by_memory(live)
-            diff_rows(expected_rows, live_rows, out)
-            diff_uses(expected_uses, live_uses, out)
-            want = await asyncio.to_thread(_points, expected.index())
-            have = await asyncio.to_thread(_points, container.index())
-            diff_points(want, have, out)
-            repaired = await _repair(out, scratch.pg_schema, live, want, container.index()) if repair else 0
+            found = await compare(expected, container)
+            out = found.divergences
+            repaired = await _repair(found, scratch.pg_schema, container) if repair else 0
         finally:
-            await live.close()
             expected.close()
-            drop_namespace(scratch)
-            shutil.rmtree(scratch.data_dir / "qdrant" / scratch.index_name, ignore_errors=True)
+            drop_projections(scratch)
     run = {"run_id": str(uuid.uuid4()), "namespace": s.topic_prefix, "started_at": started,
-           "checked_versions": len(expected_rows), "checked_points": len(want), "diverged": out.counts(),
-           "repaired": repaired, "drift": out.drift(len(expected_rows)),
+           "checked_versions": found.versions, "checked_points": len(found.expected_points), "diverged": out.counts(),
+           "repaired": repaired, "drift": out.drift(found.versions),
            "duration_ms": int((time.perf_counter() - t0) * 1000)}
     if publish is not None:
         await publish([Outbound("events", b"reconciliation", container.codec.encode("ReconciliationRun", run))])
     return run
 
 
-async def _repair(out: Divergences, scratch_schema: str, live: Any, want: dict[str, IndexPoint],
-                  index: VectorIndex) -> int:
+async def _repair(found: Comparison, scratch_schema: str, container: Container) -> int:
+    out, want, index = found.divergences, found.expected_points, container.index()
     replace = [c for kind, ids in out.rows.items() if kind != "resurrected" for c in ids]
     remove = out.rows.get("resurrected", [])
-    written = await repair_rows(live, scratch_schema, replace, remove, out.uses)
+    live = await container.pg()
+    try:
+        written = await repair_rows(live, scratch_schema, replace, remove, out.uses)
+    finally:
+        await live.close()
     refresh = [want[p] for kind in ("lost_point", "stale_payload", "wrong_vector") for p in out.points.get(kind, [])]
     extra = out.points.get("extra_point", [])
     if refresh:

@@ -14,12 +14,11 @@ each memory of a finding (reason ``regate: <codes>``): an audited retraction on 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memwarden.bootstrap import Container
+from memwarden.bootstrap import Container, drop_projections
 from memwarden.commands.gate import GateState, decide
 from memwarden.commands.gate.state import ADMITTED
 from memwarden.commands.model import RecordMemory, SupersedeMemory
@@ -34,7 +33,7 @@ from memwarden.processors.replay_ledger import read_ledger
 from memwarden.settings import Settings
 from memwarden.stores import gate_state as db
 from memwarden.stores import namespaces
-from memwarden.stores.pg import connect_async, drop_namespace, migrate
+from memwarden.stores.pg import connect_async, migrate
 
 
 @dataclass(frozen=True)
@@ -106,8 +105,7 @@ async def find(live: Settings, policy: WritePolicy | None = None) -> list[Findin
         state = {m.memory_id: m for m in (await _memories(live, [f.memory_id for f in findings])).values()}
     finally:
         container.close()
-        drop_namespace(scratch)
-        shutil.rmtree(scratch.data_dir / "qdrant" / scratch.index_name, ignore_errors=True)
+        drop_projections(scratch)
     live_ids = {mid for mid, m in state.items() if not m.forgotten}
     return [f for f in findings if f.memory_id in live_ids]
 

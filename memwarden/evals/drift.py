@@ -78,21 +78,10 @@ async def _apply(p: _Projection, keyring: Any) -> None:
 
 
 async def _drift(truth: _Projection, other: _Projection) -> tuple[float, int]:
-    from memwarden.projections.reconcile_diff import Divergences, diff_points, diff_rows, diff_uses
-    from memwarden.stores.profile_repair import rows_by_command, uses_by_memory
+    from memwarden.processors.reconciler import compare
 
-    out = Divergences()
-    a, b = await truth.container.pg(), await other.container.pg()
-    try:
-        expected = await rows_by_command(a)
-        diff_rows(expected, await rows_by_command(b), out)
-        diff_uses(await uses_by_memory(a), await uses_by_memory(b), out)
-    finally:
-        await a.close()
-        await b.close()
-    want = {p.point_id: p for p in truth.container.index().scan()}
-    diff_points(want, {p.point_id: p for p in other.container.index().scan()}, out)
-    return out.drift(len(expected)), len(expected)
+    found = await compare(truth.container, other.container)
+    return found.divergences.drift(found.versions), found.versions
 
 
 def _wait_gate(settings: Settings, alive: Any, timeout_s: float = 60.0) -> None:
@@ -174,10 +163,8 @@ def run_drift(base: Settings, steps: int = 300, fault_rate: float = 0.3, sync: i
               seed: int = 7, keep: bool = False, progress: bool = True) -> dict[str, Any]:
     """Run the evaluation in a fresh namespace with a gate-only worker; returns the figures. Raises
     ``ValueError`` for out-of-range arguments, ``StackUnavailable`` when the stack is down."""
-    import shutil
-
+    from memwarden.bootstrap import drop_projections
     from memwarden.evals.harness import eval_namespace
-    from memwarden.stores.pg import drop_namespace
 
     if steps < 1 or sync < 1 or base_size < 1 or not 0.0 <= fault_rate <= 1.0:
         raise ValueError("steps, sync and base must be >= 1 and fault-rate within [0, 1]")
@@ -187,9 +174,7 @@ def run_drift(base: Settings, steps: int = 300, fault_rate: float = 0.3, sync: i
         finally:
             if not keep:
                 for name in NAMES:
-                    view = run.settings.projections_of_ledger(f"{run.settings.topic_prefix}.{name}")
-                    drop_namespace(view)
-                    shutil.rmtree(view.data_dir / "qdrant" / view.index_name, ignore_errors=True)
+                    drop_projections(run.settings.projections_of_ledger(f"{run.settings.topic_prefix}.{name}"))
 
 
 def plot(result: dict[str, Any], path: str) -> None:

@@ -3,7 +3,6 @@ cleanup afterwards (used by every ``memwarden eval`` command)."""
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,8 +29,9 @@ def eval_namespace(base: Settings, label: str, keep: bool = False, progress: boo
                    roles: tuple[str, ...] = ("gate", "projector")) -> Iterator[EvalRun]:
     """Create ``<prefix>.<label>-<8 hex>`` (topics, schema), start a worker with ``roles``, yield, then
     stop the worker and (unless ``keep``) drop everything. Raises ``StackUnavailable`` if the stack is down."""
+    from memwarden.bootstrap import drop_projections
     from memwarden.ops.topics import delete_topics, ensure_topics
-    from memwarden.stores.pg import drop_namespace, migrate
+    from memwarden.stores.pg import migrate
 
     settings = base.model_copy(update={"topic_prefix": f"{base.topic_prefix}.{label}-{uuid.uuid4().hex[:8]}",
                                        "worker_port": free_port()})  # runs may overlap
@@ -46,6 +46,5 @@ def eval_namespace(base: Settings, label: str, keep: bool = False, progress: boo
     finally:
         worker.stop()
         if not keep:
-            drop_namespace(settings)
+            drop_projections(settings)
             delete_topics(settings)
-            shutil.rmtree(settings.data_dir / "qdrant" / settings.index_name, ignore_errors=True)

@@ -44,30 +44,17 @@ def _local_top(settings: Settings, asks: Sequence[tuple[str, str]]) -> list[list
         container.close()
 
 
-def _digests(settings: Settings) -> dict[str, Any]:
-    from memwarden.bootstrap import Container
-    from memwarden.projections.state_digest import digests
-    from memwarden.stores.pg import connect
-
-    container = Container(settings)
-    try:
-        with connect(settings) as conn:
-            return digests(conn, container.index(), container.digest_key)
-    finally:
-        container.close()
-
-
 def run_replay_eval(base: Settings, data: Path, ids: Sequence[str] | None, *, keep: bool = False,
                     progress: bool = True) -> dict[str, Any]:
     """Ingest, recall on the live namespace, stop its worker, replay into a fresh namespace, compare.
     Raises ``FileNotFoundError`` / ``ValueError`` for bad input, ``StackUnavailable`` when the stack
     is down."""
+    from memwarden.bootstrap import drop_projections, namespace_digests
     from memwarden.evals.harness import eval_namespace
     from memwarden.ops.progress import wait_caught_up
     from memwarden.processors.replay import run_replay, target_settings
     from memwarden.processors.replay_cut import resolve_cut
     from memwarden.producers.client import MemwardenClient
-    from memwarden.stores.pg import drop_namespace
 
     conversations = load_conversations(data, ids)
     turns = sum(len(c.turns) for c in conversations)
@@ -88,14 +75,11 @@ def run_replay_eval(base: Settings, data: Path, ids: Sequence[str] | None, *, ke
         try:
             cut, pit = resolve_cut(s, None, None)
             report = run_replay(s, target, cut, pit)
-            live, replayed = _digests(s), _digests(target)
+            live, replayed = namespace_digests(s), namespace_digests(target)
             replay_top = _local_top(target, asks)
         finally:
             if not keep:
-                import shutil
-
-                drop_namespace(target)
-                shutil.rmtree(target.data_dir / "qdrant" / target.index_name, ignore_errors=True)
+                drop_projections(target)
     differing = [i for i, (a, b) in enumerate(zip(live_top, replay_top, strict=True)) if a != b]
     return {
         "conversations": [c.conversation_id for c in conversations], "turns": turns,

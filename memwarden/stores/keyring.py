@@ -24,6 +24,16 @@ from memwarden.schemas.codec import AvroCodec
 from memwarden.settings import Settings
 
 
+def unwrap_data_key(kek: Kek, codec: AvroCodec, key_id: str, value: bytes) -> bytes | None:
+    """The data key of a ``DataKey`` record of the keys topic, unwrapped with the KEK; ``None`` when
+    the record does not decode or does not unwrap (it is counted as skipped by the callers)."""
+    try:
+        _, record = codec.decode(value)
+        return kek.unwrap(record["wrap_nonce"], record["wrapped_key"], key_id)
+    except (DecodeError, ContentUnreadable, KeyError):
+        return None
+
+
 class KeyRing:
     """In-memory view of the keys topic: ``key_id -> unwrapped 32-byte data key``.
 
@@ -78,11 +88,11 @@ class KeyRing:
                 if value is None:
                     self._keys.pop(key_id, None)
                 else:
-                    try:
-                        _, record = self._codec.decode(value)
-                        self._keys[key_id] = self._kek.unwrap(record["wrap_nonce"], record["wrapped_key"], key_id)
-                    except (DecodeError, ContentUnreadable, KeyError):
+                    key = unwrap_data_key(self._kek, self._codec, key_id, value)
+                    if key is None:
                         self.skipped += 1
+                    else:
+                        self._keys[key_id] = key
                 self._positions[msg.partition()] = msg.offset() + 1
                 self._lock.notify_all()
 
@@ -170,13 +180,9 @@ class KeySnapshot:
         """The unwrapped data key, or ``None`` when it was never published or is shredded."""
         if key_id not in self._keys:
             raw = self._wrapped.get(key_id)
-            found: bytes | None = None
-            if raw is not None:
-                try:
-                    _, record = self._codec.decode(raw)
-                    found = self._kek.unwrap(record["wrap_nonce"], record["wrapped_key"], key_id)
-                except (DecodeError, ContentUnreadable, KeyError):
-                    self.skipped += 1
+            found = unwrap_data_key(self._kek, self._codec, key_id, raw) if raw is not None else None
+            if raw is not None and found is None:
+                self.skipped += 1
             self._keys[key_id] = found
         return self._keys[key_id]
 

@@ -3,7 +3,6 @@ a real worker process. Nothing is mocked."""
 
 from __future__ import annotations
 
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -12,6 +11,7 @@ from typing import Any, TypeVar
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+from memwarden.bootstrap import drop_projections
 from memwarden.commands.model import PrincipalKind
 from memwarden.commands.signing import Signer
 from memwarden.keystore import admin_signer
@@ -22,7 +22,7 @@ from memwarden.producers.client import MemwardenClient
 from memwarden.producers.enroll import enroll
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
-from memwarden.stores.pg import connect, drop_namespace, migrate
+from memwarden.stores.pg import connect, migrate
 
 T = TypeVar("T")
 
@@ -57,9 +57,8 @@ def make_namespace(base: Settings) -> Settings:
 
 
 def drop(settings: Settings) -> None:
-    drop_namespace(settings)
+    drop_projections(settings)
     delete_topics(settings)
-    shutil.rmtree(settings.data_dir / "qdrant" / settings.index_name, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

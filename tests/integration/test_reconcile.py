@@ -13,16 +13,14 @@ from typing import Any
 
 import pytest
 
-from memwarden.bootstrap import Container
+from memwarden.bootstrap import Container, namespace_digests
 from memwarden.evals.faults import KINDS, inject
 from memwarden.ops.progress import wait_caught_up
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.processors.reconciler import reconcile
 from memwarden.producers.client import MemwardenClient
-from memwarden.projections.state_digest import digests
 from memwarden.read_api.local import publish_now
 from memwarden.settings import Settings
-from memwarden.stores.pg import connect
 from tests.integration.conftest import decisions, enroll_ids, read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -64,15 +62,6 @@ def _run(s: Settings, **kw: Any) -> dict[str, Any]:
         c.close()
 
 
-def _digests(s: Settings) -> dict[str, Any]:
-    c = Container(s)
-    try:
-        with connect(s) as conn:
-            return digests(conn, c.index(), c.digest_key)
-    finally:
-        c.close()
-
-
 def _inject(s: Settings, kind: str) -> None:
     c = Container(s)
 
@@ -88,14 +77,14 @@ def _inject(s: Settings, kind: str) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_each_fault_kind_is_found_and_repaired_from_the_ledger(settled: Settings, kind: str) -> None:
-    before = _digests(settled)
+    before = namespace_digests(settled)
     assert _run(settled)["diverged"] == {}
     _inject(settled, kind)
     run = _run(settled)
     assert set(run["diverged"]) == EXPECTED[kind] and run["repaired"] >= 1 and run["drift"] > 0
     again = _run(settled)
     assert again["diverged"] == {} and again["drift"] == 0.0
-    assert _digests(settled) == before
+    assert namespace_digests(settled) == before
 
 
 def test_a_measuring_run_repairs_nothing_and_every_run_is_on_the_ledger(settled: Settings) -> None:

@@ -8,7 +8,6 @@ the vectors are reused, not embedded again."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memwarden.bootstrap import Container
+from memwarden.bootstrap import Container, drop_projections, namespace_digests
 from memwarden.commands.signing import Signer
 from memwarden.errors import ValidationError
 from memwarden.ops.progress import wait_caught_up
@@ -25,17 +24,14 @@ from memwarden.processors.replay import run_replay, target_settings
 from memwarden.processors.replay_cut import resolve_cut
 from memwarden.producers.client import MemwardenClient
 from memwarden.projections.recall import Recaller
-from memwarden.projections.state_digest import digests
 from memwarden.settings import Settings
-from memwarden.stores.pg import connect, drop_namespace
 from tests.integration.conftest import enroll_ids
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def _drop(s: Settings) -> None:
-    drop_namespace(s)
-    shutil.rmtree(s.data_dir / "qdrant" / s.index_name, ignore_errors=True)
+    drop_projections(s)
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +59,7 @@ def _workload(ns: Settings, client: MemwardenClient, w: WorkerProcess) -> dict[s
     city = client.record(principal=alice, subject=alice, text="Alice lives in Lyon")
     gone = client.record(principal=alice, subject=alice, text="Alice's locker code is 4711")
     _decide(client, [tea, city, gone])
+    wait_caught_up(ns, alive=w.alive)  # recalled only once projected
     client.recall(alice, "what does alice drink?")
     locker_reads = client.recall(alice, "Alice's locker code")
     assert gone.memory_id in [m.memory_id for m in locker_reads]
@@ -108,15 +105,6 @@ def _workload(ns: Settings, client: MemwardenClient, w: WorkerProcess) -> dict[s
             "gone_at": f"commands:{gone.partition}:{gone.offset}"}
 
 
-def _digests(s: Settings) -> dict[str, dict[str, object]]:
-    c = Container(s)
-    try:
-        with connect(s) as conn:
-            return digests(conn, c.index(), c.digest_key)
-    finally:
-        c.close()
-
-
 def _recall(s: Settings, principal: str, query: str, known_at: datetime | None = None,
             mode: str = "hybrid") -> list[str]:
     c = Container(s)
@@ -138,12 +126,12 @@ def test_a_whole_ledger_replay_has_the_live_digests(namespace: Settings, ledger:
         cut, pit = resolve_cut(namespace, None, None)
         report = run_replay(namespace, target, cut, pit)
         assert report.commands >= 20 and report.undecided == 0 and report.embedded == 0 and report.reused > 0
-        live, replayed = _digests(namespace), _digests(target)
+        live, replayed = namespace_digests(namespace), namespace_digests(target)
         assert replayed == live
         assert all(d["rows"] for d in live.values())
         assert ledger["gone"] not in _recall(target, str(ledger["alice"]), "locker code")
         again = run_replay(namespace, target, cut, pit)  # a second run resumes: nothing left to do
-        assert again.commands == report.commands and _digests(target) == live
+        assert again.commands == report.commands and namespace_digests(target) == live
     finally:
         _drop(target)
 
