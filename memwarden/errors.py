@@ -18,6 +18,9 @@ class ValidationError(MemwardenError, ValueError):
         self.field = field
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (self.field, self.reason)  # picklable: crosses process boundaries intact
+
 
 class DecodeError(MemwardenError):
     """Bytes on a topic are not a message this project can decode; ``reason`` says why."""
@@ -27,6 +30,9 @@ class DecodeError(MemwardenError):
         self.code = code
         self.reason = reason
         self.field = field
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str | None]]:
+        return type(self), (self.code, self.reason, self.field)
 
 
 class PrerequisiteMissing(MemwardenError):

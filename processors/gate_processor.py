@@ -186,8 +186,10 @@ class GateProcessor:
         target = command.quarantined_command_id if isinstance(command, ApproveQuarantined) else None
         if target is not None and target not in review:  # quarantined earlier in this same batch
             review.update(await self._review_targets([command], loaded))
-        view = replace(loaded.state, prior=prior[0] if prior else None,
-                       review_target=review.get(target) if target else None)
+        prior_decision, review_target = (prior[0] if prior else None), (review.get(target) if target else None)
+        view = loaded.state
+        if view.prior is not prior_decision or view.review_target is not review_target:
+            view = replace(view, prior=prior_decision, review_target=review_target)
         if inputs.recorded is not None:
             rec = inputs.recorded[item.position]
             now = rec.decision.decided_at

@@ -26,9 +26,11 @@ from typing import Any, TypeVar
 from memwarden.bootstrap import Container
 from memwarden.epoch import to_ms
 from memwarden.errors import ValidationError
+from memwarden.processors.forked import Forked
+from memwarden.processors.forked import available as forked_available
 from memwarden.processors.gate_io import Inbound
 from memwarden.processors.gate_processor import GateProcessor
-from memwarden.processors.replay_ledger import LedgerIndex, read_events, read_ledger
+from memwarden.processors.replay_ledger import EventsPart, LedgerIndex, read_events, read_ledger
 from memwarden.projections.events_in import EventIn, open_events
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import ProfileProjector
@@ -36,7 +38,9 @@ from memwarden.settings import Settings
 from memwarden.stores import namespaces
 from memwarden.stores.pg import connect_async, migrate
 
-BATCH = 256
+BATCH = 2048
+#: The stage a replay's index builder ticks once the target schema exists and belongs to the source.
+TARGET_READY = "target schema ready"
 T = TypeVar("T")
 #: Called with (stage, records done, records in the stage).
 Progress = Callable[[str, int, int], None]
@@ -136,38 +140,108 @@ def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container:
             yield r, name, rec
 
 
+def _latest_uses(events: Iterable[tuple[Any, str, dict[str, Any]]]) -> dict[str, int]:
+    """The latest use (epoch ms) of each memory over the ``MemoryUsed`` events of ``events``."""
+    latest: dict[str, int] = {}
+    for _, name, rec in events:
+        if name == "MemoryUsed":
+            for use in rec["uses"]:
+                latest[use["memory_id"]] = max(latest.get(use["memory_id"], 0), to_ms(use["used_at"]))
+    return latest
+
+
 async def _project(container: Container, source: Settings, index: LedgerIndex, cut: Mapping[int, int] | None,
-                   point_in_time: bool, report: ReplayReport, progress: Progress) -> None:
+                   point_in_time: bool, report: ReplayReport, progress: Progress, *, profile: bool = True,
+                   vectors: bool = True) -> None:
+    """Apply the events in the cut to the profile rows (``profile``) and/or the vector index
+    (``vectors``); counts the events applied when ``profile`` and the texts embedded or reused when
+    ``vectors``."""
     s = container.settings
     events_topic = s.topic("events")
-    profile = ProfileProjector(await container.pg(), events_topic)
-    vectors = EmbeddingProjector(container.lazy_embedder(), container.index(), await container.pg(), events_topic,
-                                 f"index:{container.index_label}", cache_from=await connect_async(source))
-    until_ms = to_ms(index.last_decided) if point_in_time and index.last_decided else None
-    total = len(index.events)
-    done = 0
-    for chunk in batches(index.events, BATCH):
-        done += len(chunk)
-        kept = list(_events_in_cut(chunk, container, cut, until_ms))
-        if kept:
-            decoded = await open_events(index.keys,  # type: ignore[arg-type]
-                                        [EventIn(name, rec, r.position) for r, name, rec in kept])
-            await profile.apply(decoded)
-            await vectors.apply(decoded)
-            report.events += len(kept)
-        progress("projections", done, total)
-    # no HNSW build here: the live projector never builds one either (Edge has no background
-    # optimizer), and an approximate index next to an exact one would rank differently
-    report.embedded, report.reused = vectors.embedded, vectors.reused
+    conns = []
+    appliers = []
+    try:
+        if profile:
+            conns.append(await container.pg())
+            appliers.append(ProfileProjector(conns[-1], events_topic).apply)
+        projector = None
+        until_ms = to_ms(index.last_decided) if point_in_time and index.last_decided else None
+        if vectors:
+            conns += [await container.pg(), await connect_async(source)]
+            # apart from the profile projection, the index cannot read the uses from its rows
+            floor = None if profile else _latest_uses(_events_in_cut(index.events, container, cut, until_ms))
+            projector = EmbeddingProjector(container.lazy_embedder(), container.index(), conns[-2], events_topic,
+                                           f"index:{container.index_label}", cache_from=conns[-1], uses_floor=floor)
+            appliers.append(projector.apply)
+        total = len(index.events)
+        done = 0
+        for chunk in batches(index.events, BATCH):
+            done += len(chunk)
+            kept = list(_events_in_cut(chunk, container, cut, until_ms))
+            if kept:
+                decoded = await open_events(index.keys,  # type: ignore[arg-type]
+                                            [EventIn(name, rec, r.position) for r, name, rec in kept])
+                for apply in appliers:
+                    await apply(decoded)
+                report.events += len(kept) if profile else 0
+            progress("projections" if profile else "vector index", done, total)
+        # no HNSW build here: the live projector never builds one either (Edge has no background
+        # optimizer), and an approximate index next to an exact one would rank differently
+        if projector is not None:
+            report.embedded, report.reused = projector.embedded, projector.reused
+    finally:
+        for conn in conns:
+            await conn.close()
+
+
+async def _build_index(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool,
+                       progress: Progress, inbox: Callable[[], Any]) -> tuple[int, int, dict[str, float]]:
+    report = ReplayReport(source.topic_prefix, target.topic_prefix, cut, point_in_time)
+    started = time.perf_counter()
+    stages: dict[str, float] = {}
+
+    def lap(stage: str) -> None:
+        stages[stage] = round(time.perf_counter() - started - sum(stages.values()), 3)
+
+    migrate(target)  # while the parent reads the ledger
+    namespaces.claim(target, source)
+    progress(TARGET_READY, 1, 1)
+    lap("migrate_s")
+    container = Container(target)
+    try:
+        await asyncio.to_thread(container.index)
+        lap("create_s")
+        part: EventsPart = await asyncio.to_thread(inbox)
+        lap("wait_ledger_s")
+        await _project(container, source, part.ledger(container.kek, container.codec), cut, point_in_time, report,
+                       progress, profile=False)
+        lap("project_s")
+    finally:
+        container.close()
+    lap("close_s")
+    return report.embedded, report.reused, stages
+
+
+def build_index(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool, progress: Progress,
+                inbox: Callable[[], Any]) -> tuple[int, int, dict[str, float]]:
+    """The vector-index line of a replay on its own (in a forked child: :func:`run_replay`): create
+    the target schema (then tick :data:`TARGET_READY`) and index, receive the :class:`EventsPart` of
+    the ledger from ``inbox`` and project the events in the cut; returns (texts embedded, vectors
+    reused, seconds by stage)."""
+    return asyncio.run(_build_index(source, target, cut, point_in_time, progress, inbox))
 
 
 async def replay(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool,
-                 progress: Progress | None = None) -> ReplayReport:
+                 progress: Progress | None = None, *, ledger: LedgerIndex | None = None,
+                 index_builder: Forked | None = None) -> ReplayReport:
     """Rebuild ``target`` (a namespace over ``source``'s ledger) from offset 0 up to ``cut``.
 
-    Resumes a replay of the same source into the same target; raises ``ValidationError`` when the
-    target already holds projections of another ledger, ``StackUnavailable`` when Kafka or Postgres
-    do not answer."""
+    ``ledger`` is the ledger already read (else it is read here). With ``index_builder`` (a child
+    that creates the target schema and builds the vector index: :func:`run_replay`) this process
+    waits for the schema, then folds the gate state and the profile rows while the child builds the
+    index; without it, all three run here. Resumes a replay
+    of the same source into the same target; raises ``ValidationError`` when the target already
+    holds projections of another ledger, ``StackUnavailable`` when Kafka or Postgres do not answer."""
     report = ReplayReport(source.topic_prefix, target.topic_prefix, dict(cut), point_in_time)
     started = time.perf_counter()
     stages: dict[str, float] = {}
@@ -175,21 +249,35 @@ async def replay(source: Settings, target: Settings, cut: dict[int, int], point_
     def lap(stage: str) -> None:
         stages[stage] = round(time.perf_counter() - started - sum(stages.values()), 3)
 
-    migrate(target)
-    namespaces.claim(target, source)
     container = Container(target)
+    tick = progress or (lambda stage, done, total: None)
+    building: asyncio.Task[Any] | None = None
     try:
-        # the ledger read (Kafka) and the creation of the target index overlap
-        reading = asyncio.create_task(asyncio.to_thread(read_ledger, target, container.codec, container.kek, cut))
-        await asyncio.to_thread(container.index)
-        index = await reading
-        lap("read_s")
-        tick = progress or (lambda stage, done, total: None)
-        await _fold_gate(container, index, cut, report, tick)
+        making_index = None
+        if ledger is None:
+            migrate(target)
+            namespaces.claim(target, source)
+            # the creation of the target index overlaps the ledger read
+            making_index = asyncio.create_task(asyncio.to_thread(container.index))
+            ledger = await asyncio.to_thread(read_ledger, target, container.codec, container.kek, cut)
+            lap("read_s")
+        if index_builder is not None:
+            await index_builder.until(TARGET_READY, tick)
+            lap("wait_schema_s")
+            building = asyncio.create_task(index_builder.result(tick))  # relays its progress meanwhile
+        await _fold_gate(container, ledger, cut, report, tick)
         lap("fold_s")
-        await _project(container, source, index, cut, point_in_time, report, tick)
+        if making_index is not None:
+            await making_index
+        await _project(container, source, ledger, cut, point_in_time, report, tick, vectors=index_builder is None)
         lap("project_s")
+        if building is not None:
+            report.embedded, report.reused, report.extra["index_stages"] = await building
+            lap("index_wait_s")
     finally:
+        if building is not None and not building.done():  # this side failed: the child goes too
+            index_builder.stop()  # type: ignore[union-attr]
+            await asyncio.gather(building, return_exceptions=True)
         container.close()
     report.seconds = time.perf_counter() - started
     lap("close_s")
@@ -217,9 +305,34 @@ async def replay_projections(source: Settings, target: Settings, events_cut: dic
 
 
 def run_replay(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool,
-               progress: Progress | None = None) -> ReplayReport:
-    """:func:`replay` on a fresh event loop (CLI and evaluations)."""
-    return asyncio.run(replay(source, target, cut, point_in_time, progress))
+               progress: Progress | None = None, *, parallel: bool = True) -> ReplayReport:
+    """:func:`replay` on a fresh event loop (CLI and evaluations).
+
+    With ``parallel`` (and where a process can fork) a forked child
+    (:mod:`memwarden.processors.forked`) builds the vector index (:func:`build_index`): it creates
+    the index while this process reads the ledger, receives the events part of it, and projects it
+    while this process folds the gate state and the profile rows; the two use both cores. The child
+    is forked before this process opens an event loop, a Kafka client or a database connection."""
+    if not (parallel and forked_available()):
+        return asyncio.run(replay(source, target, cut, point_in_time, progress))
+    started = time.perf_counter()
+    reader = Container(target)
+    reader.codec  # noqa: B018  # built once, before the fork: the child inherits it (~25 ms of schema parsing)
+    builder = Forked(build_index, source, target, dict(cut), point_in_time, name="memwarden-replay-index")
+    try:
+        try:
+            ledger = read_ledger(target, reader.codec, reader.kek, cut)
+        finally:
+            reader.close()
+        builder.send(EventsPart.of(ledger))
+        read_s = time.perf_counter() - started
+        report = asyncio.run(replay(source, target, cut, point_in_time, progress, ledger=ledger,
+                                    index_builder=builder))
+    finally:
+        builder.stop()
+    report.seconds = time.perf_counter() - started
+    report.extra["stages"] = {"read_s": round(read_s, 3), **report.extra["stages"]}
+    return report
 
 
-__all__ = ["ReplayReport", "batches", "replay", "replay_projections", "run_replay", "target_settings"]
+__all__ = ["ReplayReport", "batches", "build_index", "replay", "replay_projections", "run_replay", "target_settings"]

@@ -41,6 +41,27 @@ class LedgerIndex:
     last_decided: datetime | None = None
 
 
+@dataclass(frozen=True)
+class EventsPart:
+    """What the vector index of a replay needs from a :class:`LedgerIndex`, in a form another process
+    can receive (picklable; the data keys still wrapped under the KEK, never unwrapped in transit)."""
+
+    events: list[tuple[LedgerRecord, str, dict[str, Any]]]
+    wrapped_keys: dict[str, bytes]
+    events_end: dict[int, int]
+    last_decided: datetime | None
+
+    @classmethod
+    def of(cls, index: LedgerIndex) -> EventsPart:
+        """The events part of ``index``."""
+        return cls(index.events, index.keys.wrapped(), index.events_end, index.last_decided)
+
+    def ledger(self, kek: Kek, codec: AvroCodec) -> LedgerIndex:
+        """A :class:`LedgerIndex` holding only the events and keys (no commands, no decisions)."""
+        return LedgerIndex(KeySnapshot.of_wrapped(kek, codec, self.wrapped_keys), events=self.events,
+                           events_end=self.events_end, last_decided=self.last_decided)
+
+
 def _position(record: Mapping[str, Any]) -> Position:
     p = record["position"]
     return Position(p["topic"], p["partition"], p["offset"])
@@ -55,11 +76,24 @@ def _decode(codec: AvroCodec, r: LedgerRecord) -> tuple[str, dict[str, Any]]:
         return "", {}
 
 
-def read_ledger(settings: Settings, codec: AvroCodec, kek: Kek, cut: Mapping[int, int]) -> LedgerIndex:
-    """Everything a replay of ``settings``' ledger up to ``cut`` (exclusive ends per commands
-    partition) reads, in one pass. Decisions of positions past the cut are ignored."""
+def ledger_ends(settings: Settings, cut: Mapping[int, int]) -> dict[str, dict[int, int]]:
+    """The exclusive ends a replay reads to, per topic and partition: the keys, decisions and events
+    topics' current ends and the commands ``cut``. Two readers given the same ends read the same
+    ledger."""
     ends = ends_of(settings, ["keys", "decisions", "events"])
     ends["commands"] = dict(cut)
+    return ends
+
+
+def read_ledger(settings: Settings, codec: AvroCodec, kek: Kek, cut: Mapping[int, int],
+                ends: Mapping[str, Mapping[int, int]] | None = None, *, commands: bool = True) -> LedgerIndex:
+    """Everything a replay of ``settings``' ledger up to ``cut`` (exclusive ends per commands
+    partition) reads, in one pass, to ``ends`` (:func:`ledger_ends`, taken now when ``None``).
+    Decisions of positions past the cut are ignored. ``commands=False`` leaves the commands out
+    (the vector index needs the events, keys and decision times only)."""
+    ends = {k: dict(v) for k, v in (ends or ledger_ends(settings, cut)).items()}
+    if not commands:
+        ends.pop("commands", None)
     topics = {settings.topic(name): name for name in ends}
     out = LedgerIndex(KeySnapshot(kek, codec), events_end=ends["events"])
     decided: list[tuple[LedgerRecord, dict[str, Any]]] = []

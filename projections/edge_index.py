@@ -46,11 +46,11 @@ import qdrant_edge as qe
 
 from memwarden.errors import ValidationError
 
+from .edge_template import CONFIG_FILE as _CONFIG_FILE
+from .edge_template import copy_empty_shard, create_indexes
 from .edge_translate import edge_config, edge_fusion, edge_point, to_edge_filter, to_edge_sparse
 from .vector_index import (
     DEFAULT_FUSION,
-    INTEGER_FIELDS,
-    KEYWORD_FIELDS,
     LEXICAL,
     Filter,
     FusionMethod,
@@ -66,8 +66,6 @@ from .vector_index import (
 
 __all__ = ["EdgeVectorIndex"]
 
-#: File Edge writes into every shard directory; its presence means "a shard exists here".
-_CONFIG_FILE = "edge_config.json"
 
 
 class EdgeVectorIndex:
@@ -112,7 +110,9 @@ class EdgeVectorIndex:
             raise ValidationError("dim", f"must be positive, got {dim}")
         config = edge_config(dim)
         with self._guard("ensure", need_shard=False):
-            if self._shard is None:
+            if self._shard is None and copy_empty_shard(self._dir, dim):
+                self._shard = qe.EdgeShard.load(str(self._dir), config)
+            elif self._shard is None:
                 self._dir.mkdir(parents=True, exist_ok=True)
                 self._shard = qe.EdgeShard.create(str(self._dir), config)
             else:
@@ -127,10 +127,7 @@ class EdgeVectorIndex:
                             " derived: delete it (or call recreate()) and replay the events topic into it"
                         ) from exc
                     raise
-            for key in KEYWORD_FIELDS:
-                self._shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
-            for key in INTEGER_FIELDS:
-                self._shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer))
+            create_indexes(self._shard)
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         """Insert or replace ``points`` by id, in one update operation (empty input is a no-op)."""

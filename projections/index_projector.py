@@ -42,16 +42,24 @@ class EmbeddingProjector:
     namespace's own; a replay passes the source namespace's). Vectors embedded or reused are sealed
     into this namespace's cache in the transaction that advances the offsets. ``embedded`` counts the
     texts embedded, ``reused`` the vectors taken from a cache.
+
+    A new point's freshness reference starts from its memory's last use, read from the profile's
+    ``memory_uses`` (the profile projector applies a batch first). ``uses_floor`` (epoch ms by memory
+    id) adds uses known from elsewhere: a replay that builds the index apart from the profile passes
+    the latest use of each memory in the whole ledger it replays (uses commute, so the result equals
+    the live one).
     """
 
     def __init__(self, embedder: Embedder, index: VectorIndex, conn: psycopg.AsyncConnection, topic: str,
                  projector: str, lexical: Bm25Encoder | None = None,
-                 cache_from: psycopg.AsyncConnection | None = None) -> None:
+                 cache_from: psycopg.AsyncConnection | None = None,
+                 uses_floor: Mapping[str, int] | None = None) -> None:
         self._embedder = embedder
         self._lexical = lexical or Bm25Encoder()
         self._index = index
         self._conn = conn
         self._cache_from = cache_from
+        self._uses_floor = dict(uses_floor or {})
         self._topic = topic
         self._projector = projector
         self._model = getattr(embedder, "model_id", "unknown")
@@ -66,8 +74,12 @@ class EmbeddingProjector:
         todo, nxt = fresh(events, stored)
         recorded = [e for e in todo if e.name == "MemoryRecorded" and e.text is not None]
         vectors, seals = await self._vectors(recorded)
-        uses = await profile_rows.last_uses(self._conn, sorted({e.record["memory_id"] for e in recorded}))
-        await asyncio.to_thread(self._write, todo, vectors, {m: to_ms(t) for m, t in uses.items()})
+        memory_ids = sorted({e.record["memory_id"] for e in recorded})
+        uses = {m: to_ms(t) for m, t in (await profile_rows.last_uses(self._conn, memory_ids)).items()}
+        for m in memory_ids:
+            if m in self._uses_floor:
+                uses[m] = max(uses.get(m, 0), self._uses_floor[m])
+        await asyncio.to_thread(self._write, todo, vectors, uses)
         async with self._conn.transaction(), self._conn.cursor() as cur:
             await vector_cache.save(cur, seals)
             await save_offsets(cur, self._projector, self._topic, nxt)
@@ -100,8 +112,15 @@ class EmbeddingProjector:
     def _write(self, todo: Sequence[EventIn], vectors: Mapping[str, Sequence[float]],
                uses: Mapping[str, int]) -> None:
         pending: list[IndexPoint] = []
+        latest: dict[str, int] = {}  # uses of a run of MemoryUsed events, one update per memory
         for e in todo:
             r = e.record
+            if e.name == "MemoryUsed":
+                self._flush(pending)
+                for use in r["uses"]:  # uses commute (the freshness reference only moves forward)
+                    latest[use["memory_id"]] = max(latest.get(use["memory_id"], 0), to_ms(use["used_at"]))
+                continue
+            self._apply_uses(latest)
             if e.name == "MemoryRecorded":
                 updates = supersession_updates(r)
                 if updates:
@@ -111,19 +130,18 @@ class EmbeddingProjector:
                 if e.text is None:
                     continue
                 pid = point_id(r["memory_id"], r["command_id"])
-                pending.append(IndexPoint(pid, list(vectors[pid]), point_payload(r, uses.get(r["memory_id"])),
+                pending.append(IndexPoint(pid, vectors[pid], point_payload(r, uses.get(r["memory_id"])),
                                           self._lexical.document(e.text, key=pid)))
-            elif e.name == "MemoryUsed":
-                self._flush(pending)
-                latest: dict[str, int] = {}
-                for use in r["uses"]:  # one update per memory of the event, at its latest use
-                    latest[use["memory_id"]] = max(latest.get(use["memory_id"], 0), to_ms(use["used_at"]))
-                for memory_id, used_ms in latest.items():
-                    self._index.set_payload(*use_update(memory_id, used_ms))
             elif e.name == "MemoryForgotten":
                 self._flush(pending)
                 self._index.delete(memory_selector(r["memory_id"]))
         self._flush(pending)
+        self._apply_uses(latest)
+
+    def _apply_uses(self, latest: dict[str, int]) -> None:
+        for memory_id, used_ms in latest.items():
+            self._index.set_payload(*use_update(memory_id, used_ms))
+        latest.clear()
 
     def _flush(self, pending: list[IndexPoint]) -> None:
         if pending:

@@ -163,6 +163,8 @@ def canonical_id(point_id: str) -> str:
 
 def plain_vector(vector: Sequence[float]) -> list[float]:
     """A list of Python floats from any float sequence (list, tuple, numpy array)."""
+    if type(vector) is list:
+        return vector  # already a list (the engines convert its numbers themselves): no copy
     tolist = getattr(vector, "tolist", None)
     values = tolist() if callable(tolist) else vector
     return [float(x) for x in values]

@@ -167,6 +167,18 @@ class KeySnapshot:
         self._keys: dict[str, bytes | None] = {}
         self.skipped = 0
 
+    @classmethod
+    def of_wrapped(cls, kek: Kek, codec: AvroCodec, wrapped: dict[str, bytes]) -> KeySnapshot:
+        """A snapshot holding ``wrapped`` (what :meth:`wrapped` gave: the live keys still wrapped
+        under the KEK, which another process of the same host may receive)."""
+        out = cls(kek, codec)
+        out._wrapped = dict(wrapped)
+        return out
+
+    def wrapped(self) -> dict[str, bytes]:
+        """The live data keys, still wrapped under the KEK, by key id."""
+        return dict(self._wrapped)
+
     def add(self, key: bytes | None, value: bytes | None) -> None:
         """Apply one record of the keys topic, in its partition's order."""
         key_id = (key or b"").decode("utf-8", "replace")

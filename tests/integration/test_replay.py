@@ -20,8 +20,9 @@ from memwarden.commands.signing import Signer
 from memwarden.errors import ValidationError
 from memwarden.ops.progress import wait_caught_up
 from memwarden.ops.worker_process import WorkerProcess
-from memwarden.processors.replay import run_replay, target_settings
+from memwarden.processors.replay import build_index, run_replay, target_settings
 from memwarden.processors.replay_cut import resolve_cut
+from memwarden.processors.replay_ledger import EventsPart, read_ledger
 from memwarden.producers.client import MemwardenClient
 from memwarden.projections.recall import Recaller
 from memwarden.settings import Settings
@@ -132,6 +133,31 @@ def test_a_whole_ledger_replay_has_the_live_digests(namespace: Settings, ledger:
         assert ledger["gone"] not in _recall(target, str(ledger["alice"]), "locker code")
         again = run_replay(namespace, target, cut, pit)  # a second run resumes: nothing left to do
         assert again.commands == report.commands and namespace_digests(target) == live
+    finally:
+        _drop(target)
+
+
+def test_an_index_built_apart_from_the_profile_starts_each_point_from_its_last_use(
+        namespace: Settings, ledger: dict[str, object]) -> None:
+    """The replay's index builder (a child process next to the gate fold) cannot read the uses
+    from profile rows that do not exist yet. Partitions interleave in any order, so a ``MemoryUsed``
+    may be read before the version it touches: here every use comes first, and no profile row is
+    ever written, and the index must still have the live digest (uses commute)."""
+    target = target_settings(namespace, f"test.replay-{uuid.uuid4().hex[:8]}")
+    try:
+        cut, pit = resolve_cut(namespace, None, None)
+        reader = Container(target)
+        try:
+            index = read_ledger(target, reader.codec, reader.kek, cut)
+        finally:
+            reader.close()
+        index.events.sort(key=lambda e: e[1] != "MemoryUsed")  # stable: every use first
+        assert index.events[0][1] == "MemoryUsed"
+        embedded, reused, _ = build_index(namespace, target, cut, pit, lambda *_: None,
+                                          lambda: EventsPart.of(index))
+        assert embedded == 0 and reused > 0
+        assert namespace_digests(target)["profile"]["rows"] == 0
+        assert namespace_digests(target)["index"] == namespace_digests(namespace)["index"]
     finally:
         _drop(target)
 
