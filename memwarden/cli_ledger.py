@@ -65,24 +65,34 @@ def replay(
                                                         "as it stood then")] = None,
     verify: Annotated[bool, typer.Option(help="compare the digests of source and target (whole-ledger replays)")]
     = False,
+    in_place: Annotated[bool, typer.Option("--in-place", help="rebuild the namespace's own projections: build "
+                                           "aside, then switch to the rebuild in one step")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Rebuild every projection from offset 0 of the ledger into another namespace, without touching
-    the live one; with --until/--until-time, the state as the ledger stood then (point-in-time)."""
+    the live one; with --until/--until-time, the state as the ledger stood then (point-in-time);
+    with --in-place, the namespace's own projections, switched in one step once rebuilt."""
     from memwarden.errors import MemwardenError
+    from memwarden.processors.rebuild import rebuild_target
     from memwarden.processors.replay import run_replay, target_settings
     from memwarden.processors.replay_cut import resolve_cut
 
     try:
         source = namespace_settings(namespace)
-        target = target_settings(source, into or f"{source.topic_prefix}.replay-{uuid.uuid4().hex[:8]}")
+        if in_place and (into or until or until_time):
+            raise typer.BadParameter("an in-place rebuild is of the whole ledger, into the namespace itself",
+                                     param_hint="--in-place")
+        target = rebuild_target(source) if in_place else target_settings(
+            source, into or f"{source.topic_prefix}.replay-{uuid.uuid4().hex[:8]}")
         cut, point_in_time = resolve_cut(source, until, until_time)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
         with Progress(*columns, console=console, disable=as_json) as progress:
             report = run_replay(source, target, cut, point_in_time, _Bar(progress))
         out = report.to_json()
-        if verify:
+        if in_place:
+            out["switch"] = _switch(source, target)
+        elif verify:
             out["digests_equal"], out["digests"] = _compare(source, target)
     except (MemwardenError, ValueError) as exc:
         fail(exc)
@@ -92,8 +102,46 @@ def replay(
     console.print(f"replayed {out['commands']} commands and {out['events']} events of {source.topic_prefix} into "
                   f"{target.topic_prefix} in {out['seconds']} s ({out['records_per_s']} records/s; "
                   f"{out['reused']} vectors reused, {out['embedded']} embedded)")
-    if verify:
+    if in_place:
+        sw = out["switch"]
+        console.print(f"switched {sw['namespace']} to the rebuild in one step (caught up {sw['caught_up_commands']}"
+                      f" commands; paused {sw['paused_s']} s{', by its worker' if sw.get('by_worker') else ''})")
+    elif verify:
         console.print("digests equal" if out["digests_equal"] else "[red]digests differ[/red]")
+
+
+def _switch(live: Settings, rebuilt: Settings) -> dict[str, Any]:
+    """The switch of ``live`` to ``rebuilt``: through the namespace's running worker, or here when
+    none runs. The rebuild is dropped when the switch fails."""
+    import asyncio
+
+    import httpx
+
+    from memwarden.bootstrap import Container, drop_projections
+    from memwarden.errors import StackUnavailable, ValidationError
+    from memwarden.processors.rebuild import switch
+
+    try:
+        try:
+            health = httpx.get(f"{live.worker_url}/health", timeout=2.0).json()
+        except (httpx.HTTPError, ValueError):
+            health = {}
+        if health.get("prefix") == live.topic_prefix:
+            response = httpx.post(f"{live.worker_url}/switch", json={"rebuilt": rebuilt.topic_prefix}, timeout=3600.0)
+            body = response.json()
+            if response.status_code == 400:
+                raise ValidationError(body.get("field") or "rebuilt", body.get("error", "refused"))
+            if response.status_code != 200:
+                raise StackUnavailable(f"the worker of {live.topic_prefix} cannot switch: {body.get('error')}")
+            return {**body, "by_worker": True}
+        container = Container(live)
+        try:
+            return {**asyncio.run(switch(container, rebuilt)), "by_worker": False}
+        finally:
+            container.close()
+    except BaseException:
+        drop_projections(rebuilt)
+        raise
 
 
 def _compare(source: Settings, target: Settings) -> tuple[bool, dict[str, Any]]:

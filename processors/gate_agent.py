@@ -4,6 +4,7 @@ records the next offsets (lag reports read them). Wiring only."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -29,9 +30,12 @@ def position_of(event: Any) -> Position:
 
 
 def add_gate_agent(app: faust.App, container: Container, commands: faust.TopicT,
-                   publish: Callable[[Sequence[Outbound]], Awaitable[None]]) -> None:
-    """Register the ``gate`` agent on ``app`` over the ``commands`` topic."""
+                   publish: Callable[[Sequence[Outbound]], Awaitable[None]],
+                   lock: asyncio.Lock | None = None) -> None:
+    """Register the ``gate`` agent on ``app`` over the ``commands`` topic; each batch is decided,
+    published and tracked under ``lock`` (an in-place switch holds it to pause the gate)."""
     s = container.settings
+    pause = lock or asyncio.Lock()
 
     @app.agent(commands, name="gate")
     async def gate(stream: Any) -> None:
@@ -40,6 +44,7 @@ def add_gate_agent(app: faust.App, container: Container, commands: faust.TopicT,
         tracking = await container.pg()
         async for batch in stream.take_events(BATCH, within=WITHIN_S):
             items = [Inbound(e.message.key, e.message.value, position_of(e)) for e in batch]
-            await publish(await processor.handle(items))
-            async with tracking.transaction(), tracking.cursor() as cur:
-                await save_offsets(cur, GATE, s.topic("commands"), next_offsets(items))
+            async with pause:
+                await publish(await processor.handle(items))
+                async with tracking.transaction(), tracking.cursor() as cur:
+                    await save_offsets(cur, GATE, s.topic("commands"), next_offsets(items))

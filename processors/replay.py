@@ -36,6 +36,7 @@ from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import ProfileProjector
 from memwarden.settings import Settings
 from memwarden.stores import namespaces
+from memwarden.stores.offsets import load_offsets
 from memwarden.stores.pg import connect_async, migrate
 
 BATCH = 2048
@@ -97,27 +98,45 @@ def target_settings(source: Settings, target_prefix: str) -> Settings:
     return source.projections_of_ledger(target_prefix)
 
 
+async def _stored_offsets(container: Container, consumer: str, logical: str) -> dict[int, int]:
+    conn = await container.pg()
+    try:
+        async with conn.cursor() as cur:
+            return await load_offsets(cur, consumer, container.settings.topic(logical), lock=False)
+    finally:
+        await conn.close()
+
+
 async def _fold_gate(container: Container, index: LedgerIndex, cut: Mapping[int, int], report: ReplayReport,
                      progress: Progress) -> None:
+    """Fold the recorded decisions of the commands not folded yet (a resumed replay, or the catch-up
+    of an in-place rebuild, starts at the stored offsets); counts them in ``report.commands``."""
     s = container.settings
-    processor = GateProcessor(container.codec, index.keys, await container.pg(),  # type: ignore[arg-type]
+    folded = await _stored_offsets(container, "gate", "commands")
+    conn = await container.pg()
+    processor = GateProcessor(container.codec, index.keys, conn,  # type: ignore[arg-type]
                               container.limits, container.trust_anchor, container.digest_key)
     total = len(index.commands)
     done = 0
     stopped: set[int] = set()
-    for chunk in batches(index.commands, BATCH):
-        items = []
-        for r in chunk:
-            if r.position.partition in stopped or r.position not in index.recorded:
-                stopped.add(r.position.partition)  # the gate had not decided it yet: the partition ends here
-                report.undecided += 1
-                continue
-            items.append(Inbound(r.key, r.value, r.position))
-        if items:
-            await processor.handle(items, recorded=index.recorded, offsets=("gate", s.topic("commands")))
-        report.commands += len(items)
-        done += len(chunk)
-        progress("gate state", done, total)
+    try:
+        for chunk in batches(index.commands, BATCH):
+            items = []
+            for r in chunk:
+                if r.position.offset < folded.get(r.position.partition, 0):
+                    continue
+                if r.position.partition in stopped or r.position not in index.recorded:
+                    stopped.add(r.position.partition)  # the gate had not decided it yet: the partition ends here
+                    report.undecided += 1
+                    continue
+                items.append(Inbound(r.key, r.value, r.position))
+            if items:
+                await processor.handle(items, recorded=index.recorded, offsets=("gate", s.topic("commands")))
+            report.commands += len(items)
+            done += len(chunk)
+            progress("gate state", done, total)
+    finally:
+        await conn.close()
 
 
 def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container: Container,
@@ -166,6 +185,7 @@ async def _project(container: Container, source: Settings, index: LedgerIndex, c
             appliers.append(ProfileProjector(conns[-1], events_topic).apply)
         projector = None
         until_ms = to_ms(index.last_decided) if point_in_time and index.last_decided else None
+        applied = await _stored_offsets(container, "profile", "events") if profile else {}
         if vectors:
             conns += [await container.pg(), await connect_async(source)]
             # apart from the profile projection, the index cannot read the uses from its rows
@@ -183,7 +203,8 @@ async def _project(container: Container, source: Settings, index: LedgerIndex, c
                                             [EventIn(name, rec, r.position) for r, name, rec in kept])
                 for apply in appliers:
                     await apply(decoded)
-                report.events += len(kept) if profile else 0
+                report.events += sum(r.position.offset >= applied.get(r.position.partition, 0)
+                                     for r, _, _ in kept) if profile else 0
             progress("projections" if profile else "vector index", done, total)
         # no HNSW build here: the live projector never builds one either (Edge has no background
         # optimizer), and an approximate index next to an exact one would rank differently

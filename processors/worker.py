@@ -25,6 +25,7 @@ from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
 from memwarden.processors.gate_agent import add_gate_agent
 from memwarden.processors.projector_agent import add_projector_agent
+from memwarden.processors.rebuild import switch
 from memwarden.processors.reconciler import reconcile
 from memwarden.read_api.service import ReadService
 from memwarden.read_api.views import mount
@@ -73,16 +74,23 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
         for fut in futures:
             await fut
 
+    gate_pause, projector_pause = asyncio.Lock(), asyncio.Lock()
     if "gate" in roles:
-        add_gate_agent(app, container, topics["commands"], publish)
+        add_gate_agent(app, container, topics["commands"], publish, gate_pause)
     if "projector" in roles:
-        pause = asyncio.Lock()
-        add_projector_agent(app, container, topics["events"], pause)
+        add_projector_agent(app, container, topics["events"], projector_pause)
 
         async def reconcile_now() -> dict[str, Any]:
-            return await reconcile(container, pause, publish)
+            return await reconcile(container, projector_pause, publish)
 
-        mount(app, ReadService(container, publish, reconciler=reconcile_now), roles)
+        service = ReadService(container, publish, reconciler=reconcile_now)
+        if "gate" in roles:  # an in-place switch replaces the gate's state too: both must pause here
+            async def switch_now(rebuilt: str) -> dict[str, Any]:
+                target = container.settings.projections_of_ledger(rebuilt)
+                return await switch(container, target, [gate_pause, projector_pause, service.paused()])
+
+            service.on_switch(switch_now)
+        mount(app, service, roles)
         if s.reconcile_interval_s > 0:
             @app.timer(s.reconcile_interval_s)
             async def reconcile_periodically() -> None:

@@ -284,6 +284,25 @@ class EdgeVectorIndex:
             shutil.rmtree(self._dir, ignore_errors=True)
         self.ensure(dim)
 
+    def adopt(self, name: str, retire_as: str) -> None:
+        """Switch this index to the shard ``name`` beside it (a rebuild), in one step under the lock:
+        close the shard, move this directory to ``retire_as`` and ``name``'s to this one, open it.
+        Calls wait meanwhile. Raises ``IndexUnavailable`` when ``name`` holds no shard (nothing moves)."""
+        rebuilt, retired = self._dir.parent / name, self._dir.parent / retire_as
+        if not (rebuilt / _CONFIG_FILE).exists():
+            raise IndexUnavailable(f"no Edge shard at {rebuilt}")
+        with self._lock:
+            shard, self._shard = self._shard, None
+            if shard is not None:
+                shard.close()
+            if self._dir.exists():
+                self._dir.rename(retired)
+            rebuilt.rename(self._dir)
+            try:
+                self._shard = qe.EdgeShard.load(str(self._dir))
+            except Exception as exc:
+                raise IndexUnavailable(f"cannot load the adopted Edge shard at {self._dir}: {exc}") from exc
+
     def optimize(self) -> bool:
         """Run Edge's optimizers synchronously (merge segments, build HNSW above the indexing
         threshold). True when something was optimized. Takes seconds to minutes at 100k points."""

@@ -12,7 +12,8 @@ answers a :class:`Reply` (status and JSON body). Routes live in :mod:`memwarden.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -63,6 +64,38 @@ class ReadService:
         self._lookup: psycopg.AsyncConnection | None = None
         self._lookup_lock = asyncio.Lock()
         self.usage = UsageBatcher(max_items=256, max_wait_ms=1000)
+        self._open = asyncio.Event()
+        self._open.set()
+        self._reading = 0
+        self._idle = asyncio.Condition()
+        self._switcher: Callable[[str], Awaitable[dict[str, Any]]] | None = None
+
+    @asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """Hold new reads back and wait for those in flight (an in-place switch of the projections
+        happens inside); reads resume on exit."""
+        self._open.clear()
+        try:
+            async with self._idle:
+                await self._idle.wait_for(lambda: self._reading == 0)
+            yield
+        finally:
+            self._open.set()
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[None]:
+        await self._open.wait()
+        self._reading += 1
+        try:
+            yield
+        finally:
+            self._reading -= 1
+            async with self._idle:
+                self._idle.notify_all()
+
+    def on_switch(self, switcher: Callable[[str], Awaitable[dict[str, Any]]]) -> None:
+        """Serve ``POST /switch`` with ``switcher`` (called with the rebuilt namespace)."""
+        self._switcher = switcher
 
     async def recaller(self) -> Recaller:
         """The recaller (built on first use)."""
@@ -88,7 +121,8 @@ class ReadService:
             if problem is not None:
                 return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
                                    "field": "auth"})
-            found = await self._recall(request)
+            async with self._read():
+                found = await self._recall(request)
         except ValidationError as exc:
             return _bad_request(exc)
         except (ValueError, TypeError) as exc:  # a value the checks above let through: still the caller's
@@ -151,6 +185,20 @@ class ReadService:
             return Reply(404, {"error": "this worker holds no projections to reconcile"})
         run = await self._reconciler()
         return Reply(200, {**run, "started_at": run["started_at"].isoformat()})
+
+    async def switch(self, body: Any) -> Reply:
+        """``POST /switch`` with ``{"rebuilt": "<namespace>"}``: replace this worker's projections by
+        that rebuild of the same ledger in one step (:mod:`memwarden.processors.rebuild`); 200 with
+        what was done, 400 naming a bad field, 404 when this worker cannot switch."""
+        if self._switcher is None:
+            return Reply(404, {"error": "this worker does not run both the gate and the projector: it cannot switch"})
+        rebuilt = body.get("rebuilt") if isinstance(body, dict) else None
+        if not isinstance(rebuilt, str) or not rebuilt:
+            return Reply(400, {"error": "rebuilt: a namespace name is required", "field": "rebuilt"})
+        try:
+            return Reply(200, await self._switcher(rebuilt))
+        except ValidationError as exc:
+            return _bad_request(exc)
 
     def health(self, roles: Sequence[str]) -> Reply:
         """``GET /health``: the worker's roles and namespace."""

@@ -1,6 +1,7 @@
 """The read API's routes on a Faust worker's web server (127.0.0.1): ``POST /recall``,
-``POST /decisions``, ``GET /index/count``, ``GET /health``, and the timer that flushes due
-``MemoryUsed`` batches. Thin: parse JSON, call :class:`~memwarden.read_api.service.ReadService`."""
+``POST /decisions``, ``POST /reconcile``, ``POST /switch``, ``GET /index/count``, ``GET /health``,
+and the timer that flushes due ``MemoryUsed`` batches. Thin: parse JSON, call
+:class:`~memwarden.read_api.service.ReadService`."""
 
 from __future__ import annotations
 
@@ -49,6 +50,17 @@ def mount(app: faust.App, service: ReadService, roles: Sequence[str]) -> None:
     class ReconcileView(View):
         async def post(self, request: Request) -> Response:
             return answer(self, await service.reconcile())
+
+    @app.page("/switch")
+    class SwitchView(View):
+        """Replace the projections by a rebuild of the same ledger, in one step."""
+
+        async def post(self, request: Request) -> Response:
+            try:
+                body = await _json(request)
+            except ValidationError as exc:
+                return self.json({"error": str(exc), "field": exc.field}, status=400)
+            return answer(self, await service.switch(body))
 
     @app.page("/index/count")
     class IndexCountView(View):

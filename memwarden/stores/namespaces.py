@@ -4,6 +4,7 @@ never mixes two ledgers in one namespace, and whether a namespace exists at all.
 from __future__ import annotations
 
 import psycopg
+from psycopg import sql
 
 from memwarden.errors import ValidationError
 from memwarden.settings import Settings
@@ -38,3 +39,21 @@ def claim(target: Settings, source: Settings) -> None:
         conn.commit()
     if held != ledger:
         raise ValidationError("into", f"{target.topic_prefix!r} holds projections of {held!r}, not {ledger!r}")
+
+
+def swap_schemas(live: Settings, rebuilt: Settings, retired: Settings) -> None:
+    """In one transaction: ``live``'s schema becomes ``retired``'s, ``rebuilt``'s becomes ``live``'s.
+    Every open connection whose search path names the live schema sees the rebuilt tables from its
+    next statement. Raises ``ValidationError`` (field ``rebuilt``) when ``rebuilt`` holds another
+    ledger's projections, ``psycopg.OperationalError`` when the database fails (nothing changes)."""
+    ledger = live.ledger_prefix or live.topic_prefix
+    with psycopg.connect(live.postgres_dsn) as conn:
+        held = conn.execute(sql.SQL("SELECT value FROM {}.namespace_meta WHERE key = 'ledger'").format(
+            sql.Identifier(rebuilt.pg_schema))).fetchone()
+        if held is None or held[0] != ledger:
+            raise ValidationError("rebuilt", f"{rebuilt.topic_prefix!r} is not a rebuild of {ledger!r}")
+        conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(sql.Identifier(live.pg_schema),
+                                                                   sql.Identifier(retired.pg_schema)))
+        conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(sql.Identifier(rebuilt.pg_schema),
+                                                                   sql.Identifier(live.pg_schema)))
+        conn.commit()
