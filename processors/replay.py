@@ -18,6 +18,7 @@ stores its offsets with its rows, so a replay killed part way resumes where it s
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -334,8 +335,21 @@ def run_replay(source: Settings, target: Settings, cut: dict[int, int], point_in
     the index while this process reads the ledger, receives the events part of it, and projects it
     while this process folds the gate state and the profile rows; the two use both cores. The child
     is forked before this process opens an event loop, a Kafka client or a database connection."""
-    if not (parallel and forked_available()):
-        return asyncio.run(replay(source, target, cut, point_in_time, progress))
+    # no cyclic garbage collection while replaying: the ledger read is held anyway, and a full
+    # collection walks the caller's whole heap (an evaluation's is large) again and again
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        if not (parallel and forked_available()):
+            return asyncio.run(replay(source, target, cut, point_in_time, progress))
+        return _run_parallel(source, target, cut, point_in_time, progress)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run_parallel(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool,
+                  progress: Progress | None) -> ReplayReport:
     started = time.perf_counter()
     reader = Container(target)
     reader.codec  # noqa: B018  # built once, before the fork: the child inherits it (~25 ms of schema parsing)

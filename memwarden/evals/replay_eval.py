@@ -78,16 +78,20 @@ def run_replay_eval(base: Settings, data: Path, ids: Sequence[str] | None, *, ke
         console.print(f"ingested {turns} turns in {ingest_s:.1f} s; replaying")
         cut, pit = resolve_cut(s, None, None)
         live = namespace_digests(s)
-        reports, all_equal = [], True
-        for i in range(REPLAYS):
-            target = target_settings(s, f"{s.topic_prefix}-replayed" + (f"-{i}" if i else ""))
-            try:
-                reports.append(run_replay(s, target, cut, pit))
-                replayed = namespace_digests(target)
+        reports, all_equal, targets = [], True, []
+        try:
+            for i in range(REPLAYS):  # every replay first, then the recall (it loads the model here)
+                targets.append(target_settings(s, f"{s.topic_prefix}-replayed" + (f"-{i}" if i else "")))
+                reports.append(run_replay(s, targets[-1], cut, pit))
+                replayed = namespace_digests(targets[-1])
                 all_equal = all_equal and replayed == live
                 if i == 0:
-                    first, replay_top = replayed, _local_top(target, asks)
-            finally:
+                    first = replayed
+                else:
+                    drop_projections(targets[-1])
+            replay_top = _local_top(targets[0], asks)
+        finally:
+            for i, target in enumerate(targets):
                 if not (keep and i == 0):
                     drop_projections(target)
     report = sorted(reports, key=lambda r: r.seconds)[len(reports) // 2]
