@@ -10,16 +10,19 @@ The default reads short first/third-person statements ("likes spicy food", "I do
   the key is the relation alone, and a positive claim contradicts another positive one with a
   different value.
 
-Only claims of the *same subject* are ever compared (the caller keys them by subject). Keys are
-hashed before they reach gate state, so no plaintext is kept outside the encrypted ledger.
+Only claims of the *same subject* are ever compared (the caller keys them by subject). Keys and
+values are hashed before they reach gate state, so no plaintext is kept outside the encrypted
+ledger; with :class:`KeyedClaims` (what the gate uses) the hashes are HMAC-SHA-256 under a secret of
+the namespace, so a short value ("lives in Oslo") cannot be found back by hashing guesses.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 
@@ -31,16 +34,23 @@ class Claim:
     key: str
     value: str | None
     positive: bool
+    pepper: bytes = field(default=b"", repr=False, compare=False)
+
+    def _hash(self, text: str) -> str:
+        if self.pepper:
+            return hmac.new(self.pepper, text.encode(), hashlib.sha256).hexdigest()
+        return hashlib.sha256(text.encode()).hexdigest()
 
     @property
     def digest(self) -> str:
-        """SHA-256 hex of the key (what gate state stores)."""
-        return hashlib.sha256(self.key.encode()).hexdigest()
+        """Hex digest of the key (what gate state stores): HMAC-SHA-256 under ``pepper`` when set,
+        else SHA-256."""
+        return self._hash(self.key)
 
     @property
     def value_digest(self) -> str | None:
-        """SHA-256 hex of the value of a single-valued claim, else ``None``."""
-        return None if self.value is None else hashlib.sha256(self.value.encode()).hexdigest()
+        """Hex digest of the value of a single-valued claim (as :attr:`digest`), else ``None``."""
+        return None if self.value is None else self._hash(self.value)
 
 
 class ClaimExtractor(Protocol):
@@ -143,3 +153,15 @@ def contradicts(new: Claim, old: Claim) -> bool:
 
 
 DEFAULT_CLAIMS = RuleBasedClaims()
+
+
+@dataclass(frozen=True)
+class KeyedClaims:
+    """``inner``'s claims with digests keyed by ``secret`` (HMAC-SHA-256), for gate state."""
+
+    inner: ClaimExtractor
+    secret: bytes = field(repr=False)
+
+    def claims(self, text: str) -> tuple[Claim, ...]:
+        """The claims of ``text``, each carrying the secret its digests are keyed with."""
+        return tuple(replace(c, pepper=self.secret) for c in self.inner.claims(text))

@@ -58,6 +58,11 @@ class Settings(BaseSettings):
         reconcile_interval_s: T_sync of SSGM Eq. 7, in seconds: how often the projector worker
             reconciles its projections with the ledger; 0 turns the timer off (``memwarden reconcile``
             still runs one on demand). Env: ``MEMWARDEN_RECONCILE_INTERVAL_S``.
+        keys_compaction_lag_s: the longest a record of the keys topic stays out of compaction's
+            reach (its ``max.compaction.lag.ms`` and ``segment.ms``), in seconds; the gate worker also
+            appends a roll marker to every keys partition that often, so that a quiet topic rolls too.
+            A shredded data key leaves the broker's disk within about twice this (issue 14, step 4).
+            Env: ``MEMWARDEN_KEYS_COMPACTION_LAG_S``.
     """
 
     model_config = SettingsConfigDict(env_prefix="MEMWARDEN_", extra="ignore")
@@ -89,6 +94,7 @@ class Settings(BaseSettings):
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)
+    keys_compaction_lag_s: float = Field(default=30.0, ge=1)
 
     @field_validator("topic_prefix", "ledger_prefix")
     @classmethod

@@ -5,7 +5,8 @@
 | commands | delete, retention -1 | the immutable episodic ledger K_ledger (SSGM §6.2); kept forever |
 | decisions | delete, retention -1 | every gate decision, kept for audit |
 | events | delete, retention -1 | admitted events; projections rebuild from it |
-| keys | compact | per-record data keys; a tombstone shreds a key (crypto-shredding) |
+| keys | compact, rolled | per-record data keys; a tombstone shreds a key (crypto-shredding); segments roll and
+  compact within ``keys_compaction_lag_s`` (a roll marker keeps a quiet topic rolling), old files go 1 s later |
 | deadletter | delete, 30 days | undecodable or invalid input with the reason, never dropped silently |
 | principals | compact | the principal registry: latest ``PrincipalState`` per principal id (issue 3) |
 | audit | delete, retention -1 | one ``ReadAudited`` record per recall: ids only, never content (issue 4) |
@@ -16,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from memwarden.errors import StackUnavailable
 from memwarden.settings import Settings
@@ -32,22 +33,33 @@ class TopicSpec:
     config: dict[str, str]
 
 
-def topic_specs() -> tuple[TopicSpec, ...]:
+def keys_config(settings: Settings) -> dict[str, str]:
+    """The keys topic's config: compacted, and a shredded key's record on disk for a bounded time.
+
+    The active segment is never compacted and rolls only when a record is appended past
+    ``segment.ms`` (for a compacted topic the smaller of it and ``max.compaction.lag.ms``), so both
+    are ``keys_compaction_lag_s`` and the gate worker appends a roll marker that often
+    (:data:`ROLL_MARKER`); the cleaner then runs within a second (dirty ratio 0.01, broker
+    ``log.cleaner.backoff.ms`` 1000) and the cleaned segment's old files are deleted after
+    ``file.delete.delay.ms`` (1 s). A tombstone itself (a key id, no key) stays
+    ``delete.retention.ms`` so that key rings see it."""
+    lag_ms = str(int(settings.keys_compaction_lag_s * 1000))
+    return {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "segment.ms": lag_ms,
+            "max.compaction.lag.ms": lag_ms, "min.compaction.lag.ms": "0", "delete.retention.ms": "60000",
+            "file.delete.delay.ms": "1000"}
+
+
+#: Key of the tombstones the gate worker appends to every keys partition so that segments roll.
+ROLL_MARKER = b"__roll__"
+
+
+def topic_specs(settings: Settings | None = None) -> tuple[TopicSpec, ...]:
     """Every topic of a namespace with its config."""
     return (
         TopicSpec("commands", dict(_FOREVER, **{"max.message.bytes": "1048576"})),
         TopicSpec("decisions", dict(_FOREVER)),
         TopicSpec("events", dict(_FOREVER)),
-        TopicSpec(
-            "keys",
-            {
-                "cleanup.policy": "compact",
-                "min.cleanable.dirty.ratio": "0.01",
-                "segment.ms": "60000",
-                "delete.retention.ms": "60000",
-                "min.compaction.lag.ms": "0",
-            },
-        ),
+        TopicSpec("keys", keys_config(settings or Settings())),
         TopicSpec("deadletter", {"cleanup.policy": "delete", "retention.ms": str(30 * 24 * 3600 * 1000)}),
         TopicSpec("principals", {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
                                  "segment.ms": "60000", "delete.retention.ms": "86400000"}),
@@ -68,9 +80,10 @@ def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[str]:
     wanted = [
         NewTopic(settings.topic(s.name), num_partitions=settings.partitions,
                  replication_factor=settings.replication_factor, config=s.config)
-        for s in topic_specs()
+        for s in topic_specs(settings)
         if settings.topic(s.name) not in existing
     ]
+    _align_keys(admin, settings, existing, timeout_s)
     if not wanted:
         return []
     created = []
@@ -84,13 +97,27 @@ def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[str]:
     return created
 
 
+def _align_keys(admin: AdminClient, settings: Settings, existing: set[str], timeout_s: float) -> None:
+    """Bring an existing keys topic's config to :func:`keys_config` (created by an older version)."""
+    name = settings.topic("keys")
+    if name not in existing:
+        return
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in keys_config(settings).items()]
+    for future in admin.incremental_alter_configs([ConfigResource(ResourceType.TOPIC, name,
+                                                                  incremental_configs=entries)]).values():
+        try:
+            future.result(timeout_s)
+        except Exception as exc:
+            raise StackUnavailable(f"cannot set the config of {name}: {exc}") from exc
+
+
 def delete_topics(settings: Settings, timeout_s: float = 30.0) -> None:
     """Delete every topic of the namespace (evaluation and test clean-up). A namespace that reads
     another's ledger (a replay) owns no topics: nothing is deleted."""
     if not settings.owns_ledger:
         return
     admin = AdminClient({"bootstrap.servers": settings.bootstrap_servers})
-    own = {settings.topic(spec.name) for spec in topic_specs()}
+    own = {settings.topic(spec.name) for spec in topic_specs(settings)}
     names = [t for t in admin.list_topics(timeout=timeout_s).topics if t in own]
     if names:
         for future in admin.delete_topics(names, operation_timeout=timeout_s).values():

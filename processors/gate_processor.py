@@ -25,7 +25,7 @@ import psycopg
 import pydantic
 
 from memwarden.commands.attribution import SourceRecord, normalise
-from memwarden.commands.contradiction import DEFAULT_CLAIMS, Claim
+from memwarden.commands.contradiction import DEFAULT_CLAIMS, Claim, ClaimExtractor, KeyedClaims
 from memwarden.commands.gate import (
     Decision,
     Effect,
@@ -73,12 +73,13 @@ class _NoInstructions:
 class _CachedClaims:
     """Claims extracted once per batch text (the processor needs them to load state, the gate to decide)."""
 
-    def __init__(self, found: dict[str, tuple[Claim, ...]]) -> None:
+    def __init__(self, found: dict[str, tuple[Claim, ...]], extractor: ClaimExtractor) -> None:
         self._found = found
+        self._extractor = extractor
 
     def claims(self, text: str) -> tuple[Claim, ...]:
         got = self._found.get(text)
-        return got if got is not None else DEFAULT_CLAIMS.claims(text)
+        return got if got is not None else self._extractor.claims(text)
 
 
 class _NoClaims:
@@ -132,6 +133,7 @@ class GateProcessor:
         self._limits = limits
         self._anchor = anchor
         self._digest_key = digest_key
+        self._claims = KeyedClaims(DEFAULT_CLAIMS, digest_key)  # claim digests keyed per namespace
         self._full = mode == "full"
         #: Replay only: called with every recorded command as the gate folds it (``regate`` re-decides
         #: history through it); the signature bytes are then kept for it to verify.
@@ -161,7 +163,8 @@ class GateProcessor:
         texts = await self._decrypt(commands)
         digests = {c.envelope.command_id: self._digest(c.envelope.subject, texts.get(c.envelope.command_id))
                    for c in commands}
-        claims = _CachedClaims({t: DEFAULT_CLAIMS.claims(t) for t in texts.values() if t} if self._full else {})
+        claims = _CachedClaims({t: self._claims.claims(t) for t in texts.values() if t} if self._full else {},
+                               self._claims)
         claim_keys = sorted({(c.envelope.subject, claim.digest) for c in commands
                              for claim in claims.claims(texts.get(c.envelope.command_id) or "")})
         loaded = await load_batch(self._conn, self._anchor, commands, parsed[0].item.position.topic,

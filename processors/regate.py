@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memwarden.bootstrap import Container, drop_projections
+from memwarden.commands.contradiction import DEFAULT_CLAIMS, KeyedClaims
 from memwarden.commands.gate import GateState, decide
 from memwarden.commands.gate.state import ADMITTED
 from memwarden.commands.model import RecordMemory, SupersedeMemory
@@ -82,6 +83,7 @@ async def find(live: Settings, policy: WritePolicy | None = None) -> list[Findin
         ledger = await asyncio.to_thread(read_ledger, scratch, container.codec, container.kek, cut)
         processor = GateProcessor(container.codec, ledger.keys, await container.pg(),  # type: ignore[arg-type]
                                   container.limits, container.trust_anchor, container.digest_key)
+        claims = KeyedClaims(DEFAULT_CLAIMS, container.digest_key)  # as the gate keys them
 
         def observe(p: Parsed, view: GateState, text: str | None, digest: str | None, rec: RecordedOutcome) -> None:
             command = p.command
@@ -90,7 +92,8 @@ async def find(live: Settings, policy: WritePolicy | None = None) -> list[Findin
             if not isinstance(command, RecordMemory | SupersedeMemory):
                 return
             again = decide(command, text, p.item.position, replace(view, principals=principals, policy=today),
-                           rec.decision.decided_at, container.limits, signed_bytes=p.signed, content_digest=digest)
+                           rec.decision.decided_at, container.limits, signed_bytes=p.signed, content_digest=digest,
+                           claims=claims)
             if not again.admitted:
                 pos = p.item.position
                 findings.append(Finding(f"commands:{pos.partition}:{pos.offset}", command.memory_id,

@@ -23,6 +23,7 @@ import faust
 
 from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
+from memwarden.ops.topics import ROLL_MARKER
 from memwarden.processors.gate_agent import add_gate_agent
 from memwarden.processors.projector_agent import add_projector_agent
 from memwarden.processors.rebuild import switch
@@ -77,6 +78,13 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
     gate_pause, projector_pause = asyncio.Lock(), asyncio.Lock()
     if "gate" in roles:
         add_gate_agent(app, container, topics["commands"], publish, gate_pause)
+
+        @app.timer(s.keys_compaction_lag_s)
+        async def roll_keys() -> None:
+            """A roll marker on every keys partition: a quiet keys topic rolls its segment too, so a
+            shredded key's record is compacted off the disk within the bound (ops/topics.py)."""
+            for partition in range(s.partitions):
+                await topics["keys"].send(key=ROLL_MARKER, value=None, partition=partition)
     if "projector" in roles:
         add_projector_agent(app, container, topics["events"], projector_pause)
 

@@ -8,13 +8,17 @@ filtered after ranking. Candidates are then verified against Postgres with the s
 its score, provenance and ledger position.
 
 Grants and roles are read from Postgres on every recall, so a ``RevokeAccess`` holds from the next
-read on.
+read on. Texts are stored sealed under each version's data key and opened here with the key ring
+(``keys``): a version whose key is shredded returns nothing, from the moment the key tombstone is on
+the keys topic, whether or not the projectors have applied the forget yet (issue 14, step 2).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Protocol
 
 import psycopg
 
@@ -24,6 +28,7 @@ from memwarden.commands.readmodel.permission import ReadContext
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, RecalledMemory, RecallMode, check_query
 from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.commands.readmodel.sql import read_filter_sql
+from memwarden.crypto import ContentUnreadable, decrypt_text
 from memwarden.epoch import to_ms
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.sparse import Bm25Encoder
@@ -32,16 +37,36 @@ from memwarden.stores.profile_rows import verify_candidates
 from memwarden.stores.registry import principal_record, read_context
 
 
+class DataKeys(Protocol):
+    """Where the read path finds data keys (:class:`memwarden.stores.keyring.KeyRing`)."""
+
+    def lookup(self, key_ids: list[str], timeout_s: float = 30.0) -> dict[str, bytes | None]:
+        """Data keys for ``key_ids`` (``None`` for shredded or unknown ones); may block briefly."""
+        ...
+
+
+def open_text(key_id: str, nonce: bytes | None, sealed: bytes | None, keys: Mapping[str, bytes | None]) -> str | None:
+    """The text of a stored version, or ``None`` when it holds none or its key is gone."""
+    key = keys.get(key_id)
+    if key is None or nonce is None or sealed is None:
+        return None
+    try:
+        return decrypt_text(nonce, sealed, key, key_id)
+    except ContentUnreadable:
+        return None
+
+
 class Recaller:
-    """Runs recall over an ``Embedder``, a ``VectorIndex`` and the profile state in Postgres (one
-    connection, used by one call at a time)."""
+    """Runs recall over an ``Embedder``, a ``VectorIndex``, the profile state in Postgres (one
+    connection, used by one call at a time) and the data keys that open the stored texts."""
 
     def __init__(self, embedder: Embedder, index: VectorIndex, conn: psycopg.AsyncConnection,
-                 lexical: Bm25Encoder | None = None) -> None:
+                 lexical: Bm25Encoder | None = None, *, keys: DataKeys) -> None:
         self._embedder = embedder
         self._lexical = lexical or Bm25Encoder()
         self._index = index
         self._conn = conn
+        self._keys = keys
         self._lock = asyncio.Lock()
 
     async def registered(self, principal: str) -> PrincipalRecord | None:
@@ -92,13 +117,16 @@ class Recaller:
                                       include_untrusted)
         async with self._lock:
             rows = await verify_candidates(self._conn, list(scores), sql, params)
-        out = [
-            RecalledMemory(
-                memory_id=r[0], version=r[1], text=r[3], score=float(scores[r[2]]), principal=r[4], subject=r[5],
+        keys = await asyncio.to_thread(self._keys.lookup, sorted({r[3] for r in rows})) if rows else {}
+        out = []
+        for r in rows:
+            text = open_text(r[3], r[18], r[19], keys)
+            if text is None:  # shredded: forgotten, whether or not the projectors know it yet
+                continue
+            out.append(RecalledMemory(
+                memory_id=r[0], version=r[1], text=text, score=float(scores[r[2]]), principal=r[4], subject=r[5],
                 scope=r[6], source_kind=r[7], source_ref=r[8], observed_at=r[9].isoformat(),
                 valid_from=r[10].isoformat(), valid_to=r[11].isoformat() if r[11] else None, status=r[12],
                 ledger_topic=r[13], ledger_partition=r[14], ledger_offset=r[15], unverified=r[16], tags=tuple(r[17]),
-            )
-            for r in rows
-        ]
+            ))
         return sorted(out, key=lambda m: (-m.score, m.memory_id))

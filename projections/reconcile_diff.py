@@ -64,7 +64,7 @@ def _row_kind(expected: Mapping[str, Any], live: Mapping[str, Any]) -> str | Non
     a, b = _comparable(expected), _comparable(live)
     if a == b:
         return None
-    if expected["status"] == "forgotten" and (live["status"] != "forgotten" or live["content"] is not None):
+    if expected["status"] == "forgotten" and (live["status"] != "forgotten" or live["content_sealed"] is not None):
         return "missed_delete"
     if any(a.get(c) != b.get(c) for c in INTERVAL):
         return "corrupted_interval"

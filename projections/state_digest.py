@@ -57,13 +57,13 @@ def _canonical(value: Any) -> Any:
 
 
 def row_form(row: Mapping[str, Any], digest_key: bytes) -> str:
-    """The canonical JSON of one row: processing-time columns dropped, ``content`` as its HMAC."""
+    """The canonical JSON of one row: processing-time columns dropped, the sealed text as its HMAC."""
     out = {}
     for name, value in sorted(row.items()):
         if name in PROCESSING_TIME:
             continue
-        if name == "content" and value is not None:
-            value = "hmac:" + hmac.new(digest_key, str(value).encode(), hashlib.sha256).hexdigest()
+        if name == "content_sealed" and value is not None:
+            value = "hmac:" + hmac.new(digest_key, bytes(value), hashlib.sha256).hexdigest()
         out[name] = _canonical(value)
     return json.dumps(out, sort_keys=True, separators=(",", ":"), default=str)
 

@@ -28,6 +28,32 @@ def content(text: str = "prefers tea") -> tuple[EncryptedContent, bytes]:
     return EncryptedContent(key_id=key_id, nonce=nonce, ciphertext=ct), key
 
 
+def test_key(key_id: str) -> bytes:
+    """A data key derived from its id (tests that write rows or events without a keys topic)."""
+    import hashlib
+
+    return hashlib.sha256(b"memwarden-test-key" + key_id.encode()).digest()
+
+
+def sealed(text: str, key_id: str | None = None) -> dict[str, Any]:
+    """The ``EncryptedContent`` record of ``text`` under :func:`test_key` of ``key_id`` (new when None)."""
+    key_id = key_id or str(uuid.uuid4())
+    nonce, ct = encrypt_text(text, test_key(key_id), key_id)
+    return {"key_id": key_id, "nonce": nonce, "ciphertext": ct}
+
+
+class TestKeys:
+    """The read path's key lookup for rows written with :func:`sealed` (``forgotten``: shredded ids)."""
+
+    __test__ = False
+
+    def __init__(self) -> None:
+        self.forgotten: set[str] = set()
+
+    def lookup(self, key_ids: list[str], timeout_s: float = 30.0) -> dict[str, bytes | None]:
+        return {k: None if k in self.forgotten else test_key(k) for k in key_ids}
+
+
 def record(text: str = "prefers tea", memory_id: str | None = None, **env: Any) -> RecordMemory:
     return RecordMemory(envelope=envelope(**env), memory_id=memory_id or str(uuid.uuid4()), content=content(text)[0])
 

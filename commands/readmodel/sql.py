@@ -4,7 +4,7 @@ only, verified before use"). Pure string building; the store executes it.
 
 Columns (``memory_versions``): ``principal`` (the owner), ``subject``, ``scope``, ``store_kind``,
 ``sensitivity``, ``purposes text[]`` (empty = any purpose), ``status``, ``valid_from``, ``valid_to``,
-``decided_at``, ``closed_at``, ``expires_at``, ``tags text[]``, ``content``.
+``decided_at``, ``closed_at``, ``expires_at``, ``tags text[]``, ``content_sealed`` (the sealed text).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def read_filter_sql(ctx: ReadContext, at: datetime, now: datetime, known: dateti
     Returns ``(sql, params)``; raises ``ValidationError`` for a bad ``alias``."""
     col = _columns(alias)
     acl, params = read_permission_sql(ctx, alias)
-    sql = (f"{acl} AND {col('status')} IN ('active', 'superseded') AND {col('content')} IS NOT NULL"
+    sql = (f"{acl} AND {col('status')} IN ('active', 'superseded') AND {col('content_sealed')} IS NOT NULL"
            f" AND {col('valid_from')} <= %(rf_at)s AND {col('decided_at')} <= %(rf_known)s"
            f" AND ({col('valid_to')} IS NULL OR {col('valid_to')} > %(rf_at)s OR {col('closed_at')} > %(rf_known)s)"
            f" AND ({col('expires_at')} IS NULL OR {col('expires_at')} > %(rf_now)s)"

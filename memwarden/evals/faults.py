@@ -62,17 +62,18 @@ async def _damage(kind: str, cur: psycopg.AsyncCursor, index: VectorIndex, row: 
         index.set_payload(Filter(must=(FieldIn("command_id", (str(cid),)),)), {"scope": "account:leaked",
                                                                                "trust": "trusted"})
     elif kind == "missed_delete":
-        await cur.execute("UPDATE memory_versions SET status = 'active', content = 'restored from an old backup'"
+        await cur.execute("UPDATE memory_versions SET status = 'active', content_sealed = '\\x00'::bytea"
                           " WHERE command_id = %s", (cid,))
         index.upsert([_point(pid, row)])
     elif kind == "resurrected":
         ghost = str(uuid.uuid4())
         await cur.execute(
             "INSERT INTO memory_versions (memory_id, version, command_id, event_id, principal, subject, scope,"
-            " store_kind, source_kind, epistemic_status, sensitivity, content, content_key_id, observed_at,"
+            " store_kind, source_kind, epistemic_status, sensitivity, content_nonce, content_sealed, content_key_id,"
+            " observed_at,"
             " valid_from, status, ledger_topic, ledger_partition, ledger_offset, decided_at)"
             " SELECT gen_random_uuid(), 1, %s, gen_random_uuid(), principal, subject, scope, store_kind, source_kind,"
-            " epistemic_status, sensitivity, 'a memory nobody wrote', content_key_id, observed_at, valid_from,"
+            " epistemic_status, sensitivity, content_nonce, content_sealed, content_key_id, observed_at, valid_from,"
             " 'active', ledger_topic, ledger_partition, ledger_offset, decided_at FROM memory_versions"
             " WHERE command_id = %s", (ghost, cid))
         index.upsert([_point(point_id(ghost, ghost), {**row, "command_id": ghost})])

@@ -38,7 +38,8 @@ def _local_top(settings: Settings, asks: Sequence[tuple[str, str]]) -> list[list
     container = Container(settings)
 
     async def run() -> list[list[str]]:
-        recaller = Recaller(container.embedder(), container.index(), await container.pg())
+        recaller = Recaller(container.embedder(), container.index(), await container.pg(),
+                            keys=container.keyring())
         return [[m.memory_id for m in await recaller.recall(p, q, K, purpose=PURPOSE, freshness=False)]
                 for p, q in asks]
 

@@ -36,7 +36,7 @@ def local_recall(settings: Settings, principal: str, query: str, k: int = 10, as
     container = Container(settings)
 
     async def run() -> list[RecalledMemory]:
-        recaller = Recaller(container.embedder(), container.index(), await container.pg())
+        recaller = Recaller(container.embedder(), container.index(), await container.pg(), keys=container.keyring())
         return await recaller.recall(principal, query, k, as_of, known_at, purpose, mode=mode)  # type: ignore[arg-type]
 
     try:

@@ -100,7 +100,7 @@ class ReadService:
     async def recaller(self) -> Recaller:
         """The recaller (built on first use)."""
         if self._recaller is None:
-            self._recaller = Recaller(self._c.embedder(), self._c.index(), await self._c.pg())
+            self._recaller = Recaller(self._c.embedder(), self._c.index(), await self._c.pg(), keys=self._c.keyring())
         return self._recaller
 
     async def _authenticate(self, body: Mapping[str, Any]) -> Reason | None:

@@ -19,13 +19,13 @@ from memwarden.commands.readmodel.payload import closed_by, valid_from_of
 
 _INSERT = """
 INSERT INTO memory_versions (memory_id, version, command_id, event_id, principal, subject, scope, store_kind,
-  source_kind, source_ref, source_uri, derived_from, epistemic_status, sensitivity, purposes, content,
-  content_key_id, fact_entity, fact_attribute, fact_value, observed_at, valid_from, valid_to, expires_at,
+  source_kind, source_ref, source_uri, derived_from, epistemic_status, sensitivity, purposes, content_nonce,
+  content_sealed, content_key_id, fact_entity, fact_attribute, observed_at, valid_from, valid_to, expires_at,
   status, ledger_topic, ledger_partition, ledger_offset, decided_at, tags, unverified, approved_by, last_used_at)
 VALUES (%(memory_id)s, %(version)s, %(command_id)s, %(event_id)s, %(principal)s, %(subject)s, %(scope)s,
   %(store_kind)s, %(source_kind)s, %(source_ref)s, %(source_uri)s, %(derived_from)s::uuid[], %(epistemic_status)s,
-  %(sensitivity)s, %(purposes)s, %(content)s, %(content_key_id)s, %(fact_entity)s, %(fact_attribute)s,
-  %(fact_value)s, %(observed_at)s, %(valid_from)s, %(valid_to)s, %(expires_at)s, %(status)s, %(ledger_topic)s,
+  %(sensitivity)s, %(purposes)s, %(content_nonce)s, %(content_sealed)s, %(content_key_id)s, %(fact_entity)s,
+  %(fact_attribute)s, %(observed_at)s, %(valid_from)s, %(valid_to)s, %(expires_at)s, %(status)s, %(ledger_topic)s,
   %(ledger_partition)s, %(ledger_offset)s, %(decided_at)s, %(tags)s, %(unverified)s, %(approved_by)s,
   (SELECT last_used_at FROM memory_uses WHERE memory_id = %(memory_id)s::uuid))
 ON CONFLICT DO NOTHING
@@ -54,21 +54,25 @@ WHERE m.memory_id = u.memory_id
 """
 
 _FORGET = """
-UPDATE memory_versions SET status = 'forgotten', content = NULL, forgotten_by = COALESCE(forgotten_by, %(command_id)s)
+UPDATE memory_versions SET status = 'forgotten', content_nonce = NULL, content_sealed = NULL,
+  forgotten_by = COALESCE(forgotten_by, %(command_id)s)
 WHERE memory_id = %(memory_id)s AND (status <> 'forgotten' OR forgotten_by IS NULL)
 """
 
 _VERIFY = """
-SELECT memory_id::text, version, command_id::text, content, principal, subject, scope, source_kind, source_ref,
-       observed_at, valid_from, valid_to, status, ledger_topic, ledger_partition, ledger_offset, unverified, tags
+SELECT memory_id::text, version, command_id::text, content_key_id::text, principal, subject, scope, source_kind,
+       source_ref, observed_at, valid_from, valid_to, status, ledger_topic, ledger_partition, ledger_offset,
+       unverified, tags, content_nonce, content_sealed
 FROM memory_versions
 WHERE command_id = ANY(%(ids)s::uuid[]) AND {where}
 """
 
 
 def row_of(record: Mapping[str, Any], text: str | None) -> dict[str, Any]:
-    """The ``memory_versions`` row of a ``MemoryRecorded`` event record with its decrypted ``text``
-    (``None`` when the key is shredded: the row is stored ``forgotten``, without content)."""
+    """The ``memory_versions`` row of a ``MemoryRecorded`` event record. The text is stored sealed,
+    as the event carries it (nonce and ciphertext under the version's data key): never in clear.
+    ``text`` is the opened text, or ``None`` when the key is shredded: the row is then stored
+    ``forgotten``, without the sealed bytes."""
     env = record["envelope"]
     fact = record.get("fact") or {}
     pos = record["position"]
@@ -78,9 +82,11 @@ def row_of(record: Mapping[str, Any], text: str | None) -> dict[str, Any]:
         "scope": env["scope"], "store_kind": env["store_kind"], "source_kind": env["source"]["kind"],
         "source_ref": env["source"]["reference"], "source_uri": env["source"]["uri"],
         "derived_from": list(env["source"]["derived_from"]), "epistemic_status": env["epistemic_status"],
-        "sensitivity": env["sensitivity"], "purposes": list(env["purposes"]), "content": text,
+        "sensitivity": env["sensitivity"], "purposes": list(env["purposes"]),
+        "content_nonce": record["content"]["nonce"] if text is not None else None,
+        "content_sealed": record["content"]["ciphertext"] if text is not None else None,
         "content_key_id": record["content"]["key_id"], "fact_entity": fact.get("entity"),
-        "fact_attribute": fact.get("attribute"), "fact_value": fact.get("value"),
+        "fact_attribute": fact.get("attribute"),
         "observed_at": env["observed_at"], "valid_from": valid_from_of(env),
         "valid_to": env["effective_to"], "expires_at": env["expires_at"],
         "status": "active" if text is not None else "forgotten",
@@ -136,9 +142,9 @@ async def verify_candidates(conn: psycopg.AsyncConnection, command_ids: Sequence
                             params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """Rows of the candidate versions ``command_ids`` that satisfy ``where`` (an SQL boolean with
     named parameters, :func:`memwarden.commands.readmodel.sql.read_filter_sql`), in one short
-    transaction. Columns: memory_id, version, command_id, content, principal, subject, scope,
+    transaction. Columns: memory_id, version, command_id, content key id, principal, subject, scope,
     source_kind, source_ref, observed_at, valid_from, valid_to, status, ledger topic, partition,
-    offset, unverified, tags."""
+    offset, unverified, tags, content nonce, sealed content (the caller opens it with the key ring)."""
     async with conn.cursor() as cur:
         await cur.execute(_VERIFY.format(where=where), {"ids": list(command_ids), **params})  # type: ignore[arg-type]
         rows = await cur.fetchall()

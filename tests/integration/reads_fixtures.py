@@ -32,6 +32,7 @@ from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import IndexPoint, VectorIndex
 from memwarden.stores.profile_rows import row_of
 from memwarden.stores.records import grant_to_json, principal_to_json
+from tests.factories import sealed
 
 DIM = 384
 _WORD = re.compile(r"\w+")
@@ -103,6 +104,7 @@ class Version:
     untrusted: bool = False
     memory_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     command_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    key_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
     @property
     def valid_to(self) -> datetime | None:
@@ -128,7 +130,7 @@ class Version:
                 "source": {"kind": "WEB_CONTENT" if self.untrusted else "USER_STATEMENT", "reference": None,
                            "uri": None, "derived_from": []},
             },
-            "content": {"key_id": str(uuid.uuid4())}, "fact": None, "decided_at": self.decided,
+            "content": sealed(self.text, self.key_id), "fact": None, "decided_at": self.decided,
             "position": {"topic": "ledger", "partition": 0, "offset": offset},
             "tags": ["untrusted"] if self.untrusted else [], "outcome": "ACCEPTED", "approved_by": None,
         }
@@ -156,14 +158,14 @@ class Version:
 
 _INSERT = """
 INSERT INTO memory_versions (memory_id, version, command_id, event_id, principal, subject, scope, store_kind,
-  source_kind, source_ref, source_uri, derived_from, epistemic_status, sensitivity, purposes, content,
-  content_key_id, fact_entity, fact_attribute, fact_value, observed_at, valid_from, valid_to, expires_at,
+  source_kind, source_ref, source_uri, derived_from, epistemic_status, sensitivity, purposes, content_nonce,
+  content_sealed, content_key_id, fact_entity, fact_attribute, observed_at, valid_from, valid_to, expires_at,
   status, ledger_topic, ledger_partition, ledger_offset, decided_at, tags, unverified, approved_by, closed_at,
   last_used_at)
 VALUES (%(memory_id)s, %(version)s, %(command_id)s, %(event_id)s, %(principal)s, %(subject)s, %(scope)s,
   %(store_kind)s, %(source_kind)s, %(source_ref)s, %(source_uri)s, %(derived_from)s::uuid[], %(epistemic_status)s,
-  %(sensitivity)s, %(purposes)s, %(content)s, %(content_key_id)s, %(fact_entity)s, %(fact_attribute)s,
-  %(fact_value)s, %(observed_at)s, %(valid_from)s, %(valid_to)s, %(expires_at)s, %(status)s, %(ledger_topic)s,
+  %(sensitivity)s, %(purposes)s, %(content_nonce)s, %(content_sealed)s, %(content_key_id)s, %(fact_entity)s,
+  %(fact_attribute)s, %(observed_at)s, %(valid_from)s, %(valid_to)s, %(expires_at)s, %(status)s, %(ledger_topic)s,
   %(ledger_partition)s, %(ledger_offset)s, %(decided_at)s, %(tags)s, %(unverified)s, %(approved_by)s,
   %(closed_at)s, %(last_used_at)s)
 """

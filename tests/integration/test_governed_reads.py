@@ -256,9 +256,9 @@ def test_t2_lyon_then_oslo_two_versions_and_as_of_reads_history(
         half = t1 + timedelta(hours=12)
         assert texts(client.recall(who, "where does the user live?", as_of=half, mode=mode)) == ["lives in Lyon"]
         assert client.recall(who, "where does the user live?", as_of=t1 - timedelta(hours=1), mode=mode) == []
-    versions = rows(namespace, "SELECT version, content, valid_from, valid_to FROM memory_versions"
+    versions = rows(namespace, "SELECT version, content_sealed IS NOT NULL, valid_from, valid_to FROM memory_versions"
                                " WHERE memory_id = %s ORDER BY version", (lyon.memory_id,))
-    assert versions == [(1, "lives in Lyon", t1, t2), (2, "lives in Oslo", t2, None)]
+    assert versions == [(1, True, t1, t2), (2, True, t2, None)]
 
 
 def test_a_superseded_version_whose_own_validity_ended_earlier_takes_no_result_slot(

@@ -161,7 +161,8 @@ def test_tombstones_never_crash_a_consumer_and_forget_shreds_the_key(
     forget = client.forget(gone.memory_id, principal=who, subject=who, reason="user asked")
     poll(lambda: [m.memory_id for m in client.recall(who, "badge chess")] == [kept.memory_id],
          what="forgotten memory no longer recalled")
-    status = rows(namespace, "SELECT status, content FROM memory_versions WHERE memory_id = %s", (gone.memory_id,))
+    status = rows(namespace, "SELECT status, content_sealed FROM memory_versions WHERE memory_id = %s",
+                  (gone.memory_id,))
     assert status == [("forgotten", None)]
     assert _index_count(namespace, memory_id=gone.memory_id) == 0
     key_id = rows(namespace, "SELECT content_key_id::text FROM memory_versions WHERE memory_id = %s",

@@ -47,6 +47,7 @@ from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import VectorIndex
 from memwarden.settings import Settings
 from memwarden.stores.pg import connect, connect_async
+from tests.factories import TestKeys
 from tests.integration.conftest import drop, make_namespace
 from tests.integration.reads_fixtures import DIM, HashEmbedder, Loop, Version, qdrant_server_url, store, utc_now
 
@@ -246,7 +247,7 @@ def edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EdgeVectorIndex]:
 
 @pytest.fixture(scope="module")
 def recaller(edge: EdgeVectorIndex, aconn: psycopg.AsyncConnection) -> Recaller:
-    return Recaller(EMBEDDER, edge, aconn, LEXICAL)
+    return Recaller(EMBEDDER, edge, aconn, LEXICAL, keys=TestKeys())
 
 
 def recall(loop: Loop, recaller: Recaller, world: World, read: Read, mode: RecallMode) -> list[RecalledMemory]:
@@ -323,7 +324,7 @@ def test_property_edge_and_server_adapters_return_identical_ids_on_every_path(
         pg: psycopg.Connection, edge: EdgeVectorIndex, server: VectorIndex, aconn: psycopg.AsyncConnection,
         recaller: Recaller, loop: Loop, world: World) -> None:
     store(pg, [edge, server], world.versions, world.principals, world.grants, EMBEDDER, LEXICAL)
-    on_server = Recaller(EMBEDDER, server, aconn, LEXICAL)
+    on_server = Recaller(EMBEDDER, server, aconn, LEXICAL, keys=TestKeys())
     for read in world.reads:
         for mode in RECALL_MODES:
             a = recall(loop, recaller, world, read, mode)

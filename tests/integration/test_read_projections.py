@@ -27,6 +27,7 @@ from memwarden.projections.index_projector import EmbeddingProjector, point_id
 from memwarden.projections.profile_projector import ProfileProjector
 from memwarden.settings import Settings
 from memwarden.stores.pg import connect_async
+from tests.factories import sealed
 from tests.integration.conftest import drop, make_namespace
 from tests.integration.reads_fixtures import DIM, HashEmbedder, Loop, Version
 
@@ -86,7 +87,7 @@ class Ledger:
         env = {**old["envelope"], "observed_at": valid_from, "effective_from": valid_from, "effective_to": None,
                "supersedes": old["memory_id"]}
         r = {**old, "command_id": str(uuid.uuid4()), "event_id": str(uuid.uuid4()), "version": old["version"] + 1,
-             "envelope": env, "decided_at": decided, "content": {"key_id": str(uuid.uuid4())},
+             "envelope": env, "decided_at": decided, "content": sealed(text),
              "position": {**old["position"], "offset": len(self.events)}}
         self._add("MemoryRecorded", r, text)
         return r

@@ -111,7 +111,7 @@ def _recall(s: Settings, principal: str, query: str, known_at: datetime | None =
     c = Container(s)
 
     async def run() -> list[str]:
-        found = await Recaller(c.embedder(), c.index(), await c.pg()).recall(
+        found = await Recaller(c.embedder(), c.index(), await c.pg(), keys=c.keyring()).recall(
             principal, query, 10, as_of=known_at, known_at=known_at, freshness=False, mode=mode)  # type: ignore[arg-type]
         return [m.memory_id for m in found]
 

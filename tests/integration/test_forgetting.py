@@ -1,0 +1,92 @@
+"""Forgetting reaches the disk (issue 14) against the real broker, Postgres, index and worker: a memory
+with a unique marker text never has that text in clear in any file of the stack (Postgres heap and
+WAL, Kafka segments, the index, the worker's log), and once it is forgotten its wrapped data key
+leaves the keys topic's segment files within the documented bound, and no read path returns it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memwarden.ops.kafka_files import kafka_paths
+from memwarden.ops.postgres_server import pg_paths
+from memwarden.ops.progress import wait_caught_up
+from memwarden.ops.worker_process import WorkerProcess
+from memwarden.producers.client import MemwardenClient
+from memwarden.schemas.codec import default_codec
+from memwarden.settings import Settings
+from memwarden.stores.pg import connect
+from tests.integration.conftest import drop, enroll_ids, make_namespace, poll, read_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+LAG_S = 3.0
+
+
+@pytest.fixture(scope="module")
+def quick(stack: Settings) -> Iterator[Settings]:
+    """A namespace whose keys topic compacts within ``LAG_S`` seconds (the bound scales with it)."""
+    s = make_namespace(stack.model_copy(update={"keys_compaction_lag_s": LAG_S}))
+    yield s
+    drop(s)
+
+
+def _files_holding(root: Path, needle: bytes, name_filter: str = "") -> list[Path]:
+    found = []
+    for path in root.rglob("*"):
+        if not path.is_file() or name_filter not in str(path):
+            continue
+        try:
+            if needle in path.read_bytes():
+                found.append(path)
+        except OSError:  # a file removed while scanning (a rolled segment, a recycled WAL file)
+            continue
+    return found
+
+
+def _wrapped_key(s: Settings, key_id: str) -> bytes:
+    for msg in read_topic(s, "keys"):
+        if msg.key() == key_id.encode() and msg.value() is not None:
+            return bytes(default_codec().decode(msg.value())[1]["wrapped_key"])
+    raise AssertionError(f"no data key {key_id} on the keys topic")
+
+
+def test_a_forgotten_memory_leaves_no_plaintext_and_its_key_leaves_the_disk(quick: Settings) -> None:
+    marker = f"zebra-marker-{uuid.uuid4().hex}"
+    who = f"user:f{uuid.uuid4().hex[:6]}"
+    with MemwardenClient(quick) as client, WorkerProcess(quick) as w:
+        enroll_ids(client, quick, who)
+        kept = client.record(principal=who, subject=who, text="The user keeps bees on the roof")
+        gone = client.record(principal=who, subject=who, text=f"The user's locker phrase is {marker}")
+        client.decisions([kept.command_id, gone.command_id], timeout_s=120)
+        wait_caught_up(quick, alive=w.alive)
+        assert gone.memory_id in [m.memory_id for m in client.recall(who, marker, mode="lexical")]
+        with connect(quick) as conn:
+            (key_id,) = conn.execute("SELECT content_key_id::text FROM memory_versions WHERE memory_id = %s",
+                                     (gone.memory_id,)).fetchone() or (None,)
+        wrapped = _wrapped_key(quick, str(key_id))
+
+        started = time.monotonic()
+        forget = client.forget(gone.memory_id, principal=who, subject=who, reason="user request")
+        assert client.decisions([forget.command_id], timeout_s=120)[forget.command_id] == "ACCEPTED"
+        for mode in ("hybrid", "dense", "lexical"):  # every read path, with the memory's own words
+            found = [m.memory_id for m in client.recall(who, f"locker phrase {marker}", mode=mode)]
+            assert gone.memory_id not in found, mode
+        assert kept.memory_id in [m.memory_id for m in client.recall(who, "bees on the roof")]
+
+        keys_dirs = kafka_paths(quick).data
+        bound_s = 2 * LAG_S + 15  # a roll, the cleaner's pass, the old files' deletion delay, slack
+        poll(lambda: not _files_holding(keys_dirs, wrapped, quick.topic("keys")), timeout_s=bound_s, every_s=1.0,
+             what="the wrapped data key gone from the keys topic's files")
+        print(f"wrapped key left the disk {time.monotonic() - started:.1f} s after the forget")
+        log = w.log_path
+
+    needle = marker.encode()
+    assert not _files_holding(pg_paths(quick).data, needle), "plaintext in the Postgres data folder (heap or WAL)"
+    assert not _files_holding(kafka_paths(quick).data, needle), "plaintext in a Kafka segment"
+    assert not _files_holding(quick.data_dir / "qdrant" / quick.index_name, needle), "plaintext in the index"
+    assert not _files_holding(log.parent, needle, log.name), "plaintext in the worker's log"
