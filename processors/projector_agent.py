@@ -1,6 +1,7 @@
 """The projector agent: consumes the events topic in batches, decodes and decrypts them once, and
 hands them to the profile projector (Postgres) and the embedding projector (the vector index). It
-publishes nothing: every shred was already published by the gate's decision. Wiring only."""
+publishes no shred (every one was published by the gate's decision), only the erasure receipts once
+every store has confirmed a forget (:mod:`memwarden.processors.receipts`). Wiring only."""
 
 from __future__ import annotations
 
@@ -11,15 +12,17 @@ import faust
 
 from memwarden.bootstrap import Container
 from memwarden.processors.gate_agent import BATCH, WITHIN_S, position_of
+from memwarden.processors.receipts import ErasureReceipts
 from memwarden.projections.events_in import RawEvent, decode_events
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import ProfileProjector
 
 
 def add_projector_agent(app: faust.App, container: Container, events: faust.TopicT,
-                        lock: asyncio.Lock | None = None) -> None:
+                        lock: asyncio.Lock | None = None, receipts: ErasureReceipts | None = None) -> None:
     """Register the ``projector`` agent on ``app`` over the ``events`` topic; each batch is applied
-    under ``lock`` (a reconciliation holds it to pause the projectors)."""
+    under ``lock`` (a reconciliation holds it to pause the projectors), then ``receipts`` settles
+    the erasure receipts of the forgets it applied."""
     pause = lock or asyncio.Lock()
     s = container.settings
 
@@ -34,3 +37,5 @@ def add_projector_agent(app: faust.App, container: Container, events: faust.Topi
             async with pause:
                 await profile.apply(decoded)
                 await vectors.apply(decoded)
+                if receipts is not None:
+                    await receipts.after(decoded)

@@ -31,7 +31,7 @@ from memwarden.processors.forked import Forked
 from memwarden.processors.forked import available as forked_available
 from memwarden.processors.gate_io import Inbound
 from memwarden.processors.gate_processor import GateProcessor
-from memwarden.processors.replay_ledger import EventsPart, LedgerIndex, read_events, read_ledger
+from memwarden.processors.replay_ledger import DECISION_EVENTS, EventsPart, LedgerIndex, read_events, read_ledger
 from memwarden.projections.events_in import EventIn, open_events
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import ProfileProjector
@@ -143,7 +143,10 @@ async def _fold_gate(container: Container, index: LedgerIndex, cut: Mapping[int,
 def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container: Container,
                    cut: Mapping[int, int] | None, until_ms: int | None) -> Iterator[tuple[Any, str, dict[str, Any]]]:
     """Events of the decisions before the cut (every event when ``cut`` is ``None``); uses
-    (``MemoryUsed``) up to ``until_ms``."""
+    (``MemoryUsed``) up to ``until_ms``; and, as the live projectors get them, the records that tie
+    to no decision (``ReconciliationRun``, ``ErasureReceipted``): they change no projection, but the
+    projectors' offsets pass them, as live (an in-place switch would otherwise wait for them forever).
+    Undecodable records are left out, as live."""
     commands = container.settings.topic("commands")
     for r, name, rec in events:
         if r.value is None or not name:
@@ -155,8 +158,9 @@ def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container:
             if until_ms is None or all(to_ms(u["used_at"]) <= until_ms for u in rec["uses"]):
                 yield r, name, rec
             continue
-        pos = rec.get("position") or {}
-        if pos.get("topic") == commands and pos.get("offset", 0) < cut.get(pos.get("partition", -1), 0):
+        pos = rec.get("position")
+        tied = pos is not None or name in DECISION_EVENTS
+        if not tied or (pos and pos.get("topic") == commands and pos.get("offset", 0) < cut.get(pos["partition"], 0)):
             yield r, name, rec
 
 

@@ -27,6 +27,7 @@ from memwarden.ops.topics import ROLL_MARKER
 from memwarden.processors.gate_agent import add_gate_agent
 from memwarden.processors.projector_agent import add_projector_agent
 from memwarden.processors.rebuild import switch
+from memwarden.processors.receipts import RETRY_S, ErasureReceipts
 from memwarden.processors.reconciler import reconcile
 from memwarden.read_api.service import ReadService
 from memwarden.read_api.views import mount
@@ -86,7 +87,14 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
             for partition in range(s.partitions):
                 await topics["keys"].send(key=ROLL_MARKER, value=None, partition=partition)
     if "projector" in roles:
-        add_projector_agent(app, container, topics["events"], projector_pause)
+        receipts = ErasureReceipts(container, publish)
+        add_projector_agent(app, container, topics["events"], projector_pause, receipts)
+
+        @app.timer(RETRY_S)
+        async def settle_receipts() -> None:
+            """Forgets whose stores had not all confirmed after their batch: ask again."""
+            async with projector_pause:
+                await receipts.settle()
 
         async def reconcile_now() -> dict[str, Any]:
             return await reconcile(container, projector_pause, publish)

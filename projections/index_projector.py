@@ -82,6 +82,9 @@ class EmbeddingProjector:
         await asyncio.to_thread(self._write, todo, vectors, uses)
         async with self._conn.transaction(), self._conn.cursor() as cur:
             await vector_cache.save(cur, seals)
+            for e in todo:
+                if e.name == "MemoryForgotten":
+                    await vector_cache.forget(cur, e.record["memory_id"])
             await save_offsets(cur, self._projector, self._topic, nxt)
 
     async def _vectors(self, recorded: Sequence[EventIn]) -> tuple[dict[str, list[float]],

@@ -49,6 +49,7 @@ MESSAGE_TYPES: tuple[str, ...] = (
     "MemoryUsed",
     "ReadAudited",
     "ReconciliationRun",
+    "ErasureReceipted",
 )
 #: Memory commands (they carry content) and governance commands (principals, keys, policy, core
 #: facts, review, grants). Every one is signed and decided by the gate.

@@ -48,6 +48,7 @@ class KeyRing:
         self._kek = kek
         self._codec = codec
         self._keys: dict[str, bytes] = {}
+        self._tombstones: dict[str, tuple[int, int]] = {}
         self._positions: dict[int, int] = {}
         self._lock = threading.Condition()
         self._stop = threading.Event()
@@ -87,6 +88,7 @@ class KeyRing:
             with self._lock:
                 if value is None:
                     self._keys.pop(key_id, None)
+                    self._tombstones[key_id] = (msg.partition(), msg.offset())
                 else:
                     key = unwrap_data_key(self._kek, self._codec, key_id, value)
                     if key is None:
@@ -137,6 +139,11 @@ class KeyRing:
         """The data key, or ``None`` if absent right now (call :meth:`sync` first to be sure)."""
         with self._lock:
             return self._keys.get(key_id)
+
+    def tombstone(self, key_id: str) -> tuple[int, int] | None:
+        """(partition, offset) of the tombstone that shredded ``key_id``, if the ring has read one."""
+        with self._lock:
+            return self._tombstones.get(key_id)
 
     def lookup(self, key_ids: list[str], timeout_s: float = 30.0) -> dict[str, bytes | None]:
         """Data keys for ``key_ids``; syncs with the topic once if any is missing."""

@@ -72,3 +72,20 @@ async def save(cur: psycopg.AsyncCursor, vectors: Sequence[SealedVector]) -> Non
             " ON CONFLICT (point_id) DO UPDATE SET key_id = EXCLUDED.key_id, model = EXCLUDED.model,"
             " nonce = EXCLUDED.nonce, sealed = EXCLUDED.sealed WHERE memory_vectors.model <> EXCLUDED.model",
             [(v.point_id, v.key_id, v.model, v.nonce, v.sealed) for v in vectors])
+
+
+async def forget(cur: psycopg.AsyncCursor, memory_id: str) -> None:
+    """Drop the sealed vectors of every version of ``memory_id`` (found through its profile rows):
+    noise once the keys are shredded, and gone all the same."""
+    await cur.execute("DELETE FROM memory_vectors WHERE key_id IN"
+                      " (SELECT content_key_id FROM memory_versions WHERE memory_id = %s)", (memory_id,))
+
+
+async def count_of(conn: psycopg.AsyncConnection, memory_id: str) -> int:
+    """Sealed vectors still kept for the versions of ``memory_id``."""
+    async with conn.cursor() as cur:
+        await cur.execute("SELECT count(*) FROM memory_vectors WHERE key_id IN"
+                          " (SELECT content_key_id FROM memory_versions WHERE memory_id = %s)", (memory_id,))
+        (n,) = await cur.fetchone() or (0,)
+    await conn.commit()
+    return int(n)

@@ -78,6 +78,23 @@ def test_a_forgotten_memory_leaves_no_plaintext_and_its_key_leaves_the_disk(quic
             assert gone.memory_id not in found, mode
         assert kept.memory_id in [m.memory_id for m in client.recall(who, "bees on the roof")]
 
+        def receipts() -> list[tuple[bytes, dict[str, object]]]:
+            out = []
+            for msg in read_topic(quick, "events"):
+                if msg.value() is None:
+                    continue
+                name, rec = default_codec().decode(msg.value())
+                if name == "ErasureReceipted" and rec["command_id"] == forget.command_id:
+                    out.append((msg.value(), rec))
+            return out
+
+        raw, rec = poll(receipts, timeout_s=30, what="the erasure receipt")[0]
+        assert rec["memory_id"] == gone.memory_id and rec["versions"] == [1] and rec["verified"] is True
+        assert rec["key_ids"] == [str(key_id)] and rec["key_tombstones"][0].startswith(quick.topic("keys") + ":")
+        assert set(rec["stores"]) == {"keys", "profile", "vector_cache", "index"}
+        assert marker.encode() not in raw and b"locker" not in raw  # ids and positions only
+        assert rec["completed_at"] >= rec["forget_decided_at"]
+
         keys_dirs = kafka_paths(quick).data
         bound_s = 2 * LAG_S + 15  # a roll, the cleaner's pass, the old files' deletion delay, slack
         poll(lambda: not _files_holding(keys_dirs, wrapped, quick.topic("keys")), timeout_s=bound_s, every_s=1.0,
