@@ -5,6 +5,7 @@ leaves the keys topic's segment files within the documented bound, and no read p
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,15 +37,20 @@ def quick(stack: Settings) -> Iterator[Settings]:
 
 
 def _files_holding(root: Path, needle: bytes, name_filter: str = "") -> list[Path]:
+    """Files under ``root`` (whose path contains ``name_filter``) that hold ``needle``; files and
+    folders removed while scanning (a rolled segment, a recycled WAL file, another test's topic) are
+    passed over."""
     found = []
-    for path in root.rglob("*"):
-        if not path.is_file() or name_filter not in str(path):
-            continue
-        try:
-            if needle in path.read_bytes():
-                found.append(path)
-        except OSError:  # a file removed while scanning (a rolled segment, a recycled WAL file)
-            continue
+    for folder, _, names in os.walk(root):  # os.walk ignores folders that vanish under it
+        for name in names:
+            path = Path(folder) / name
+            if name_filter not in str(path):
+                continue
+            try:
+                if needle in path.read_bytes():
+                    found.append(path)
+            except OSError:
+                continue
     return found
 
 
