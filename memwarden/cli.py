@@ -140,7 +140,8 @@ def eval_poisoning(
 @eval_app.command("gatemem")
 def eval_gatemem(
     data: Annotated[Path, typer.Option(help="GateMem folder (e.g. ../shared/data/gatemem)")],
-    domains: Annotated[str | None, typer.Option(help="comma-separated: office,education,household")] = None,
+    domains: Annotated[str | None, typer.Option(help="comma-separated domain folders under --data (default: "
+                                                 "every one found)")] = None,
     k: Annotated[int, typer.Option(help="records returned per checkpoint")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,

@@ -62,7 +62,6 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     ``MemwardenError`` when the setup (policy, principals, grants) is not accepted by the gate.
     """
     from memwarden.errors import MemwardenError
-    from memwarden.evals.gatemem_data import DOMAINS
     from memwarden.evals.gatemem_loader import load_domains
     from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
     from memwarden.evals.gatemem_score import score
@@ -74,7 +73,7 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     from memwarden.stores.decisions import outcome_counts
     from memwarden.stores.pg import connect
 
-    loaded = load_domains(data, tuple(domains or DOMAINS))
+    loaded = load_domains(data, tuple(domains) if domains else None)
     plans = {ep_id: plan_episode(ep) for d in loaded for ep_id, ep in d.episodes.items()}
     shift = clock_shift(max(r.observed_at for p in plans.values() for r in p.records), datetime.now(UTC))
     with eval_namespace(base, "gatemem", keep, progress) as run, MemwardenClient(run.settings) as client:

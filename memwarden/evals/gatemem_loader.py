@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from memwarden.evals.gatemem_data import (
-    DOMAINS,
     QUERY_TYPES,
     SYNTHETIC_EPOCH,
     SYNTHETIC_STEP,
@@ -31,7 +30,7 @@ from memwarden.evals.gatemem_data import (
     Turn,
 )
 
-__all__ = ["load_domain", "load_domains", "parse_checkpoint", "parse_episode"]
+__all__ = ["available_domains", "load_domain", "load_domains", "parse_checkpoint", "parse_episode"]
 
 
 class _Reader:
@@ -117,14 +116,27 @@ def _principals(r: _Reader, entities: Mapping[str, Any]) -> list[Principal]:
 
 
 def _relationships(r: _Reader, entities: Mapping[str, Any], known: set[str]) -> list[Relationship]:
-    """``entities.relationships`` (optional); each about a known principal, other keys as string attrs."""
+    """``entities.relationships`` (optional: some episodes have none), other keys as string attrs.
+
+    A relationship names the principal it is about as ``principal_id`` (an unknown one is an error),
+    or names its members by role (``{"type": "assigned_clinician", "clinician_id": "dr_a",
+    "patient_id": "pt_b"}``, ``{"type": "family_access", "family_id": "fam_c", "patient_id": ...}``):
+    then it is about its first ``*_id`` member that is a principal of the episode (key order), else
+    its first ``*_id`` value (a group), and every member stays in the attrs."""
     relationships: list[Relationship] = []
-    for i, rel in enumerate(r.items(entities.get("relationships", []), "entities.relationships")):
+    for i, rel in enumerate(r.items(entities.get("relationships") or [], "entities.relationships")):
         name = f"entities.relationships[{i}]"
         rel = r.obj(rel, name)
-        kind, pid = r.req(rel, "type", name), r.req(rel, "principal_id", name)
-        if pid not in known:
-            raise r.fail(f"{name}.principal_id", f"unknown principal {pid!r}")
+        kind = r.req(rel, "type", name)
+        if "principal_id" in rel:
+            pid = r.req(rel, "principal_id", name)
+            if pid not in known:
+                raise r.fail(f"{name}.principal_id", f"unknown principal {pid!r}")
+        else:
+            members = [str(v) for k, v in rel.items() if k.endswith("_id") and isinstance(v, str) and v]
+            if not members:
+                raise r.fail(name, "names no member: neither principal_id nor any <role>_id")
+            pid = next((m for m in members if m in known), members[0])
         attrs = {k: str(v) for k, v in rel.items() if k not in ("type", "principal_id") and v is not None}
         relationships.append(Relationship(kind, pid, attrs))
     return relationships
@@ -261,6 +273,16 @@ def load_domain(root: Path, domain: str) -> DomainData:
     return DomainData(domain, episodes, tuple(queries), judgements)
 
 
-def load_domains(root: Path, domains: Sequence[str] = DOMAINS) -> list[DomainData]:
-    """:func:`load_domain` for each domain name, in the given order."""
-    return [load_domain(root, d) for d in domains]
+def available_domains(root: Path) -> tuple[str, ...]:
+    """The domain folders under ``root`` (those holding an ``episodes.jsonl``), sorted."""
+    return tuple(sorted(p.parent.name for p in Path(root).glob("*/episodes.jsonl")))
+
+
+def load_domains(root: Path, domains: Sequence[str] | None = None) -> list[DomainData]:
+    """:func:`load_domain` for each domain name, in the given order (default: every domain folder
+    under ``root``). Raises ``ValueError`` naming an unknown domain and the ones found."""
+    found = available_domains(root)
+    for d in domains or ():
+        if d not in found:
+            raise ValueError(f"domains: no domain {d!r} under {root} (found: {', '.join(found) or 'none'})")
+    return [load_domain(root, d) for d in (domains or found)]

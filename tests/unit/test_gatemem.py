@@ -15,7 +15,13 @@ from memwarden.commands.readmodel.payload import RecordAttrs
 from memwarden.commands.readmodel.permission import ReadContext, may_read
 from memwarden.evals.gatemem_content import analyse, is_credential_only
 from memwarden.evals.gatemem_data import SYNTHETIC_EPOCH, SYNTHETIC_STEP, GateMemFormatError, Judgement, Query
-from memwarden.evals.gatemem_loader import load_domain, parse_checkpoint, parse_episode
+from memwarden.evals.gatemem_loader import (
+    available_domains,
+    load_domain,
+    load_domains,
+    parse_checkpoint,
+    parse_episode,
+)
 from memwarden.evals.gatemem_mapping import plan_episode
 from memwarden.evals.gatemem_plan import EpisodePlan
 from memwarden.evals.gatemem_score import aggregate, pattern_hits, score, score_checkpoint
@@ -184,6 +190,35 @@ def test_malformed_episode_names_the_turn_field(tmp_path: Path) -> None:
     bad["turns"][3]["speaker"]["principal_id"] = "ghost"
     with pytest.raises(GateMemFormatError, match=r"episodes\.jsonl:1: turns\[3\]\.speaker\.principal_id: unknown"):
         load_domain(_write_domain(tmp_path, [bad], []), "office")
+
+
+def test_relationships_naming_members_by_role_or_missing_altogether_load() -> None:
+    medical = _episode(
+        "medical", [("dr_a", "clinician", "Dr A"), ("pt_b", "patient", "Pat B"), ("kin_c", "family", "Kin C")],
+        [{"type": "assigned_clinician", "clinician_id": "dr_a", "patient_id": "pt_b", "scope": "cardiology"},
+         {"type": "family_access", "family_id": "fam_c", "patient_id": "pt_b", "access_level": "summary"}],
+        [("dr_a", "Blood pressure is fine."), ("kin_c", "How is Pat doing?")])
+    rels = parse_episode(medical).relationships
+    assert [(r.kind, r.principal_id) for r in rels] == [("assigned_clinician", "dr_a"), ("family_access", "pt_b")]
+    assert rels[0].attrs == {"clinician_id": "dr_a", "patient_id": "pt_b", "scope": "cardiology"}
+    older = json.loads(json.dumps(medical))
+    del older["entities"]["relationships"]  # the older medical episodes have no relationships key
+    assert parse_episode(older).relationships == ()
+
+
+def test_a_relationship_naming_no_member_names_the_field() -> None:
+    bad = json.loads(json.dumps(OFFICE))
+    bad["entities"]["relationships"][1] = {"type": "budget_owner", "note": "nobody"}
+    with pytest.raises(GateMemFormatError, match=r"entities\.relationships\[1\]: names no member"):
+        parse_episode(bad)
+
+
+def test_domains_are_the_folders_found_and_an_unknown_one_is_named(tmp_path: Path) -> None:
+    root = _write_domain(tmp_path, [OFFICE], [_checkpoint()])
+    assert available_domains(root) == ("office",)
+    assert [d.domain for d in load_domains(root)] == ["office"]
+    with pytest.raises(ValueError, match=r"domains: no domain 'medical' .*found: office"):
+        load_domains(root, ["medical"])
 
 
 # -- mapping rules -----------------------------------------------------------------------------------
