@@ -60,7 +60,8 @@ def audit_memory(
     namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
-    """The lineage of a memory as a timeline: commands, decisions, events, reads; never content."""
+    """The lineage of a memory as a timeline: commands, decisions, events, reads, erasure receipts;
+    never content."""
     from memwarden.errors import MemwardenError
     from memwarden.ops.forensics_report import audit_memory as report_memory
 
@@ -73,6 +74,8 @@ def audit_memory(
              ",".join(x["code"] for x in (e["decision"] or {}).get("reasons", [])), e["content"])
             for e in report["timeline"]]
     rows += [(r["at"], "read", r["principal"], r["purpose"], r["read_at"]) for r in report["reads"]]
+    rows += [(r["at"], "erasure receipt", "verified" if r["verified"] else "NOT verified",
+              ", ".join(sorted(r["stores"])), r["completed_at"]) for r in report["erasure_receipts"]]
     _print(report, as_json, rows, ("position", "what", "outcome / who", "reasons / purpose", "content / when"))
 
 

@@ -91,14 +91,19 @@ def position_of(settings: Settings, topic: str, partition: int, offset: int) -> 
 
 def audit_memory(settings: Settings, ledger: Ledger, memory_id: str) -> dict[str, Any]:
     """The lineage of ``memory_id`` as a timeline: every command about it with its decision and
-    events, then every read that returned it. Never content."""
+    events, every read that returned it, and the erasure receipts of its forgets. Never content."""
     timeline = []
     for r, name, rec in commands_about(ledger, memory_id):
         pos = position_of(settings, "commands", r.position.partition, r.position.offset)
         timeline.append({"at": f"commands:{r.position.partition}:{r.position.offset}",
                          "command": describe_command(rec, name), "decision": decision_at(ledger, pos),
                          "events": events_of(ledger, pos), "content": content_of(rec, ledger, False)})
-    return _jsonable({"memory_id": memory_id, "timeline": timeline, "reads": reads_of(ledger, memory_id)})
+    receipts = [{"at": f"events:{r.position.partition}:{r.position.offset}", "command_id": rec["command_id"],
+                 "versions": rec["versions"], "key_tombstones": rec["key_tombstones"], "stores": rec["stores"],
+                 "verified": rec["verified"], "completed_at": rec["completed_at"]}
+                for r, name, rec in ledger.of("events") if name == "ErasureReceipted" and rec["memory_id"] == memory_id]
+    return _jsonable({"memory_id": memory_id, "timeline": timeline, "reads": reads_of(ledger, memory_id),
+                      "erasure_receipts": receipts})
 
 
 def audit_principal(ledger: Ledger, principal: str, since: datetime | None = None,

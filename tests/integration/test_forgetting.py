@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from memwarden.bootstrap import Container
+from memwarden.ops.forensics import read_ledger
+from memwarden.ops.forensics_report import audit_memory
 from memwarden.ops.kafka_files import kafka_paths
 from memwarden.ops.postgres_server import pg_paths
 from memwarden.ops.progress import wait_caught_up
@@ -100,6 +103,13 @@ def test_a_forgotten_memory_leaves_no_plaintext_and_its_key_leaves_the_disk(quic
         assert set(rec["stores"]) == {"keys", "profile", "vector_cache", "index"}
         assert marker.encode() not in raw and b"locker" not in raw  # ids and positions only
         assert rec["completed_at"] >= rec["forget_decided_at"]
+        c = Container(quick)
+        try:  # the lineage shows the receipt, and never the text
+            lineage = audit_memory(quick, read_ledger(quick, c.codec, c.kek), gone.memory_id)
+        finally:
+            c.close()
+        assert [r["command_id"] for r in lineage["erasure_receipts"]] == [forget.command_id]
+        assert marker not in str(lineage)
 
         keys_dirs = kafka_paths(quick).data
         bound_s = 2 * LAG_S + 15  # a roll, the cleaner's pass, the old files' deletion delay, slack
