@@ -110,6 +110,14 @@ def replay(
         console.print("digests equal" if out["digests_equal"] else "[red]digests differ[/red]")
 
 
+def _live_workers(settings: Settings) -> list[int]:
+    """Pids of the running workers of ``settings``' namespace (from their pid files)."""
+    from memwarden.ops.pidfiles import read_pidfile, run_dir
+
+    paths = run_dir(settings).glob(f"worker-{settings.topic_prefix}-*.pid")
+    return [pid for pid in (read_pidfile(p) for p in paths) if pid is not None]
+
+
 def _switch(live: Settings, rebuilt: Settings) -> dict[str, Any]:
     """The switch of ``live`` to ``rebuilt``: through the namespace's running worker, or here when
     none runs. The rebuild is dropped when the switch fails."""
@@ -134,6 +142,10 @@ def _switch(live: Settings, rebuilt: Settings) -> dict[str, Any]:
             if response.status_code != 200:
                 raise StackUnavailable(f"the worker of {live.topic_prefix} cannot switch: {body.get('error')}")
             return {**body, "by_worker": True}
+        running = _live_workers(live)
+        if running:  # e.g. a gate-only worker: it serves no HTTP and would write the state being retired
+            raise StackUnavailable(f"a worker of {live.topic_prefix} runs (pid {', '.join(map(str, running))}) but its"
+                                   " read API does not answer: stop it, then run --in-place again")
         container = Container(live)
         try:
             return {**asyncio.run(switch(container, rebuilt)), "by_worker": False}

@@ -9,7 +9,7 @@ Then :func:`switch` runs where the live projections are held (inside the namespa
 1. the gate, the projectors and new reads pause (each finishes what it is doing; reads wait);
 2. the rebuild catches up with the ledger's current end (a resumed replay: only the records that
    arrived since it was built);
-3. **the switch**: one Postgres transaction renames the live schema to ``<schema>__retired_<hex>``
+3. **the switch**: one Postgres transaction renames the live schema to that of ``<ns>.retired-<hex>``
    and the rebuilt one to the live name; every open connection sees the rebuilt tables from its next
    statement (Postgres re-resolves a statement when the schemas of its search path change), and the
    index, under its own lock, closes its shard, moves the directories the same way and opens the
