@@ -110,6 +110,17 @@ def replay(
         console.print("digests equal" if out["digests_equal"] else "[red]digests differ[/red]")
 
 
+def _worker_serves(settings: Settings) -> bool:
+    """Whether the worker at ``settings.worker_url`` answers ``/health`` for this namespace."""
+    import httpx
+
+    try:
+        health = httpx.get(f"{settings.worker_url}/health", timeout=2.0).json()
+    except (httpx.HTTPError, ValueError):
+        return False
+    return isinstance(health, dict) and health.get("prefix") == settings.topic_prefix
+
+
 def _live_workers(settings: Settings) -> list[int]:
     """Pids of the running workers of ``settings``' namespace (from their pid files)."""
     from memwarden.ops.pidfiles import read_pidfile, run_dir
@@ -130,11 +141,7 @@ def _switch(live: Settings, rebuilt: Settings) -> dict[str, Any]:
     from memwarden.processors.rebuild import switch
 
     try:
-        try:
-            health = httpx.get(f"{live.worker_url}/health", timeout=2.0).json()
-        except (httpx.HTTPError, ValueError):
-            health = {}
-        if health.get("prefix") == live.topic_prefix:
+        if _worker_serves(live):
             response = httpx.post(f"{live.worker_url}/switch", json={"rebuilt": rebuilt.topic_prefix}, timeout=3600.0)
             body = response.json()
             if response.status_code == 400:
@@ -249,11 +256,7 @@ def reconcile(
 
     try:
         s = namespace_settings(namespace)
-        try:
-            health = httpx.get(f"{s.worker_url}/health", timeout=2.0).json()
-        except (httpx.HTTPError, ValueError):
-            health = {}
-        if health.get("prefix") == s.topic_prefix:
+        if _worker_serves(s):
             response = httpx.post(f"{s.worker_url}/reconcile", timeout=3600.0)
             run = response.json()
         else:

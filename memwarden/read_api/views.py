@@ -5,7 +5,7 @@ and the timer that flushes due ``MemoryUsed`` batches. Thin: parse JSON, call
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import faust
@@ -28,23 +28,23 @@ def mount(app: faust.App, service: ReadService, roles: Sequence[str]) -> None:
     def answer(view: View, reply: Reply) -> Response:
         return view.json(reply.body, status=reply.status)
 
+    async def with_body(view: View, request: Request, call: Callable[[Any], Awaitable[Reply]]) -> Response:
+        """``call`` with the request's JSON body; a body that is not JSON is a 400 naming ``body``."""
+        try:
+            body = await _json(request)
+        except ValidationError as exc:
+            return view.json({"error": str(exc), "field": exc.field}, status=400)
+        return answer(view, await call(body))
+
     @app.page("/recall")
     class RecallView(View):
         async def post(self, request: Request) -> Response:
-            try:
-                body = await _json(request)
-            except ValidationError as exc:
-                return self.json({"error": str(exc), "field": exc.field}, status=400)
-            return answer(self, await service.recall(body))
+            return await with_body(self, request, service.recall)
 
     @app.page("/decisions")
     class DecisionsView(View):
         async def post(self, request: Request) -> Response:
-            try:
-                body = await _json(request)
-            except ValidationError as exc:
-                return self.json({"error": str(exc), "field": exc.field}, status=400)
-            return answer(self, await service.decisions(body))
+            return await with_body(self, request, service.decisions)
 
     @app.page("/reconcile")
     class ReconcileView(View):
@@ -56,11 +56,7 @@ def mount(app: faust.App, service: ReadService, roles: Sequence[str]) -> None:
         """Replace the projections by a rebuild of the same ledger, in one step."""
 
         async def post(self, request: Request) -> Response:
-            try:
-                body = await _json(request)
-            except ValidationError as exc:
-                return self.json({"error": str(exc), "field": exc.field}, status=400)
-            return answer(self, await service.switch(body))
+            return await with_body(self, request, service.switch)
 
     @app.page("/index/count")
     class IndexCountView(View):
