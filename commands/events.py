@@ -9,8 +9,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from memwarden.commands.gate import Decision, Outcome, Position, Reason
-from memwarden.commands.model import Command, ForgetMemory, RecordMemory, SupersedeMemory, to_avro
+from memwarden.commands.gate import Decision, Forgotten, Outcome, Position, Reason
+from memwarden.commands.model import Command, RecordMemory, SupersedeMemory, to_avro
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.epoch import from_ms_or_none
 
@@ -42,6 +42,7 @@ def gate_decided(
         "principal": env.principal if env else None,
         "subject": env.subject if env else None,
         "memory_id": memory_id,
+        "memory_ids": list(decision.listed),
         "outcome": decision.outcome.value,
         "reasons": _reasons(decision.reasons),
         "gate_version": decision.gate_version,
@@ -92,15 +93,18 @@ def governance_changed(command: Command, signed: bytes, position: Position, now:
     }
 
 
-def memory_forgotten(command: ForgetMemory, position: Position, now: datetime) -> dict[str, Any]:
-    """``MemoryForgotten`` for an admitted ``ForgetMemory``."""
+def memory_forgotten(forgotten: Forgotten, position: Position, now: datetime) -> dict[str, Any]:
+    """``MemoryForgotten`` for one memory a decision forgot (at ``position``): the forget command it
+    carries out (a deferred one when a hold was lifted), who issued it and why. The event id is
+    deterministic in the position and the memory id."""
+    m = forgotten.memory
     return {
-        "event_id": position_id("event", position),
-        "command_id": command.envelope.command_id,
-        "memory_id": command.memory_id,
-        "principal": command.envelope.principal,
-        "subject": command.envelope.subject,
-        "reason": command.reason,
+        "event_id": position_id(f"forgotten:{m.memory_id}", position),
+        "command_id": forgotten.command_id,
+        "memory_id": m.memory_id,
+        "principal": forgotten.principal,
+        "subject": m.subject,
+        "reason": forgotten.reason,
         "position": _position(position),
         "decided_at": now,
     }

@@ -26,6 +26,7 @@ from memwarden.commands.envelope import (
     Uuid,
     WriteAuthority,
 )
+from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector, ForgetSubject, LiftHold, PlaceHold
 from memwarden.commands.vocabulary import (
     EpistemicStatus,
     FactCardinality,
@@ -189,16 +190,17 @@ class RevokeAccess(FrozenModel):
     reason: Text = ""
 
 
-MemoryCommand = RecordMemory | SupersedeMemory | ForgetMemory
+MemoryCommand = RecordMemory | SupersedeMemory | ForgetMemory | ForgetMatching | ForgetSubject
 GovernanceCommand = (
     RegisterPrincipal | RotateKey | RevokeKey | PublishPolicy | ProtectFact | ApproveQuarantined | RejectQuarantined
-    | GrantAccess | RevokeAccess
+    | GrantAccess | RevokeAccess | PlaceHold | LiftHold
 )
 Command = MemoryCommand | GovernanceCommand
 COMMAND_MODELS: dict[str, type[Any]] = {
     m.model_fields["kind"].default: m
     for m in (RecordMemory, SupersedeMemory, ForgetMemory, RegisterPrincipal, RotateKey, RevokeKey, PublishPolicy,
-              ProtectFact, ApproveQuarantined, RejectQuarantined, GrantAccess, RevokeAccess)
+              ProtectFact, ApproveQuarantined, RejectQuarantined, GrantAccess, RevokeAccess, ForgetMatching,
+              ForgetSubject, PlaceHold, LiftHold)
 }
 
 
@@ -229,9 +231,9 @@ def from_avro(name: str, record: dict[str, Any]) -> Command:
 
 
 __all__ = [
-    "COMMAND_MODELS", "ApproveQuarantined", "Command", "EncryptedContent", "Envelope", "EpistemicStatus", "Fact",
-    "FactCardinality", "ForgetMemory", "GrantAccess", "PrincipalKind", "ProtectFact", "PublicKey", "PublishPolicy",
-    "RecordMemory", "RegisterPrincipal", "RejectQuarantined", "RevokeAccess", "RevokeKey", "Right", "RotateKey",
-    "Sensitivity", "Signature", "Source", "SourceKind", "StoreKind", "SupersedeMemory", "WriteAuthority",
-    "from_avro", "to_avro",
+    "ApproveQuarantined", "COMMAND_MODELS", "Command", "EncryptedContent", "Envelope", "EpistemicStatus", "Fact",
+    "FactCardinality", "ForgetMatching", "ForgetMemory", "ForgetSelector", "ForgetSubject", "GrantAccess", "LiftHold",
+    "PlaceHold", "PrincipalKind", "ProtectFact", "PublicKey", "PublishPolicy", "RecordMemory", "RegisterPrincipal",
+    "RejectQuarantined", "RevokeAccess", "RevokeKey", "Right", "RotateKey", "Sensitivity", "Signature", "Source",
+    "SourceKind", "StoreKind", "SupersedeMemory", "WriteAuthority", "from_avro", "to_avro",
 ]

@@ -71,3 +71,4 @@ class Right(StrEnum):
 
     READ = "READ"
     WRITE = "WRITE"
+    FORGET = "FORGET"

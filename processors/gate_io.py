@@ -14,7 +14,7 @@ import pydantic
 from memwarden.commands import events
 from memwarden.commands.gate import Decision, PrincipalUpsert
 from memwarden.commands.ledger import Outbound, Position
-from memwarden.commands.model import Command, ForgetMemory, RecordMemory, SupersedeMemory, from_avro
+from memwarden.commands.model import Command, RecordMemory, SupersedeMemory, from_avro
 from memwarden.errors import DecodeError
 from memwarden.schemas.codec import COMMAND_TYPES, GOVERNANCE_COMMANDS, AvroCodec
 from memwarden.stores.decisions import record
@@ -90,7 +90,8 @@ def decision_records(codec: AvroCodec, command: Command, decision: Decision, ite
                      now: datetime) -> list[dict[str, Any]]:
     """Every record ``decision`` publishes, as storable dicts (:func:`memwarden.stores.decisions.record`):
     the ``GateDecided``; for an admitted command its event (``MemoryRecorded`` of the command or of
-    the released original, ``MemoryForgotten``, ``GovernanceChanged``) and registry entries; and a
+    the released original, ``GovernanceChanged``) and registry entries; a ``MemoryForgotten`` (keyed
+    by the memory's subject) for every memory it forgets, also under a ``DEFERRED`` outcome; and a
     tombstone on the keys topic for every data key the decision shreds (the gate is the one owner of
     shredding)."""
     position = item.position
@@ -102,6 +103,9 @@ def decision_records(codec: AvroCodec, command: Command, decision: Decision, ite
         event = _event(codec, command, decision, item, now)
         if event is not None:
             out.append(record("events", subject_key, event))
+    out += [record("events", f.memory.subject.encode(), codec.encode(
+        "MemoryForgotten", events.memory_forgotten(f, position, now))) for f in decision.forgets]
+    if decision.admitted:
         out += [record("principals", e.record.principal_id.encode(),
                        codec.encode("PrincipalState", events.principal_state(e.record, position)))
                 for e in decision.effects if isinstance(e, PrincipalUpsert)]
@@ -114,10 +118,6 @@ def _event(codec: AvroCodec, command: Command, decision: Decision, item: Inbound
     if decision.released is not None:
         original, reviewer = decision.released
         return codec.encode("MemoryRecorded", events.memory_recorded(original, decision, position, now, reviewer))
-    if isinstance(command, ForgetMemory):
-        if decision.memory is None:
-            return None
-        return codec.encode("MemoryForgotten", events.memory_forgotten(command, position, now))
     if isinstance(command, RecordMemory | SupersedeMemory):
         return codec.encode("MemoryRecorded", events.memory_recorded(command, decision, position, now))
     if command.kind in GOVERNANCE_COMMANDS and item.value is not None:

@@ -1,6 +1,7 @@
 """Loading the governed state one batch of commands can touch, in one short transaction.
 
-Only the rows a batch can touch are read, whatever the history's size: its memories, cited sources,
+Only the rows a batch can touch are read, whatever the history's size: its memories (for a forget,
+what its selector may match and every derivative, transitively), the legal holds, cited sources,
 review targets, the content digests and claims of its texts, its subjects' fact slots, and the
 grants held by its writers (or their roles) or named by its grant commands; plus the registry and
 the policy. The SQL is in :mod:`memwarden.stores`; the choice of rows is here.
@@ -18,7 +19,12 @@ from memwarden.commands.gate import GateState, PriorDecision
 from memwarden.commands.model import (
     ApproveQuarantined,
     Command,
+    ForgetMatching,
+    ForgetMemory,
+    ForgetSelector,
+    ForgetSubject,
     GrantAccess,
+    LiftHold,
     RecordMemory,
     RegisterPrincipal,
     RejectQuarantined,
@@ -49,6 +55,12 @@ def memory_ids(command: Command) -> list[str]:
     return [mid] if mid else []
 
 
+def _selector(command: ForgetMatching | ForgetSubject) -> ForgetSelector:
+    if isinstance(command, ForgetMatching):
+        return command.selector
+    return ForgetSelector(subjects=(command.envelope.subject,))
+
+
 def _grant_holders(commands: Sequence[Command], writers: set[str], principals: dict[str, PrincipalRecord]) -> list[str]:
     roles = {r for w in writers if w in principals for r in principals[w].roles}
     roles |= {r for c in commands if isinstance(c, RegisterPrincipal) for r in c.roles}  # registered now
@@ -70,6 +82,12 @@ async def load_batch(conn: psycopg.AsyncConnection, anchor: PrincipalRecord, com
         mids = sorted({m for c in commands for m in memory_ids(c)} | set(cited)
                       | {q.memory_id for q, _ in quarantine.values()} | set(twins.values()))
         memories = await db.load_memories(cur, mids)
+        holds, deferred = await db.load_holds(cur)
+        lifted = {m for c in commands if isinstance(c, LiftHold) for d in deferred.values() for m in d.memory_ids}
+        forgotten_ids = [c.memory_id for c in commands if isinstance(c, ForgetMemory)]
+        memories.update(await db.load_lineage(cur, sorted(set(forgotten_ids) | lifted)))
+        memories.update(await db.load_selected(cur, [_selector(c) for c in commands
+                                                     if isinstance(c, ForgetMatching | ForgetSubject)]))
         principals = await db.load_principals(cur)
         principals[anchor.principal_id] = anchor
         policy = await db.load_policy(cur)
@@ -81,5 +99,5 @@ async def load_batch(conn: psycopg.AsyncConnection, anchor: PrincipalRecord, com
     await conn.commit()
     state = GateState(memories=memories, principals=principals, policy=policy, grants=tuple(grants.values()),
                       facts=facts, protected=protected, claims=claims, twins=twins,
-                      quarantine={k: q for k, (q, _) in quarantine.items()})
+                      quarantine={k: q for k, (q, _) in quarantine.items()}, holds=holds, deferred=deferred)
     return Batch(state, priors, {k: raw for k, (_, raw) in quarantine.items()}, source_events)

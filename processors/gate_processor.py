@@ -234,6 +234,9 @@ class GateProcessor:
             # (a forget keeps it, also when the version it forgets was decided earlier in this batch)
             held = writes.changed.get(m.memory_id)
             writes.changed[m.memory_id] = (m, cid if not m.forgotten else (held[1] if held else None))
+        for f in decision.forgets:  # a forget keeps the row of the version it forgets
+            held = writes.changed.get(f.memory.memory_id)
+            writes.changed[f.memory.memory_id] = (f.memory, held[1] if held else None)
 
     async def _sources(self, source_events: dict[str, bytes]) -> dict[str, SourceRecord]:
         decoded = {m: self._codec.decode(b)[1] for m, b in source_events.items()}

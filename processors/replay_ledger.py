@@ -97,7 +97,7 @@ def read_ledger(settings: Settings, codec: AvroCodec, kek: Kek, cut: Mapping[int
     topics = {settings.topic(name): name for name in ends}
     out = LedgerIndex(KeySnapshot(kek, codec), events_end=ends["events"])
     decided: list[tuple[LedgerRecord, dict[str, Any]]] = []
-    produced: dict[Position, tuple[bytes | None, bytes, dict[str, Any]]] = {}
+    produced: dict[Position, list[tuple[bytes | None, bytes, dict[str, Any]]]] = {}
     for r in read_many(settings, ends):
         kind = topics[r.position.topic]
         if kind == "keys":
@@ -112,15 +112,18 @@ def read_ledger(settings: Settings, codec: AvroCodec, kek: Kek, cut: Mapping[int
             name, rec = _decode(codec, r)
             out.events.append((r, name, rec))
             if name in DECISION_EVENTS and r.value is not None:
-                produced[_position(rec)] = (r.key, r.value, rec)
+                produced.setdefault(_position(rec), []).append((r.key, r.value, rec))
     commands = settings.topic("commands")
     for r, rec in decided:
         pos = _position(rec)
         if pos.topic != commands or pos.offset >= cut.get(pos.partition, 0) or r.value is None:
             continue
-        event = produced.get(pos)
-        out.recorded[pos] = RecordedOutcome(recorded_decision(rec, event[2] if event else None), r.key, r.value,
-                                            (event[0], event[1]) if event else None)
+        order = {m: i for i, m in enumerate(rec.get("memory_ids") or ())}  # the order the live gate sent them
+        made = sorted(produced.get(pos, []), key=lambda e: -1 if e[2].get("reason") is None
+                      else order.get(e[2]["memory_id"], len(order)))
+        written = next((e[2] for e in made if "closes" in e[2]), None)
+        out.recorded[pos] = RecordedOutcome(recorded_decision(rec, written), r.key, r.value,
+                                            tuple((e[0], e[1]) for e in made))
         if out.last_decided is None or rec["decided_at"] > out.last_decided:
             out.last_decided = rec["decided_at"]
     out.commands.sort(key=lambda r: (r.position.partition, r.position.offset))

@@ -31,6 +31,8 @@ MESSAGE_TYPES: tuple[str, ...] = (
     "RecordMemory",
     "SupersedeMemory",
     "ForgetMemory",
+    "ForgetMatching",
+    "ForgetSubject",
     "GateDecided",
     "MemoryRecorded",
     "MemoryForgotten",
@@ -44,6 +46,8 @@ MESSAGE_TYPES: tuple[str, ...] = (
     "RejectQuarantined",
     "GrantAccess",
     "RevokeAccess",
+    "PlaceHold",
+    "LiftHold",
     "GovernanceChanged",
     "PrincipalState",
     "MemoryUsed",
@@ -53,10 +57,11 @@ MESSAGE_TYPES: tuple[str, ...] = (
 )
 #: Memory commands (they carry content) and governance commands (principals, keys, policy, core
 #: facts, review, grants). Every one is signed and decided by the gate.
-MEMORY_COMMANDS: tuple[str, ...] = ("RecordMemory", "SupersedeMemory", "ForgetMemory")
+MEMORY_COMMANDS: tuple[str, ...] = ("RecordMemory", "SupersedeMemory", "ForgetMemory", "ForgetMatching",
+                                     "ForgetSubject")
 GOVERNANCE_COMMANDS: tuple[str, ...] = (
     "RegisterPrincipal", "RotateKey", "RevokeKey", "PublishPolicy", "ProtectFact", "ApproveQuarantined",
-    "RejectQuarantined", "GrantAccess", "RevokeAccess",
+    "RejectQuarantined", "GrantAccess", "RevokeAccess", "PlaceHold", "LiftHold",
 )
 COMMAND_TYPES: tuple[str, ...] = MEMORY_COMMANDS + GOVERNANCE_COMMANDS
 

@@ -4,16 +4,19 @@ the state by the decision. Pure; see :mod:`.decide` for the order of the checks.
 - :mod:`.state` — what the gate reads (``GateState``) and the outcomes;
 - :mod:`.effects` — what a decision says (``Decision``, effects, shreds);
 - :mod:`.decide` — the entry point and the checks every command passes;
-- :mod:`.writes` — memory writes and forgets; :mod:`.review` — quarantine review;
-  :mod:`.governance` — registry, keys, policy, core facts, grants;
+- :mod:`.writes` — memory writes; :mod:`.forgetting` — forgets, lineage, legal holds;
+  :mod:`.review` — quarantine review; :mod:`.governance` — registry, keys, policy, core facts, grants;
 - :mod:`.evolve` — the fold of decisions into state.
 """
 
 from memwarden.commands.gate.decide import MAX_FUTURE_SKEW, decide
 from memwarden.commands.gate.effects import (
     Decision,
+    DeferredSet,
     Effect,
+    Forgotten,
     GrantUpsert,
+    HoldSet,
     MemoryCleared,
     MemoryFacts,
     PolicySet,
@@ -26,8 +29,10 @@ from memwarden.commands.gate.state import (
     ADMITTED,
     GATE_VERSION,
     ClaimState,
+    DeferredForget,
     GateLimits,
     GateState,
+    HoldState,
     MemoryState,
     Outcome,
     PriorDecision,
@@ -38,8 +43,9 @@ from memwarden.commands.readmodel.payload import UNTRUSTED_TAG
 from memwarden.commands.reasons import Reason
 
 __all__ = [
-    "ADMITTED", "GATE_VERSION", "MAX_FUTURE_SKEW", "UNTRUSTED_TAG", "ClaimState", "Decision", "Effect", "GateLimits",
-    "GateState", "GrantUpsert", "MemoryCleared", "MemoryFacts", "MemoryState", "Outcome", "PolicySet", "Position",
-    "PrincipalUpsert", "PriorDecision", "ProtectionSet", "QuarantineSet", "QuarantineState", "Reason", "apply_effect",
-    "decide", "evolve",
+    "ADMITTED", "ClaimState", "Decision", "DeferredForget", "DeferredSet", "Effect", "Forgotten", "GATE_VERSION",
+    "GateLimits", "GateState", "GrantUpsert", "HoldSet", "HoldState", "MAX_FUTURE_SKEW", "MemoryCleared",
+    "MemoryFacts", "MemoryState", "Outcome", "PolicySet", "Position", "PrincipalUpsert", "PriorDecision",
+    "ProtectionSet", "QuarantineSet", "QuarantineState", "Reason", "UNTRUSTED_TAG", "apply_effect", "decide",
+    "evolve",
 ]

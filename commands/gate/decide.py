@@ -11,7 +11,8 @@ Order of the checks for every command (first failure decides):
 2. provenance σ(μ): an Ed25519 signature by a key of ``envelope.principal`` valid at issue time
    (:mod:`memwarden.commands.principals`);
 3. clock sanity (observed time, expiry);
-4. per command family: memory writes and forgets (:mod:`.writes`: text limits, declared scope, write
+4. per command family: forgets by id, selector or subject and legal holds (:mod:`.forgetting`);
+   memory writes (:mod:`.writes`: text limits, declared scope, write
    authority from the policy *data* and grants, status and attribution, the instruction detector and
    the risk tier, duplicates, protected core facts and contradictions), reviews (:mod:`.review`) and
    governance (:mod:`.governance`: principals, keys, policy, core-fact protection, grants).
@@ -26,16 +27,21 @@ from datetime import datetime, timedelta
 
 from memwarden.commands.contradiction import DEFAULT_CLAIMS, ClaimExtractor
 from memwarden.commands.gate.effects import Decision, reject
+from memwarden.commands.gate.forgetting import decide_forget, decide_forget_many, decide_hold
 from memwarden.commands.gate.governance import decide_governance
 from memwarden.commands.gate.review import decide_approve, decide_reject
 from memwarden.commands.gate.state import GateLimits, GateState, Outcome
-from memwarden.commands.gate.writes import decide_forget, decide_write
+from memwarden.commands.gate.writes import decide_write
 from memwarden.commands.injection import DEFAULT_DETECTOR, InstructionDetector
 from memwarden.commands.ledger import Position
 from memwarden.commands.model import (
     ApproveQuarantined,
     Command,
+    ForgetMatching,
     ForgetMemory,
+    ForgetSubject,
+    LiftHold,
+    PlaceHold,
     PublishPolicy,
     RecordMemory,
     RejectQuarantined,
@@ -109,6 +115,10 @@ def _decide(command: Command, plaintext: str | None, position: Position, state: 
         return decide_write(command, plaintext, issuer, state, now, limits, content_digest, detector, claims)
     if isinstance(command, ForgetMemory):
         return decide_forget(command, issuer, state)
+    if isinstance(command, ForgetMatching | ForgetSubject):
+        return decide_forget_many(command, issuer, state, now)
+    if isinstance(command, PlaceHold | LiftHold):
+        return decide_hold(command, issuer, state)
     if isinstance(command, ApproveQuarantined):
         return decide_approve(command, issuer, state, now, limits, detector, claims)
     if isinstance(command, RejectQuarantined):

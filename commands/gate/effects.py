@@ -6,7 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memwarden.commands.facts import FactKey, FactState
-from memwarden.commands.gate.state import ADMITTED, GATE_VERSION, ClaimState, MemoryState, Outcome, QuarantineState
+from memwarden.commands.gate.state import (
+    ADMITTED,
+    GATE_VERSION,
+    ClaimState,
+    DeferredForget,
+    HoldState,
+    MemoryState,
+    Outcome,
+    QuarantineState,
+)
 from memwarden.commands.model import Command
 from memwarden.commands.policy import WritePolicy
 from memwarden.commands.principals import PrincipalRecord
@@ -68,7 +77,34 @@ class QuarantineSet:
     state: QuarantineState
 
 
-Effect = PrincipalUpsert | PolicySet | GrantUpsert | ProtectionSet | MemoryFacts | MemoryCleared | QuarantineSet
+@dataclass(frozen=True)
+class HoldSet:
+    """Place or lift a legal hold (``state.active``)."""
+
+    state: HoldState
+
+
+@dataclass(frozen=True)
+class DeferredSet:
+    """Keep a forget waiting for holds (``memory_ids`` it still has to forget), or drop it when
+    ``forget.memory_ids`` is empty."""
+
+    forget: DeferredForget
+
+
+Effect = (PrincipalUpsert | PolicySet | GrantUpsert | ProtectionSet | MemoryFacts | MemoryCleared | QuarantineSet
+          | HoldSet | DeferredSet)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """One memory a decision forgets beside ``Decision.memory``: its state after the forget and the
+    forget command it carries out (the decision's own command, or a forget a legal hold deferred)."""
+
+    memory: MemoryState
+    command_id: str
+    principal: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -78,7 +114,9 @@ class Decision:
     ``closes`` memories it supersedes automatically, ``effects`` governed-state changes,
     ``tags`` extra tags (``untrusted``), ``shred`` every data-key id to tombstone (the gate is the
     one owner of shredding: projectors only apply), ``released`` the command a reviewer released
-    from quarantine (with the reviewer)."""
+    from quarantine (with the reviewer), ``forgets`` the memories forgotten beside ``memory``
+    (derivatives, selector matches, forgets released by a lifted hold), ``listed`` the memory ids
+    ``GateDecided.memory_ids`` names (what was forgotten, or what a dry run would forget)."""
 
     outcome: Outcome
     reasons: tuple[Reason, ...]
@@ -91,6 +129,8 @@ class Decision:
     tags: tuple[str, ...] = ()
     shred: tuple[str, ...] = ()
     released: tuple[Command, str] | None = None
+    forgets: tuple[Forgotten, ...] = ()
+    listed: tuple[str, ...] = ()
 
     @property
     def admitted(self) -> bool:

@@ -12,8 +12,10 @@ from dataclasses import replace
 
 from memwarden.commands.gate.effects import (
     Decision,
+    DeferredSet,
     Effect,
     GrantUpsert,
+    HoldSet,
     MemoryCleared,
     MemoryFacts,
     PolicySet,
@@ -68,15 +70,26 @@ def apply_effect(state: GateState, effect: Effect) -> GateState:
         return _with_facts(state, effect)
     if isinstance(effect, QuarantineSet):
         return replace(state, quarantine={**state.quarantine, effect.state.command_id: effect.state})
+    if isinstance(effect, HoldSet):
+        return replace(state, holds={**state.holds, effect.state.hold_id: effect.state})
+    if isinstance(effect, DeferredSet):
+        f = effect.forget
+        deferred = {k: v for k, v in state.deferred.items() if k != f.command_id}
+        if f.memory_ids:
+            deferred[f.command_id] = f
+        return replace(state, deferred=deferred)
     raise TypeError(f"not a gate effect: {type(effect).__name__}")
 
 
 def evolve(state: GateState, decision: Decision) -> GateState:
     """The governed state after ``decision``: every effect in order, then the memory it admitted
-    (new version, supersession or forget). A refusal or duplicate has no effects and leaves the
+    (new version, supersession or forget) and the memories it forgot beside it (``forgets``, also
+    under a ``DEFERRED`` outcome). A refusal or duplicate has no effects and leaves the
     state as it was. ``prior`` and ``review_target`` belong to one command and are left untouched."""
     for effect in decision.effects:
         state = apply_effect(state, effect)
     if decision.admitted and decision.memory is not None:
         state = replace(state, memories={**state.memories, decision.memory.memory_id: decision.memory})
+    if decision.forgets:
+        state = replace(state, memories={**state.memories, **{f.memory.memory_id: f.memory for f in decision.forgets}})
     return state

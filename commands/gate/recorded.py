@@ -20,16 +20,21 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memwarden.commands.contradiction import DEFAULT_CLAIMS, ClaimExtractor
-from memwarden.commands.gate.effects import Decision, PolicySet, QuarantineSet
+from memwarden.commands.gate.effects import Decision, HoldSet, MemoryCleared, PolicySet, QuarantineSet
+from memwarden.commands.gate.forgetting import decide_forget, decide_forget_many, decide_hold
 from memwarden.commands.gate.governance import grant_revoked, granted, key_change, protection, registered
 from memwarden.commands.gate.review import REVIEW_CLOSED, released, review_closed
-from memwarden.commands.gate.state import ADMITTED, GateState, Outcome, QuarantineState
-from memwarden.commands.gate.writes import claim_states, fact_slot, forgotten, next_version, write_effects
+from memwarden.commands.gate.state import ADMITTED, GateState, HoldState, Outcome, QuarantineState
+from memwarden.commands.gate.writes import claim_states, fact_slot, next_version, write_effects
 from memwarden.commands.model import (
     ApproveQuarantined,
     Command,
+    ForgetMatching,
     ForgetMemory,
+    ForgetSubject,
     GrantAccess,
+    LiftHold,
+    PlaceHold,
     ProtectFact,
     PublishPolicy,
     RecordMemory,
@@ -41,6 +46,7 @@ from memwarden.commands.model import (
     SupersedeMemory,
 )
 from memwarden.commands.policy import parse_policy
+from memwarden.commands.principals import PrincipalRecord, kind_from_id
 from memwarden.commands.reasons import Reason
 
 
@@ -48,7 +54,8 @@ from memwarden.commands.reasons import Reason
 class RecordedDecision:
     """What the ledger holds of one decision: outcome, reasons, the gate's clock, versions (from the
     ``GateDecided`` record) and, for an admitted memory write, the version it created and the memories
-    it closed (from its ``MemoryRecorded``)."""
+    it closed (from its ``MemoryRecorded``); ``memory_ids`` the ids ``GateDecided.memory_ids`` lists
+    (what a forget forgot)."""
 
     outcome: Outcome
     reasons: tuple[Reason, ...]
@@ -57,6 +64,7 @@ class RecordedDecision:
     gate_version: str
     version: int = 0
     closes: tuple[str, ...] = ()
+    memory_ids: tuple[str, ...] = ()
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -107,6 +115,9 @@ def _governance(command: Command, state: GateState, now: datetime) -> Decision |
     if isinstance(command, RevokeAccess):
         grant = next((g for g in state.grants if g.grant_id == command.grant_id), None)
         return grant_revoked(grant, now) if grant is not None else None
+    if isinstance(command, PlaceHold):
+        return Decision(Outcome.ACCEPTED, (), effects=(HoldSet(HoldState(command.hold_id, tuple(command.subjects),
+                                                                         tuple(command.scopes))),))
     return None
 
 
@@ -129,10 +140,29 @@ def _admitted(command: Command, rec: RecordedDecision, state: GateState, plainte
               content_digest: str | None, claims: ClaimExtractor) -> Decision | None:
     if isinstance(command, RecordMemory | SupersedeMemory):
         return _write(command, rec, state, plaintext, content_digest, claims)
-    if isinstance(command, ForgetMemory):
-        target = state.memories.get(command.memory_id)
-        return forgotten(target) if target is not None and not target.forgotten else Decision(rec.outcome, ())
     return _governance(command, state, rec.decided_at)
+
+
+def _forgets(command: ForgetMemory | ForgetMatching | ForgetSubject | LiftHold, rec: RecordedDecision,
+             state: GateState) -> Decision:
+    """A recorded forget (or hold lift) folded back: the same pure decision taken again on the same
+    state at the recorded clock, keeping only the memories the ledger says it forgot (the recorded
+    list is authoritative; a forget recorded before lists existed names its one memory)."""
+    issuer = state.principals.get(command.envelope.principal) or PrincipalRecord(
+        command.envelope.principal, kind_from_id(command.envelope.principal))
+    if isinstance(command, ForgetMemory):
+        again = decide_forget(command, issuer, state)
+        recorded = set(rec.memory_ids) or {command.memory_id}
+    elif isinstance(command, LiftHold):
+        again = decide_hold(command, issuer, state)
+        recorded = set(rec.memory_ids)
+    else:
+        again = decide_forget_many(command, issuer, state, rec.decided_at)
+        recorded = set(rec.memory_ids)
+    kept = tuple(f for f in again.forgets if f.memory.memory_id in recorded)
+    dropped = {f.memory.memory_id for f in again.forgets} - recorded
+    effects = tuple(e for e in again.effects if not (isinstance(e, MemoryCleared) and e.memory_id in dropped))
+    return replace(again, forgets=kept, effects=effects, shred=tuple(k for f in kept for k in f.memory.key_ids))
 
 
 def from_record(command: Command, rec: RecordedDecision, state: GateState, plaintext: str | None = None,
@@ -154,6 +184,9 @@ def from_record(command: Command, rec: RecordedDecision, state: GateState, plain
     elif isinstance(command, ApproveQuarantined | RejectQuarantined) and (
             rec.outcome in ADMITTED or REVIEW_CLOSED in rec.codes):
         decision = _review(command, rec, state, claims)
+    elif isinstance(command, ForgetMemory | ForgetMatching | ForgetSubject | LiftHold) and (
+            rec.outcome in ADMITTED or rec.outcome is Outcome.DEFERRED):
+        decision = _forgets(command, rec, state)
     elif rec.outcome in ADMITTED:
         decision = _admitted(command, rec, state, plaintext, content_digest, claims)
     return _as_recorded(decision or Decision(rec.outcome, ()), rec)
@@ -162,4 +195,4 @@ def from_record(command: Command, rec: RecordedDecision, state: GateState, plain
 def recorded_of(decision: Decision, decided_at: datetime) -> RecordedDecision:
     """The recorded form of a live ``decision`` taken at ``decided_at`` (what the ledger keeps of it)."""
     return RecordedDecision(decision.outcome, decision.reasons, decided_at, decision.policy_version,
-                            decision.gate_version, decision.version, decision.closes)
+                            decision.gate_version, decision.version, decision.closes, decision.listed)

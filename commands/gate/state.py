@@ -27,6 +27,7 @@ class Outcome(StrEnum):
     QUARANTINED = "QUARANTINED"
     REJECTED = "REJECTED"
     DUPLICATE = "DUPLICATE"
+    DEFERRED = "DEFERRED"
 
 
 ADMITTED = frozenset({Outcome.ACCEPTED, Outcome.ACCEPTED_UNVERIFIED})
@@ -36,7 +37,10 @@ ADMITTED = frozenset({Outcome.ACCEPTED, Outcome.ACCEPTED_UNVERIFIED})
 class MemoryState:
     """What the gate knows of one memory id: subject, owner (writing principal), live or forgotten,
     its current version number, scope, the fact slot it holds (if any) and the data-key ids of all
-    its versions (shredded by a forget)."""
+    its versions (shredded by a forget). For forgetting by selector and lineage (issue 14):
+    ``store_kind``, ``tags`` and ``observed_ms`` / ``expires_ms`` (UTC epoch ms) of the current
+    version; ``sources`` (source references), ``writers`` (principals) and ``signer_keys`` (signing
+    key ids) of every version; ``derived_from`` the memory ids its versions cite."""
 
     memory_id: str
     subject: str
@@ -46,6 +50,39 @@ class MemoryState:
     scope: str = ""
     fact: FactKey | None = None
     key_ids: tuple[str, ...] = ()
+    store_kind: str = "PROFILE"
+    tags: tuple[str, ...] = ()
+    observed_ms: int = 0
+    expires_ms: int | None = None
+    sources: tuple[str, ...] = ()
+    writers: tuple[str, ...] = ()
+    signer_keys: tuple[str, ...] = ()
+    derived_from: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HoldState:
+    """A legal hold: the subjects and scopes it covers, and whether it is still in force."""
+
+    hold_id: str
+    subjects: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
+    active: bool = True
+
+    def covers(self, memory: MemoryState) -> bool:
+        """Whether this hold, while in force, keeps ``memory`` from being forgotten."""
+        return self.active and (memory.subject in self.subjects or memory.scope in self.scopes)
+
+
+@dataclass(frozen=True)
+class DeferredForget:
+    """A forget waiting for legal holds: the forget command, who issued it, why, and the memories
+    it still has to forget when no hold covers them any more."""
+
+    command_id: str
+    principal: str
+    reason: str
+    memory_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -95,6 +132,7 @@ class GateState:
     ``twins``: live memory id by keyed content digest (the subject is inside the digest).
     ``quarantine``: reviews by command id. ``sources``: cited source records of derived commands.
     ``review_target``: for ``ApproveQuarantined``, the quarantined command, its plaintext and digest.
+    ``holds``: legal holds by id. ``deferred``: forgets waiting for holds, by command id.
     """
 
     prior: PriorDecision | None = None
@@ -109,6 +147,8 @@ class GateState:
     quarantine: Mapping[str, QuarantineState] = field(default_factory=dict)
     sources: Mapping[str, SourceRecord] = field(default_factory=dict)
     review_target: tuple[Command, str | None, str | None] | None = None
+    holds: Mapping[str, HoldState] = field(default_factory=dict)
+    deferred: Mapping[str, DeferredForget] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Memory writes through the gate: ``RecordMemory``, ``SupersedeMemory`` and ``ForgetMemory``.
+"""Memory writes through the gate: ``RecordMemory`` and ``SupersedeMemory`` (forgets: :mod:`.forgetting`).
 
 SSGM Eq. 6 (admit ΔM only when it is authorised, consistent with ``M_core`` and not contradicting
 protected facts) and seed 004 "The write boundary" (authority, scope, provenance, risk class,
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from memwarden.commands.attribution import derivation_problem, status_problem
 from memwarden.commands.contradiction import ClaimExtractor, contradicts
@@ -17,7 +18,7 @@ from memwarden.commands.facts import FactState, check_fact, fact_key, protected_
 from memwarden.commands.gate.effects import Decision, Effect, MemoryCleared, MemoryFacts, QuarantineSet, reject
 from memwarden.commands.gate.state import ClaimState, GateLimits, GateState, MemoryState, Outcome, QuarantineState
 from memwarden.commands.injection import Detection, InstructionDetector
-from memwarden.commands.model import Command, FactCardinality, ForgetMemory, RecordMemory, SupersedeMemory
+from memwarden.commands.model import Command, FactCardinality, RecordMemory, SupersedeMemory
 from memwarden.commands.policy import write_rule
 from memwarden.commands.principals import ADMIN_ROLE, APPROVER_ROLE, REVIEWER_ROLE, PrincipalRecord
 from memwarden.commands.readmodel.payload import UNTRUSTED_TAG
@@ -157,11 +158,31 @@ def next_version(command: MemoryWrite, target: MemoryState | None) -> MemoryStat
     next version of ``target`` (scope of the new envelope, one more data key). The fact slot is
     set by :func:`fact_slot`."""
     env = command.envelope
+    lineage = _lineage(command, target)
     if target is None:
+        tags = command.tags if isinstance(command, RecordMemory) else ()
         return MemoryState(command.memory_id, env.subject, env.principal, 1, scope=env.scope,
-                           key_ids=(command.content.key_id,))
+                           key_ids=(command.content.key_id,), tags=tuple(tags), **lineage)
     return replace(target, version=target.version + 1, scope=env.scope,
-                   key_ids=(*target.key_ids, command.content.key_id))
+                   key_ids=(*target.key_ids, command.content.key_id), **lineage)
+
+
+def _added(old: tuple[str, ...], new: str | None) -> tuple[str, ...]:
+    return old if new is None or new in old else (*old, new)
+
+
+def _lineage(command: MemoryWrite, target: MemoryState | None) -> dict[str, Any]:
+    """What forgetting by selector and lineage reads of a write (see :class:`MemoryState`)."""
+    env = command.envelope
+    base = target or MemoryState("", "", "", 0)
+    derived = base.derived_from
+    for m in env.source.derived_from:
+        derived = _added(derived, m)
+    return {"store_kind": env.store_kind.value, "observed_ms": to_ms(env.observed_at),
+            "expires_ms": to_ms(env.expires_at) if env.expires_at is not None else None,
+            "sources": _added(base.sources, env.source.reference), "writers": _added(base.writers, env.principal),
+            "signer_keys": _added(base.signer_keys, env.signature.key_id if env.signature else None),
+            "derived_from": derived}
 
 
 def fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | None) -> tuple[MemoryState,
@@ -277,23 +298,3 @@ def decide_write(command: MemoryWrite, plaintext: str | None, issuer: PrincipalR
         return Decision(Outcome.QUARANTINED, tuple(needs_review), effects=(QuarantineSet(q),), tags=tags)
     effects = write_effects(memory, version[1], closes, fact_state, new_claims, content_digest)
     return _admitted(memory, closes, effects, risk, released_by)
-
-
-def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateState) -> Decision:
-    """``ForgetMemory``: the owner, the subject or an admin forgets every version; the decision carries
-    the data-key ids of all of them (``shred``), which the processor tombstones on the keys topic.
-    Forgetting a forgotten memory is accepted again and changes nothing."""
-    target = state.memories.get(command.memory_id)
-    if target is not None and target.forgotten:
-        return Decision(Outcome.ACCEPTED, (Reason("ALREADY_FORGOTTEN", "memory was already forgotten"),))
-    live = live_target(command.memory_id, command, issuer, state)
-    if isinstance(live, Decision):
-        return live
-    return forgotten(live)
-
-
-def forgotten(live: MemoryState) -> Decision:
-    """The accepted forget of a live memory: it is marked forgotten, loses its slots, claims and
-    digests, and every data key of every version is shredded."""
-    return Decision(Outcome.ACCEPTED, (Reason("OK", "accepted"),), memory=replace(live, forgotten=True),
-                    effects=(MemoryCleared(live.memory_id),), shred=live.key_ids)

@@ -189,9 +189,11 @@ def may_read(ctx: ReadContext, record: RecordAttrs) -> bool:
 
 
 def may_write(principal: str, roles: Iterable[str], now_ms: int, grants: Iterable[Grant], subject: str, scope: str,
-              store_kind: StoreKind, sensitivity: Sensitivity | None = None) -> Grant | None:
-    """The first grant (in ``grants`` order) that lets ``principal`` write a ``store_kind`` record
-    about ``subject`` in ``scope`` at ``now_ms``: grantee match, WRITE right, valid at now, scope,
+              store_kind: StoreKind, sensitivity: Sensitivity | None = None,
+              right: Right = Right.WRITE) -> Grant | None:
+    """The first grant (in ``grants`` order) that lets ``principal`` write (``right`` WRITE) or forget
+    (``right`` FORGET) a ``store_kind`` record about ``subject`` in ``scope`` at ``now_ms``: grantee
+    match, the right, valid at now, scope,
     subject and store kind covered, and (when ``sensitivity`` is given) ``sensitivity <= ceiling``.
     ``None`` when no grant does. Purposes do not restrict writes. A principal writing about itself
     needs no grant; that is the gate's rule, not this function's (it only looks up grants).
@@ -208,7 +210,7 @@ def may_write(principal: str, roles: Iterable[str], now_ms: int, grants: Iterabl
     for i, g in enumerate(grants):
         if not isinstance(g, Grant):
             raise ValidationError(f"grants[{i}]", f"must be a Grant, got {type(g).__name__}")
-        if (Right.WRITE in g.rights and _is_grantee(g, principal, role_set) and g.valid_at(now_ms)
+        if (right in g.rights and _is_grantee(g, principal, role_set) and g.valid_at(now_ms)
                 and _grant_covers(g, subject, scope, store_kind)
                 and (level is None or level <= SENSITIVITY_ORDER.index(g.sensitivity_ceiling))):
             return g

@@ -20,10 +20,15 @@ from typing import Any
 import psycopg
 
 from memwarden.commands.facts import FactKey, FactState
+from memwarden.commands.forget_commands import ForgetSelector
 from memwarden.commands.gate import (
     ClaimState,
+    DeferredForget,
+    DeferredSet,
     Effect,
     GrantUpsert,
+    HoldSet,
+    HoldState,
     MemoryCleared,
     MemoryFacts,
     MemoryState,
@@ -36,6 +41,7 @@ from memwarden.commands.gate import (
 from memwarden.commands.policy import WritePolicy, default_policy, parse_policy
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.commands.readmodel.permission import Grant
+from memwarden.epoch import to_ms
 from memwarden.stores.records import grant_from_json, grant_to_json, principal_from_json, principal_to_json
 
 
@@ -71,14 +77,76 @@ async def load_policy(cur: psycopg.AsyncCursor) -> WritePolicy:
     return default_policy() if row is None else parse_policy(row[2], row[0], row[1])
 
 
+_MEMORY_COLUMNS = ("memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute,"
+                   " key_ids::text[], store_kind, tags, observed_ms, expires_ms, sources, writers, signer_keys,"
+                   " derived_from::text[]")
+
+
+def _memory(r: Sequence[Any]) -> MemoryState:
+    return MemoryState(r[0], r[1], r[2], r[3], r[4], r[5], (r[1], r[6], r[7]) if r[6] is not None else None,
+                       tuple(r[8] or ()), r[9], tuple(r[10] or ()), int(r[11]), r[12], tuple(r[13] or ()),
+                       tuple(r[14] or ()), tuple(r[15] or ()), tuple(r[16] or ()))
+
+
 async def load_memories(cur: psycopg.AsyncCursor, ids: Sequence[str]) -> dict[str, MemoryState]:
     """Gate state of the memories ``ids`` (unknown ids are absent)."""
     if not ids:
         return {}
-    await cur.execute("SELECT memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute,"
-                      " key_ids::text[] FROM gate_memories WHERE memory_id = ANY(%s::uuid[])", (list(ids),))
-    return {r[0]: MemoryState(r[0], r[1], r[2], r[3], r[4], r[5], (r[1], r[6], r[7]) if r[6] is not None else None,
-                              tuple(r[8] or ())) for r in await cur.fetchall()}
+    await cur.execute(f"SELECT {_MEMORY_COLUMNS} FROM gate_memories WHERE memory_id = ANY(%s::uuid[])",  # noqa: S608
+                      (list(ids),))
+    return {r[0]: _memory(r) for r in await cur.fetchall()}
+
+
+async def load_selected(cur: psycopg.AsyncCursor, selectors: Sequence[ForgetSelector]) -> dict[str, MemoryState]:
+    """Live memories any of ``selectors`` may match (a superset: the gate's pure ``selects`` decides),
+    and every live memory deriving from them, transitively (lineage). Empty selectors select nothing."""
+    ids: set[str] = set()
+    for sel in selectors:
+        if sel.empty:
+            continue
+        conds, args = ["NOT forgotten"], []
+        for column, values, cast in (("subject", sel.subjects, "text[]"), ("scope", sel.scopes, "text[]"),
+                                     ("memory_id", sel.memory_ids, "uuid[]")):
+            if values:
+                conds.append(f"{column} = ANY(%s::{cast})")
+                args.append(list(values))
+        for column, values in (("sources", sel.source_references), ("writers", sel.writers),
+                               ("signer_keys", sel.key_ids), ("tags", sel.tags)):
+            if values:
+                conds.append(f"{column} && %s::text[]")
+                args.append(list(values))
+        if sel.expired_before is not None:
+            conds.append("expires_ms <= %s")
+            args.append(to_ms(sel.expired_before))
+        if sel.observed_from is not None:
+            conds.append("observed_ms >= %s")
+            args.append(to_ms(sel.observed_from))
+        if sel.observed_to is not None:
+            conds.append("observed_ms < %s")
+            args.append(to_ms(sel.observed_to))
+        await cur.execute("SELECT memory_id::text FROM gate_memories WHERE " + " AND ".join(conds), args)  # noqa: S608
+        ids |= {r[0] for r in await cur.fetchall()}
+    return await load_lineage(cur, sorted(ids))
+
+
+async def load_lineage(cur: psycopg.AsyncCursor, roots: Sequence[str]) -> dict[str, MemoryState]:
+    """The memories ``roots`` and every live memory deriving from them, transitively."""
+    if not roots:
+        return {}
+    await cur.execute(
+        "WITH RECURSIVE lineage(memory_id) AS (SELECT unnest(%s::uuid[]) UNION SELECT m.memory_id FROM gate_memories m"
+        f" JOIN lineage l ON m.derived_from @> ARRAY[l.memory_id] WHERE NOT m.forgotten) SELECT {_MEMORY_COLUMNS}"
+        " FROM gate_memories WHERE memory_id IN (SELECT memory_id FROM lineage)", (list(roots),))
+    return {r[0]: _memory(r) for r in await cur.fetchall()}
+
+
+async def load_holds(cur: psycopg.AsyncCursor) -> tuple[dict[str, HoldState], dict[str, DeferredForget]]:
+    """Every legal hold (lifted ones included) and every forget still waiting for one."""
+    await cur.execute("SELECT hold_id, subjects, scopes, active FROM gate_holds")
+    holds = {r[0]: HoldState(r[0], tuple(r[1]), tuple(r[2]), r[3]) for r in await cur.fetchall()}
+    await cur.execute("SELECT command_id::text, principal, reason, memory_ids::text[] FROM gate_deferred")
+    deferred = {r[0]: DeferredForget(r[0], r[1], r[2], tuple(r[3])) for r in await cur.fetchall()}
+    return holds, deferred
 
 
 async def load_subject_state(cur: psycopg.AsyncCursor, subjects: Sequence[str], claim_keys: Sequence[tuple[str, str]],
@@ -129,6 +197,32 @@ async def load_current_events(cur: psycopg.AsyncCursor, memory_ids: Sequence[str
     return {r[0]: bytes(r[1]) for r in await cur.fetchall()}
 
 
+async def _store_protection(cur: psycopg.AsyncCursor, effect: ProtectionSet) -> None:
+    subject, entity, attribute = effect.key
+    if effect.protected:
+        await cur.execute("INSERT INTO gate_protected_facts VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                          (subject, entity, attribute))
+    else:
+        await cur.execute("DELETE FROM gate_protected_facts WHERE subject = %s AND entity = %s"
+                          " AND attribute = %s", (subject, entity, attribute))
+
+
+async def _store_hold(cur: psycopg.AsyncCursor, effect: HoldSet | DeferredSet) -> None:
+    if isinstance(effect, HoldSet):
+        h = effect.state
+        await cur.execute("INSERT INTO gate_holds VALUES (%s, %s, %s, %s) ON CONFLICT (hold_id) DO UPDATE SET"
+                          " subjects = EXCLUDED.subjects, scopes = EXCLUDED.scopes, active = EXCLUDED.active",
+                          (h.hold_id, list(h.subjects), list(h.scopes), h.active))
+        return
+    f = effect.forget
+    if f.memory_ids:
+        await cur.execute("INSERT INTO gate_deferred VALUES (%s, %s, %s, %s::uuid[]) ON CONFLICT (command_id)"
+                          " DO UPDATE SET memory_ids = EXCLUDED.memory_ids",
+                          (f.command_id, f.principal, f.reason, list(f.memory_ids)))
+    else:
+        await cur.execute("DELETE FROM gate_deferred WHERE command_id = %s", (f.command_id,))
+
+
 async def store_effects(cur: psycopg.AsyncCursor, effects: Iterable[tuple[Effect, dict[str, Any]]]) -> None:
     """Persist decision effects in order. Each comes with context: ``position`` for quarantine rows
     and ``command`` (bytes) and ``reasons`` for quarantine, ``reviewer`` for review outcomes."""
@@ -150,13 +244,7 @@ async def store_effects(cur: psycopg.AsyncCursor, effects: Iterable[tuple[Effect
                               (g.grant_id, g.grantee, json.dumps(grant_to_json(g)), g.valid_from_ms, g.valid_to_ms,
                                g.revoked_at_ms))
         elif isinstance(effect, ProtectionSet):
-            subject, entity, attribute = effect.key
-            if effect.protected:
-                await cur.execute("INSERT INTO gate_protected_facts VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                                  (subject, entity, attribute))
-            else:
-                await cur.execute("DELETE FROM gate_protected_facts WHERE subject = %s AND entity = %s"
-                                  " AND attribute = %s", (subject, entity, attribute))
+            await _store_protection(cur, effect)
         elif isinstance(effect, MemoryCleared):
             for table in ("gate_facts", "gate_claims", "gate_twins"):
                 await cur.execute(f"DELETE FROM {table} WHERE memory_id = %s", (effect.memory_id,))  # noqa: S608
@@ -172,6 +260,8 @@ async def store_effects(cur: psycopg.AsyncCursor, effects: Iterable[tuple[Effect
             if effect.digest is not None:
                 await cur.execute("INSERT INTO gate_twins VALUES (%s, %s, %s) ON CONFLICT (subject, digest) DO UPDATE"
                                   " SET memory_id = EXCLUDED.memory_id", (*effect.digest, effect.memory_id))
+        elif isinstance(effect, HoldSet | DeferredSet):
+            await _store_hold(cur, effect)
         elif isinstance(effect, QuarantineSet):
             q = effect.state
             if q.status == "pending":
@@ -191,17 +281,29 @@ async def store_memories(cur: psycopg.AsyncCursor, changed: Iterable[tuple[Memor
     """Upsert the gate's view of changed memories; each comes with the command id whose decision row
     holds its current ``MemoryRecorded`` (``None`` keeps the stored one: a forget)."""
     rows = [(m.memory_id, m.subject, m.owner, m.version, m.forgotten, m.scope, m.fact[1] if m.fact else None,
-             m.fact[2] if m.fact else None, cmd, list(m.key_ids)) for m, cmd in changed]
+             m.fact[2] if m.fact else None, cmd, list(m.key_ids), m.store_kind, list(m.tags), m.observed_ms,
+             m.expires_ms, list(m.sources), list(m.writers), list(m.signer_keys), list(m.derived_from))
+            for m, cmd in changed]
     if not rows:
         return
     await cur.executemany(
         "INSERT INTO gate_memories (memory_id, subject, owner, version, forgotten, scope, fact_entity,"
-        " fact_attribute, current_command_id, key_ids) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[])"
-        " ON CONFLICT (memory_id) DO UPDATE SET version = EXCLUDED.version, forgotten = EXCLUDED.forgotten,"
-        " scope = EXCLUDED.scope, fact_entity = EXCLUDED.fact_entity, fact_attribute = EXCLUDED.fact_attribute,"
+        " fact_attribute, current_command_id, key_ids, store_kind, tags, observed_ms, expires_ms, sources, writers,"
+        " signer_keys, derived_from) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s, %s, %s, %s, %s, %s,"
+        " %s, %s::uuid[]) ON CONFLICT (memory_id) DO UPDATE SET version = EXCLUDED.version,"
+        " forgotten = EXCLUDED.forgotten, scope = EXCLUDED.scope, fact_entity = EXCLUDED.fact_entity,"
+        " fact_attribute = EXCLUDED.fact_attribute,"
         " current_command_id = COALESCE(EXCLUDED.current_command_id, gate_memories.current_command_id),"
-        " key_ids = EXCLUDED.key_ids", rows)
+        " key_ids = EXCLUDED.key_ids, store_kind = EXCLUDED.store_kind, tags = EXCLUDED.tags,"
+        " observed_ms = EXCLUDED.observed_ms, expires_ms = EXCLUDED.expires_ms, sources = EXCLUDED.sources,"
+        " writers = EXCLUDED.writers, signer_keys = EXCLUDED.signer_keys, derived_from = EXCLUDED.derived_from", rows)
 
+
+async def expired_memories(cur: psycopg.AsyncCursor, now_ms: int) -> int:
+    """How many live memories have reached ``expires_at`` by ``now_ms`` (UTC epoch ms)."""
+    await cur.execute("SELECT count(*) FROM gate_memories WHERE NOT forgotten AND expires_ms <= %s", (now_ms,))
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 def pending_reviews(conn: psycopg.Connection) -> list[tuple[str, str, str, list[dict[str, Any]], Any]]:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memwarden.commands import events
-from memwarden.commands.gate import Decision, MemoryState, Outcome, Position, Reason
+from memwarden.commands.gate import Decision, Forgotten, MemoryState, Outcome, Position, Reason
 from memwarden.commands.model import from_avro, to_avro
 from memwarden.errors import DecodeError, ValidationError
 from memwarden.schemas.codec import MAGIC, SCHEMA_DIR, AvroCodec, default_codec, schema_fingerprint
@@ -41,9 +41,10 @@ def test_commands_round_trip_exactly(codec: AvroCodec, command) -> None:
 def test_events_round_trip(codec: AvroCodec) -> None:
     cmd = f.record()
     decision = Decision(Outcome.ACCEPTED, (Reason("OK", "accepted"),), MemoryState(cmd.memory_id, "s", "p", 1), 1)
+    gone = Forgotten(MemoryState(cmd.memory_id, "s", "p", 1, forgotten=True), cmd.envelope.command_id, "p", "why")
     for name, rec in (("GateDecided", events.gate_decided(cmd, decision, POS, NOW, cmd.memory_id)),
                       ("MemoryRecorded", events.memory_recorded(cmd, decision, POS, NOW)),
-                      ("MemoryForgotten", events.memory_forgotten(f.forget(cmd.memory_id), POS, NOW))):
+                      ("MemoryForgotten", events.memory_forgotten(gone, POS, NOW))):
         got_name, got = codec.decode(codec.encode(name, rec))
         assert got_name == name and got == rec
 

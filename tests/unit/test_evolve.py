@@ -32,6 +32,7 @@ from memwarden.commands.gate import (
 from memwarden.commands.policy import parse_policy
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.commands.reasons import Reason
+from memwarden.epoch import to_ms
 from tests import factories as f
 
 NOW = f.T0 + timedelta(days=1)
@@ -61,7 +62,12 @@ def test_admitted_memory_enters_memories_and_forget_marks_it() -> None:
     state = evolve(_base(), d)
     assert state.memories[record.memory_id] == MemoryState(record.memory_id, "user:alice", "user:alice", 1,
                                                            scope="account:default",
-                                                           key_ids=(record.content.key_id,))
+                                                           key_ids=(record.content.key_id,),
+                                                           observed_ms=to_ms(record.envelope.observed_at),
+                                                           sources=record.envelope.source.reference and
+                                                           (record.envelope.source.reference,) or (),
+                                                           writers=("user:alice",),
+                                                           signer_keys=(f.sign(record)[0].envelope.signature.key_id,))
     forget = f.forget(record.memory_id)
     gone = _decide(state, forget, None, 2)
     assert gone.shred == (record.content.key_id,)

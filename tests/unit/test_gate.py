@@ -16,6 +16,7 @@ from memwarden.commands.gate import (
     Position,
     PriorDecision,
 )
+from memwarden.epoch import to_ms
 from tests import factories as f
 
 
@@ -38,8 +39,11 @@ def test_new_record_is_accepted_as_version_1_owned_by_its_principal() -> None:
     cmd = f.record()
     d = decide(cmd, "prefers tea", POS, GateState(), NOW)
     assert d.outcome is Outcome.ACCEPTED and d.admitted
+    ref = cmd.envelope.source.reference
     assert d.memory == MemoryState(cmd.memory_id, "user:alice", "user:alice", 1, scope="account:default",
-                                   key_ids=(cmd.content.key_id,))
+                                   key_ids=(cmd.content.key_id,), observed_ms=to_ms(cmd.envelope.observed_at),
+                                   sources=(ref,) if ref else (), writers=("user:alice",),
+                                   signer_keys=(f.sign(cmd)[0].envelope.signature.key_id,))
     assert d.version == 1
 
 
@@ -120,6 +124,7 @@ def test_subject_may_change_a_memory_written_about_them() -> None:
 def test_forget_marks_the_memory_forgotten_and_is_idempotent() -> None:
     mid = "7b0c7c1e-9f32-4c57-9d1e-2f2f6c1d9a10"
     d = decide(f.forget(mid), None, POS, _known(mid), NOW)
-    assert d.admitted and d.memory is not None and d.memory.forgotten
+    assert d.admitted and [x.memory.memory_id for x in d.forgets] == [mid] and d.forgets[0].memory.forgotten
+    assert d.listed == (mid,) and d.memory is None
     again = decide(f.forget(mid), None, POS, _known(mid, forgotten=True), NOW)
     assert again.admitted and codes(again) == ["ALREADY_FORGOTTEN"] and again.memory is None

@@ -1,0 +1,232 @@
+"""Forgets through the gate: ``ForgetMemory``, ``ForgetMatching``, ``ForgetSubject`` and the legal
+hold (``PlaceHold`` / ``LiftHold``). Pure functions of the command and the governed state.
+
+Seed 004 "Forgetting is an end-to-end operation", steps 1-2: lineage finds the record and every
+derivative, and the record is blocked from every read from the moment the gate decides (the
+decision marks it forgotten and shreds every data key of every version: no projector needs to have
+caught up for its content to be unreadable). Issue 14 part 3:
+
+* **Selection** (:func:`selects`): a memory matches a selector when every criterion given matches
+  (AND across criteria, OR within one list). An empty selector is refused (``EMPTY_SELECTOR``): it
+  never means "everything".
+* **Who may forget** (:func:`may_forget`): the memory's owner, its subject, an admin, or the holder
+  of a ``FORGET`` grant covering its subject, scope and store kind. A ``ForgetSubject`` is the
+  subject's own or an admin's (``NOT_SUBJECT`` otherwise). Matches the issuer may not forget are
+  left alone and counted in a ``NOT_PERMITTED`` reason; they are never listed.
+* **Lineage** (:func:`lineage`): every memory that cites a forgotten one in ``derived_from``,
+  transitively, is forgotten with it (``cascade``; always for ``ForgetMemory`` and ``ForgetSubject``):
+  a derivative can repeat what was forgotten, whoever wrote it.
+* **Legal hold precedence**: a hold beats a forget (GDPR Art. 17(3)(e): erasure yields to legal
+  claims). A forget whose memories a hold in force covers forgets the others now and waits for the
+  held ones (outcome ``DEFERRED``, reason ``LEGAL_HOLD`` naming the holds); ``LiftHold`` carries the
+  waiting forgets out for memories no other hold covers. Retention expiry and pruning are forgets
+  too, so a hold keeps them waiting the same way.
+* **Dry run**: the same decision, with the ids in ``listed`` and no effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector, ForgetSubject, LiftHold, PlaceHold
+from memwarden.commands.gate.effects import (
+    Decision,
+    DeferredSet,
+    Effect,
+    Forgotten,
+    HoldSet,
+    MemoryCleared,
+    accept,
+    reject,
+)
+from memwarden.commands.gate.state import DeferredForget, GateState, HoldState, MemoryState, Outcome
+from memwarden.commands.model import ForgetMemory, StoreKind
+from memwarden.commands.principals import ADMIN_ROLE, PrincipalRecord
+from memwarden.commands.readmodel.permission import may_write
+from memwarden.commands.reasons import Reason
+from memwarden.commands.vocabulary import Right
+from memwarden.epoch import to_ms
+
+#: Reason code of a forget a legal hold keeps waiting.
+LEGAL_HOLD = "LEGAL_HOLD"
+#: Most ids a reason message names before it says "and N more".
+_NAMED = 20
+
+
+def selects(selector: ForgetSelector, memory: MemoryState) -> bool:
+    """Whether ``memory`` matches every criterion ``selector`` gives (see the module doc). An empty
+    selector matches nothing."""
+    if selector.empty:
+        return False
+
+    def any_of(wanted: Sequence[str], have: Iterable[str]) -> bool:
+        return not wanted or any(h in wanted for h in have)
+
+    checks = (
+        any_of(selector.subjects, (memory.subject,)),
+        any_of(selector.scopes, (memory.scope,)),
+        any_of(selector.source_references, memory.sources),
+        any_of(selector.writers, memory.writers or (memory.owner,)),
+        any_of(selector.key_ids, memory.signer_keys),
+        any_of(selector.tags, memory.tags),
+        any_of(selector.memory_ids, (memory.memory_id,)),
+        selector.observed_from is None or memory.observed_ms >= to_ms(selector.observed_from),
+        selector.observed_to is None or memory.observed_ms < to_ms(selector.observed_to),
+        selector.expired_before is None or (memory.expires_ms is not None
+                                            and memory.expires_ms <= to_ms(selector.expired_before)),
+    )
+    return all(checks)
+
+
+def may_forget(issuer: PrincipalRecord, memory: MemoryState, state: GateState, now: datetime) -> bool:
+    """Owner, subject, admin, or a ``FORGET`` grant valid at ``now`` covering the memory."""
+    if issuer.principal_id in (memory.owner, memory.subject) or issuer.has_role(ADMIN_ROLE):
+        return True
+    kind = StoreKind(memory.store_kind) if memory.store_kind in StoreKind.__members__ else StoreKind.PROFILE
+    return may_write(issuer.principal_id, issuer.roles, to_ms(now), state.grants, memory.subject, memory.scope or "-",
+                     kind, right=Right.FORGET) is not None
+
+
+def lineage(roots: Iterable[str], memories: Iterable[MemoryState]) -> tuple[str, ...]:
+    """``roots`` and every live memory deriving from one of them, transitively (``derived_from``),
+    in a stable order: roots first, then derivatives breadth first."""
+    children: dict[str, list[str]] = {}
+    for m in memories:
+        if not m.forgotten:
+            for parent in m.derived_from:
+                children.setdefault(parent, []).append(m.memory_id)
+    seen: dict[str, None] = dict.fromkeys(roots)
+    queue = list(seen)
+    while queue:
+        for child in sorted(children.get(queue.pop(0), ())):
+            if child not in seen:
+                seen[child] = None
+                queue.append(child)
+    return tuple(seen)
+
+
+def _holds_over(memory: MemoryState, state: GateState) -> tuple[str, ...]:
+    return tuple(sorted(h.hold_id for h in state.holds.values() if h.covers(memory)))
+
+
+def _named(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:_NAMED])
+    return shown + (f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else "")
+
+
+def _forget(targets: Sequence[str], command_id: str, principal: str, why: str, state: GateState,
+            dry_run: bool, extra: tuple[Reason, ...] = ()) -> Decision:
+    """The decision that forgets ``targets`` (live memory ids, lineage already added): held ones wait,
+    the others are forgotten now, every data key of theirs is shredded."""
+    now_ids = [m for m in targets if not _holds_over(state.memories[m], state)]
+    held = [m for m in targets if m not in now_ids]
+    hold_ids = sorted({h for m in held for h in _holds_over(state.memories[m], state)})
+    reasons: list[Reason] = list(extra)
+    if held:
+        reasons.insert(0, Reason(LEGAL_HOLD, f"{len(held)} memories wait for legal holds {', '.join(hold_ids)}: "
+                                 f"{_named(held)}"))
+    if dry_run:
+        listed = tuple(targets)
+        return Decision(Outcome.ACCEPTED, (Reason("DRY_RUN", f"would forget {len(now_ids)} memories now"
+                                                  + (f" and {len(held)} after their holds" if held else "")),
+                                           *reasons), listed=listed)
+    if not targets:
+        return Decision(Outcome.ACCEPTED, (Reason("NOTHING_TO_FORGET", "no live memory matched"), *reasons))
+    forgets = tuple(Forgotten(replace(state.memories[m], forgotten=True), command_id, principal, why) for m in now_ids)
+    effects: list[Effect] = [MemoryCleared(m) for m in now_ids]
+    if held:
+        effects.append(DeferredSet(DeferredForget(command_id, principal, why, tuple(held))))
+    if now_ids:
+        reasons.append(Reason("OK", f"forgot {len(now_ids)} memories"))
+    return Decision(Outcome.DEFERRED if held else Outcome.ACCEPTED, tuple(reasons), effects=tuple(effects),
+                    forgets=forgets, listed=tuple(now_ids),
+                    shred=tuple(k for f in forgets for k in f.memory.key_ids))
+
+
+def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateState) -> Decision:
+    """``ForgetMemory``: the owner, the subject or an admin forgets every version and every derivative.
+    Forgetting a forgotten memory is accepted again and changes nothing (``ALREADY_FORGOTTEN``)."""
+    from memwarden.commands.gate.writes import live_target  # the same ownership rule as a supersede
+
+    target = state.memories.get(command.memory_id)
+    if target is not None and target.forgotten:
+        return Decision(Outcome.ACCEPTED, (Reason("ALREADY_FORGOTTEN", "memory was already forgotten"),))
+    live = live_target(command.memory_id, command, issuer, state)
+    if isinstance(live, Decision):
+        return live
+    env = command.envelope
+    targets = lineage([live.memory_id], state.memories.values())
+    return _forget(targets, env.command_id, env.principal, command.reason, state, False)
+
+
+def decide_forget_many(command: ForgetMatching | ForgetSubject, issuer: PrincipalRecord, state: GateState,
+                       now: datetime) -> Decision:
+    """``ForgetMatching`` / ``ForgetSubject`` (see the module doc for selection, permission, lineage,
+    holds and dry runs). ``GateDecided.memory_ids`` lists what was forgotten (or would be)."""
+    env = command.envelope
+    if isinstance(command, ForgetSubject):
+        if env.principal != env.subject and not issuer.has_role(ADMIN_ROLE):
+            return reject("NOT_SUBJECT", "only the subject or an admin may forget everything about a subject",
+                          "envelope.principal")
+        selector, cascade = ForgetSelector(subjects=(env.subject,)), True
+    else:
+        if command.selector.empty:
+            return reject("EMPTY_SELECTOR", "a forget must name what it forgets; an empty selector never means"
+                          " everything", "selector")
+        selector, cascade = command.selector, command.cascade
+    matched = [m for m in sorted(state.memories.values(), key=lambda m: m.memory_id)
+               if not m.forgotten and selects(selector, m)]
+    allowed = [m.memory_id for m in matched if may_forget(issuer, m, state, now)]
+    extra: tuple[Reason, ...] = ()
+    if len(allowed) < len(matched):
+        extra = (Reason("NOT_PERMITTED", f"{len(matched) - len(allowed)} matching memories are not "
+                        f"{env.principal}'s to forget and were left alone", "envelope.principal"),)
+    unknown = [m for m in selector.memory_ids if m not in state.memories]
+    if unknown:
+        extra = (*extra, Reason("UNKNOWN_MEMORY", f"no memory {_named(unknown)}", "selector.memory_ids"))
+    targets = lineage(allowed, state.memories.values()) if cascade else tuple(allowed)
+    return _forget(targets, env.command_id, env.principal, command.reason, state, command.dry_run, extra)
+
+
+def decide_hold(command: PlaceHold | LiftHold, issuer: PrincipalRecord, state: GateState) -> Decision:
+    """``PlaceHold`` / ``LiftHold`` (admin only). Placing an existing hold again replaces its cover;
+    lifting an unknown hold is refused (``UNKNOWN_HOLD``), lifting a lifted one changes nothing.
+    A lift carries out the forgets it released: each waiting memory that no other hold in force
+    covers is forgotten now, under the waiting forget's command id."""
+    if not issuer.has_role(ADMIN_ROLE):
+        return reject("NOT_ADMIN", "only an admin places or lifts a legal hold", "envelope.principal")
+    if isinstance(command, PlaceHold):
+        return accept(HoldSet(HoldState(command.hold_id, tuple(command.subjects), tuple(command.scopes))))
+    hold = state.holds.get(command.hold_id)
+    if hold is None:
+        return reject("UNKNOWN_HOLD", f"no legal hold {command.hold_id}", "hold_id")
+    if not hold.active:
+        return Decision(Outcome.ACCEPTED, (Reason("ALREADY_LIFTED", f"hold {command.hold_id} was lifted before"),))
+    return released_forgets(replace(hold, active=False), state)
+
+
+def released_forgets(lifted: HoldState, state: GateState) -> Decision:
+    """The ``LiftHold`` decision: the hold out of force, and the waiting forgets carried out where no
+    other hold covers the memory."""
+    after = replace(state, holds={**state.holds, lifted.hold_id: lifted})
+    effects: list[Effect] = [HoldSet(lifted)]
+    forgets: list[Forgotten] = []
+    for waiting in sorted(state.deferred.values(), key=lambda d: d.command_id):
+        live = [m for m in waiting.memory_ids if m in state.memories and not state.memories[m].forgotten]
+        free = [m for m in live if not _holds_over(state.memories[m], after)]
+        if not free and len(live) == len(waiting.memory_ids):
+            continue
+        forgets += [Forgotten(replace(state.memories[m], forgotten=True), waiting.command_id, waiting.principal,
+                              waiting.reason) for m in free]
+        effects += [MemoryCleared(m) for m in free]
+        effects.append(DeferredSet(replace(waiting, memory_ids=tuple(m for m in live if m not in free))))
+    ids = tuple(f.memory.memory_id for f in forgets)
+    message = f"hold {lifted.hold_id} lifted" + (f"; forgot {len(ids)} waiting memories" if ids else "")
+    return Decision(Outcome.ACCEPTED, (Reason("OK", message),), effects=tuple(effects), forgets=tuple(forgets),
+                    listed=ids, shred=tuple(k for f in forgets for k in f.memory.key_ids))
+
+
+__all__ = ["LEGAL_HOLD", "decide_forget", "decide_forget_many", "decide_hold", "lineage", "may_forget",
+           "released_forgets", "selects"]
