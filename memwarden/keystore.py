@@ -13,11 +13,13 @@ import os
 import re
 import secrets
 from pathlib import Path
+from typing import Any
 
-from memwarden.commands.model import PrincipalKind
+from memwarden.commands.model import PrincipalKind, to_avro
 from memwarden.commands.principals import ADMIN_ROLE, KeyRecord, PrincipalRecord
 from memwarden.commands.signing import Signer
 from memwarden.errors import MemwardenError
+from memwarden.schemas.codec import AvroCodec
 from memwarden.settings import Settings
 
 
@@ -49,6 +51,21 @@ def load_or_create_signer(path: Path, principal_id: str) -> Signer:
         return Signer.from_private_bytes(principal_id, key_id, base64.b64decode(raw))
     except ValueError as exc:
         raise MemwardenError(f"{path}: not a memwarden signing key file ({exc})") from None
+
+
+def signed_command(codec: AvroCodec, command: Any, signer: Signer) -> bytes:
+    """Single-object bytes of ``command`` with ``envelope.signature`` by ``signer`` over the
+    canonical unsigned bytes (SSGM Principle 2; what the gate's ``check_signature`` verifies)."""
+    record = to_avro(command)
+    unsigned = codec.encode(command.kind, record)
+    record["envelope"]["signature"] = {"key_id": signer.key_id, "algorithm": "Ed25519", "value": signer.sign(unsigned)}
+    return codec.encode(command.kind, record)
+
+
+def local_admin_signer(settings: Settings) -> Signer | None:
+    """The root admin's signer when its key file is here, else ``None`` (never creates one)."""
+    path = key_path(settings.data_dir, settings.admin_principal)
+    return load_or_create_signer(path, settings.admin_principal) if path.exists() else None
 
 
 def admin_signer(settings: Settings) -> Signer:

@@ -63,6 +63,10 @@ class Settings(BaseSettings):
             appends a roll marker to every keys partition that often, so that a quiet topic rolls too.
             A shredded data key leaves the broker's disk within about twice this (issue 14, step 4).
             Env: ``MEMWARDEN_KEYS_COMPACTION_LAG_S``.
+        retention_interval_s: how often, in seconds, the gate worker looks for memories past their
+            ``expires_at`` and appends a retention ``ForgetMatching`` for them, signed by the root
+            admin's local key (none held: the worker says so and ``memwarden forget --expired`` does
+            it); 0 turns the timer off. Env: ``MEMWARDEN_RETENTION_INTERVAL_S``.
     """
 
     model_config = SettingsConfigDict(env_prefix="MEMWARDEN_", extra="ignore")
@@ -95,6 +99,7 @@ class Settings(BaseSettings):
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)
     keys_compaction_lag_s: float = Field(default=30.0, ge=1)
+    retention_interval_s: float = Field(default=5.0, ge=0)
 
     @field_validator("topic_prefix", "ledger_prefix")
     @classmethod

@@ -24,14 +24,14 @@ class ErasureReceipts:
     def __init__(self, container: Container, publish: Callable[[Sequence[Outbound]], Awaitable[None]]) -> None:
         self._c = container
         self._publish = publish
-        self._pending: dict[str, Mapping[str, Any]] = {}
+        self._pending: dict[tuple[str, str], Mapping[str, Any]] = {}
         self._conn: Any = None
 
     async def after(self, applied: Sequence[EventIn]) -> None:
         """Note the forgets of a batch the projectors just applied, and settle what can be."""
         for e in applied:
             if e.name == "MemoryForgotten":
-                self._pending[e.record["command_id"]] = e.record
+                self._pending[(e.record["command_id"], e.record["memory_id"])] = e.record
         await self.settle()
 
     async def settle(self) -> None:
@@ -42,12 +42,12 @@ class ErasureReceipts:
             self._conn = await self._c.pg()
         s = self._c.settings
         out = []
-        for command_id, record in list(self._pending.items()):
+        for pending, record in list(self._pending.items()):
             found = await receipt(self._conn, self._c.index(), self._c.keyring(), s.topic("keys"), s.topic_prefix,
                                   record)
             if found is None:
                 continue
-            del self._pending[command_id]
+            del self._pending[pending]
             out.append(Outbound("events", record["memory_id"].encode(),
                                 self._c.codec.encode("ErasureReceipted", found)))
         if out:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import faust
@@ -29,6 +29,7 @@ from memwarden.processors.projector_agent import add_projector_agent
 from memwarden.processors.rebuild import switch
 from memwarden.processors.receipts import RETRY_S, ErasureReceipts
 from memwarden.processors.reconciler import reconcile
+from memwarden.processors.retention import Retention
 from memwarden.read_api.service import ReadService
 from memwarden.read_api.views import mount
 from memwarden.settings import Settings
@@ -45,6 +46,29 @@ def app_id(settings: Settings, roles: Sequence[str]) -> str:
 def _raw_topic(app: faust.App, name: str) -> Any:
     return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
                      internal=False)
+
+
+def _add_gate_timers(app: faust.App, container: Container, topics: dict[str, Any],
+                     publish: Callable[[Sequence[Outbound]], Awaitable[None]]) -> None:
+    """The gate worker's timers: keys roll markers and the retention sweep."""
+    s = container.settings
+
+    @app.timer(s.keys_compaction_lag_s)
+    async def roll_keys() -> None:
+        """A roll marker on every keys partition: a quiet keys topic rolls its segment too, so a
+        shredded key's record is compacted off the disk within the bound (ops/topics.py)."""
+        for partition in range(s.partitions):
+            await topics["keys"].send(key=ROLL_MARKER, value=None, partition=partition)
+
+    if s.retention_interval_s > 0:
+        retention = Retention(container)
+
+        @app.timer(s.retention_interval_s)
+        async def forget_expired() -> None:
+            """Memories past ``expires_at`` are forgotten through the gate (processors/retention.py)."""
+            found = await retention.sweep()
+            if found is not None:
+                await publish([found])
 
 
 def build_app(container: Container, roles: Sequence[str]) -> faust.App:
@@ -80,12 +104,7 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
     if "gate" in roles:
         add_gate_agent(app, container, topics["commands"], publish, gate_pause)
 
-        @app.timer(s.keys_compaction_lag_s)
-        async def roll_keys() -> None:
-            """A roll marker on every keys partition: a quiet keys topic rolls its segment too, so a
-            shredded key's record is compacted off the disk within the bound (ops/topics.py)."""
-            for partition in range(s.partitions):
-                await topics["keys"].send(key=ROLL_MARKER, value=None, partition=partition)
+        _add_gate_timers(app, container, topics, publish)
     if "projector" in roles:
         receipts = ErasureReceipts(container, publish)
         add_projector_agent(app, container, topics["events"], projector_pause, receipts)

@@ -41,7 +41,9 @@ from memwarden.commands.signing import Signer
 from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
 from memwarden.epoch import now_ms
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
+from memwarden.keystore import signed_command
 from memwarden.producers.building import Receipt, build, build_fact, check_text, envelope, names
+from memwarden.producers.forgetting import ForgetCalls
 from memwarden.producers.governance import GovernanceCalls
 from memwarden.producers.sending import producer, send
 from memwarden.schemas.codec import AvroCodec, default_codec
@@ -53,7 +55,7 @@ _LOOKUP_CHUNK = 2_000
 Pending = tuple[Any, str, tuple[str, bytes] | None]
 
 
-class MemwardenClient(GovernanceCalls):
+class MemwardenClient(GovernanceCalls, ForgetCalls):
     """Client of one namespace. Thread-compatible; call :meth:`close` (or use ``with``) when done.
 
     Args:
@@ -151,17 +153,13 @@ class MemwardenClient(GovernanceCalls):
 
         Raises ``ValidationError`` (field ``principal``) when ``sign`` and no signer is held.
         """
-        unsigned = self._codec.encode(command.kind, to_avro(command))
         if not sign:
-            return unsigned
+            return self._codec.encode(command.kind, to_avro(command))
         signer = self._signers.get(command.envelope.principal)
         if signer is None:
             raise ValidationError("principal", f"no signing key held for {command.envelope.principal!r};"
                                   " add one with add_signer()")
-        signature = {"key_id": signer.key_id, "algorithm": "Ed25519", "value": signer.sign(unsigned)}
-        record = to_avro(command)
-        record["envelope"]["signature"] = signature
-        return self._codec.encode(command.kind, record)
+        return signed_command(self._codec, command, signer)
 
     def _publish(self, commands: Sequence[Pending], sign: bool = True) -> list[Receipt]:
         encoded = [self.encode_signed(c, sign) for c, _, _ in commands]  # refuse before sending anything

@@ -153,7 +153,7 @@ class ReadService:
 
     async def decisions(self, body: Any) -> Reply:
         """``POST /decisions`` with ``{"command_ids": [...]}``: 200 ``{"decisions": {command_id:
-        {outcome, reasons, memory_id, gate_version, policy_version, position, decided_at}}}`` for the
+        {outcome, reasons, memory_id, memory_ids, gate_version, policy_version, position, decided_at}}}`` for the
         decided ones (undecided ids are absent); 400 naming a bad field."""
         try:
             ids = decision_ids(body)
@@ -168,7 +168,8 @@ class ReadService:
     def _decision_json(self, raw: bytes) -> dict[str, Any]:
         _, d = self._c.codec.decode(raw)
         return {"outcome": d["outcome"], "reasons": d["reasons"], "memory_id": d["memory_id"],
-                "command_type": d["command_type"], "gate_version": d["gate_version"],
+                "memory_ids": d.get("memory_ids") or [], "command_type": d["command_type"],
+                "gate_version": d["gate_version"],
                 "policy_version": d["policy_version"], "position": d["position"],
                 "decided_at": d["decided_at"].isoformat()}
 

@@ -300,8 +300,13 @@ async def store_memories(cur: psycopg.AsyncCursor, changed: Iterable[tuple[Memor
 
 
 async def expired_memories(cur: psycopg.AsyncCursor, now_ms: int) -> int:
-    """How many live memories have reached ``expires_at`` by ``now_ms`` (UTC epoch ms)."""
-    await cur.execute("SELECT count(*) FROM gate_memories WHERE NOT forgotten AND expires_ms <= %s", (now_ms,))
+    """How many live memories have reached ``expires_at`` by ``now_ms`` (UTC epoch ms) and are neither
+    waiting in a deferred forget nor covered by a legal hold in force (a retention forget would only
+    wait for them again)."""
+    await cur.execute("SELECT count(*) FROM gate_memories m WHERE NOT forgotten AND expires_ms <= %s AND NOT EXISTS"
+                      " (SELECT 1 FROM gate_deferred d WHERE m.memory_id = ANY(d.memory_ids)) AND NOT EXISTS"
+                      " (SELECT 1 FROM gate_holds h WHERE h.active AND (m.subject = ANY(h.subjects)"
+                      " OR m.scope = ANY(h.scopes)))", (now_ms,))
     row = await cur.fetchone()
     return int(row[0]) if row else 0
 

@@ -1,0 +1,100 @@
+"""Forgetting from the client (issue 14 part 3): by selector, by subject (the right to erasure), by
+query, and the legal hold. Each call publishes one signed command; the gate decides it
+(:mod:`memwarden.commands.gate.forgetting`) and its decision lists the memories forgotten
+(``GateDecided.memory_ids``; for a dry run, the memories that would go)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector, ForgetSubject, LiftHold, PlaceHold
+from memwarden.commands.readmodel.query import MAX_K
+from memwarden.errors import ValidationError
+from memwarden.producers.building import Receipt, build, envelope, governance_envelope, names
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+class ForgetCalls:
+    """The forgetting half of :class:`~memwarden.producers.client.MemwardenClient` (a mixin: it
+    publishes through the client's ``_publish`` and resolves a query through its ``recall``)."""
+
+    def _publish(self, commands: Sequence[tuple[Any, str, tuple[str, bytes] | None]],
+                 sign: bool = True) -> list[Receipt]:
+        raise NotImplementedError
+
+    def recall(self, principal: str, query: str, k: int = 10, **kwargs: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def forget_matching(self, *, principal: str, subject: str | None = None, subjects: Sequence[str] = (),
+                        scopes: Sequence[str] = (), source_references: Sequence[str] = (),
+                        writers: Sequence[str] = (), key_ids: Sequence[str] = (), tags: Sequence[str] = (),
+                        memory_ids: Sequence[str] = (), observed_from: datetime | None = None,
+                        observed_to: datetime | None = None, expired_before: datetime | None = None,
+                        query: str | None = None, reason: str = "", dry_run: bool = False, cascade: bool = True,
+                        sign: bool = True, **given: Any) -> Receipt:
+        """Publish a ``ForgetMatching``: every memory matching all the criteria given (AND across
+        criteria, OR within one list) that ``principal`` may forget, with its derivatives when
+        ``cascade``. ``query`` is resolved here, never sent: the memories ``principal`` can read whose
+        text contains it (case and spacing folded, every retrieval leg, untrusted included) become
+        ``memory_ids`` (nothing matched: a refusal-free no-op is still published so the outcome is on
+        the ledger). ``subject`` is the command's Kafka key (default: ``principal``).
+
+        Raises ``ValidationError`` naming the field for bad arguments; an empty selector is published
+        and refused by the gate with ``EMPTY_SELECTOR`` (it never means everything)."""
+        ids = list(names(memory_ids, "memory_ids"))
+        if query is not None:
+            if not query.strip():
+                raise ValidationError("query", "must not be blank")
+            ids += [m for m in self.matching_ids(principal, query) if m not in ids]
+            if not ids:
+                ids = [str(uuid.UUID(int=0))]  # "the query matched nothing", never an empty selector
+        selector = build(ForgetSelector, {
+            "subjects": names(subjects, "subjects"), "scopes": names(scopes, "scopes"),
+            "source_references": names(source_references, "source_references"), "writers": names(writers, "writers"),
+            "key_ids": names(key_ids, "key_ids"), "tags": names(tags, "tags"), "memory_ids": tuple(ids),
+            "observed_from": observed_from, "observed_to": observed_to, "expired_before": expired_before},
+            prefix="selector.")
+        command = build(ForgetMatching, {"envelope": envelope(principal, subject or principal, given),
+                                         "selector": selector, "reason": reason, "dry_run": dry_run,
+                                         "cascade": cascade})
+        return self._publish([(command, "", None)], sign)[0]
+
+    def matching_ids(self, principal: str, query: str) -> list[str]:
+        """Ids of the memories ``principal`` can read now whose text contains ``query`` (folded)."""
+        wanted = _folded(query)
+        found: dict[str, None] = {}
+        for mode in ("lexical", "dense"):
+            for m in self.recall(principal, query, k=MAX_K, mode=mode, freshness=False, include_untrusted=True):
+                if wanted in _folded(m.text):
+                    found[m.memory_id] = None
+        return list(found)
+
+    def forget_subject(self, subject: str, *, principal: str, reason: str = "", dry_run: bool = False,
+                       sign: bool = True, **given: Any) -> Receipt:
+        """Publish a ``ForgetSubject``: everything about ``subject`` and every derivative (the right to
+        erasure; by the subject itself or an admin)."""
+        command = build(ForgetSubject, {"envelope": envelope(principal, subject, given), "reason": reason,
+                                        "dry_run": dry_run})
+        return self._publish([(command, "", None)], sign)[0]
+
+    def place_hold(self, hold_id: str, *, by: str, subjects: Sequence[str] = (), scopes: Sequence[str] = (),
+                   reason: str = "", sign: bool = True) -> Receipt:
+        """``PlaceHold`` (admin): forgets of memories about ``subjects`` or in ``scopes`` wait."""
+        command = build(PlaceHold, {"envelope": governance_envelope(by, by, {}), "hold_id": hold_id,
+                                    "subjects": names(subjects, "subjects"), "scopes": names(scopes, "scopes"),
+                                    "reason": reason})
+        return self._publish([(command, "", None)], sign)[0]
+
+    def lift_hold(self, hold_id: str, *, by: str, reason: str = "", sign: bool = True) -> Receipt:
+        """``LiftHold`` (admin): the forgets the hold kept waiting run now."""
+        command = build(LiftHold, {"envelope": governance_envelope(by, by, {}), "hold_id": hold_id, "reason": reason})
+        return self._publish([(command, "", None)], sign)[0]
+
+
+__all__ = ["ForgetCalls"]
