@@ -283,7 +283,18 @@ def _ledger_commands() -> None:
     audit_app.command("principal")(cli_audit.audit_principal)
 
 
+def _forget_commands() -> None:
+    from memwarden import cli_eval_forgetting, cli_forget, cli_repair
+
+    app.command("forget")(cli_forget.forget)
+    app.add_typer(cli_forget.hold_app, name="hold")
+    app.command("repair")(cli_repair.repair)
+    eval_app.command("repair")(cli_repair.eval_repair)
+    eval_app.command("forgetting")(cli_eval_forgetting.eval_forgetting)
+
+
 _ledger_commands()
+_forget_commands()
 
 
 def main() -> None:
