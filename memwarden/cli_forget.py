@@ -1,12 +1,156 @@
-"""``memwarden forget`` and ``memwarden hold place | lift`` (issue 14 part 3). Placeholder: being built."""
+"""``memwarden forget`` and ``memwarden hold place | lift``: the operator's forgets and legal holds
+(issue 14 part 3). Each publishes one signed command and prints the gate's decision; a refusal exits
+non-zero with its reason codes (a refusal never looks like success)."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
 import typer
+
+from memwarden.cli_ledger import fail, namespace_settings
+from memwarden.settings import Settings
 
 hold_app = typer.Typer(no_args_is_help=True, help="Legal holds: forgets of held memories wait until lifted.")
 
+_Many = Annotated[list[str] | None, typer.Option()]
 
-def forget() -> None:
-    """Forget memories (not built yet)."""
-    raise typer.Exit(2)
+
+def _signer(s: Settings, principal: str | None) -> Any:
+    """The signer of ``principal`` from the local key files (default: the root admin)."""
+    from memwarden.keystore import admin_signer, key_path, load_or_create_signer
+
+    if principal is None or principal == s.admin_principal:
+        return admin_signer(s)
+    path = key_path(s.data_dir, principal)
+    if not path.exists():
+        raise typer.BadParameter(f"no signing key for {principal!r} under {path.parent}", param_hint="--as")
+    return load_or_create_signer(path, principal)
+
+
+def _when(value: str | None, option: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not an ISO 8601 time", param_hint=option) from None
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _report(client: Any, receipt: Any, as_json: bool) -> None:
+    decision = client.decided([receipt.command_id], timeout_s=120)[receipt.command_id]
+    out = {"command_id": receipt.command_id, "position": f"{receipt.topic}:{receipt.partition}:{receipt.offset}",
+           **{k: decision[k] for k in ("outcome", "reasons", "memory_ids")}}
+    if as_json:
+        typer.echo(json.dumps(out, indent=2))
+    else:
+        typer.echo(f"{out['outcome']} at {out['position']} (command {receipt.command_id})")
+        for r in decision["reasons"]:
+            typer.echo(f"  {r['code']}: {r['message']}")
+        for m in decision["memory_ids"]:
+            typer.echo(f"  {m}")
+    if decision["outcome"] == "REJECTED":
+        raise typer.Exit(1)
+
+
+def forget(
+    memory: _Many = None,
+    subject: Annotated[str | None, typer.Option(help="forget everything about this subject (ForgetSubject) or, "
+                                                "with other criteria, only its memories")] = None,
+    scope: _Many = None,
+    tag: _Many = None,
+    source_ref: _Many = None,
+    writer: _Many = None,
+    key_id: _Many = None,
+    since: Annotated[str | None, typer.Option("--from", help="observed at or after (ISO 8601)")] = None,
+    until: Annotated[str | None, typer.Option("--to", help="observed before (ISO 8601)")] = None,
+    query: Annotated[str | None, typer.Option(help="memories whose text contains this (resolved by a read as "
+                                              "--as; the words never go on the ledger)")] = None,
+    expired: Annotated[bool, typer.Option("--expired", help="every memory past its expires_at (retention)")]
+    = False,
+    reason: Annotated[str, typer.Option(help="why (kept on the ledger)")] = "",
+    as_principal: Annotated[str | None, typer.Option("--as", help="issuing principal (default: root admin)")]
+    = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would go, forget nothing")] = False,
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Forget memories through the gate: by id (--memory), everything about a subject (--subject
+    alone), or every memory matching all the criteria given. Derivatives go too; legal holds make the
+    forget wait (DEFERRED). With no criterion it refuses: a forget never means "everything"."""
+    from memwarden.errors import MemwardenError
+    from memwarden.producers.client import MemwardenClient
+
+    criteria = [memory, scope, tag, source_ref, writer, key_id, since, until, query, expired or None]
+    if subject is None and not any(criteria):
+        raise typer.BadParameter("name what to forget: --memory, --subject, --scope, --tag, --source-ref, --writer,"
+                                 " --key-id, --from/--to, --query or --expired", param_hint="criteria")
+    try:
+        s = namespace_settings(namespace)
+        signer = _signer(s, as_principal)
+        with MemwardenClient(s, signers=[signer]) as client:
+            who = signer.principal_id
+            if subject is not None and not any(criteria):
+                receipt = client.forget_subject(subject, principal=who, reason=reason, dry_run=dry_run)
+            else:
+                receipt = client.forget_matching(
+                    principal=who, subjects=[subject] if subject else [], scopes=scope or [], tags=tag or [],
+                    source_references=source_ref or [], writers=writer or [], key_ids=key_id or [],
+                    memory_ids=memory or [], observed_from=_when(since, "--from"), observed_to=_when(until, "--to"),
+                    expired_before=datetime.now(UTC) if expired else None, query=query, reason=reason,
+                    dry_run=dry_run)
+            _report(client, receipt, as_json)
+    except MemwardenError as exc:
+        fail(exc)
+
+
+@hold_app.command("place")
+def place(
+    hold_id: str,
+    subject: _Many = None,
+    scope: _Many = None,
+    reason: Annotated[str, typer.Option(help="why (kept on the ledger)")] = "",
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Place legal hold HOLD_ID (root admin) on subjects and/or scopes: their forgets wait."""
+    from memwarden.errors import MemwardenError
+    from memwarden.producers.client import MemwardenClient
+
+    if not subject and not scope:
+        raise typer.BadParameter("a hold names at least one --subject or --scope", param_hint="--subject")
+    try:
+        s = namespace_settings(namespace)
+        admin = _signer(s, None)
+        with MemwardenClient(s, signers=[admin]) as client:
+            receipt = client.place_hold(hold_id, by=admin.principal_id, subjects=subject or [], scopes=scope or [],
+                                        reason=reason)
+            _report(client, receipt, as_json)
+    except MemwardenError as exc:
+        fail(exc)
+
+
+@hold_app.command("lift")
+def lift(
+    hold_id: str,
+    reason: Annotated[str, typer.Option(help="why (kept on the ledger)")] = "",
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Lift legal hold HOLD_ID (root admin): the forgets it kept waiting run now."""
+    from memwarden.errors import MemwardenError
+    from memwarden.producers.client import MemwardenClient
+
+    try:
+        s = namespace_settings(namespace)
+        admin = _signer(s, None)
+        with MemwardenClient(s, signers=[admin]) as client:
+            _report(client, client.lift_hold(hold_id, by=admin.principal_id, reason=reason), as_json)
+    except MemwardenError as exc:
+        fail(exc)
+
+
+__all__ = ["forget", "hold_app", "lift", "place"]

@@ -213,14 +213,17 @@ def released_forgets(lifted: HoldState, state: GateState) -> Decision:
     after = replace(state, holds={**state.holds, lifted.hold_id: lifted})
     effects: list[Effect] = [HoldSet(lifted)]
     forgets: list[Forgotten] = []
+    done: set[str] = set()  # a memory two waiting forgets name goes once, under the first (by command id)
     for waiting in sorted(state.deferred.values(), key=lambda d: d.command_id):
-        live = [m for m in waiting.memory_ids if m in state.memories and not state.memories[m].forgotten]
+        live = [m for m in waiting.memory_ids
+                if m in state.memories and not state.memories[m].forgotten and m not in done]
         free = [m for m in live if not _holds_over(state.memories[m], after)]
         if not free and len(live) == len(waiting.memory_ids):
             continue
         forgets += [Forgotten(replace(state.memories[m], forgotten=True), waiting.command_id, waiting.principal,
                               waiting.reason) for m in free]
         effects += [MemoryCleared(m) for m in free]
+        done.update(free)
         effects.append(DeferredSet(replace(waiting, memory_ids=tuple(m for m in live if m not in free))))
     ids = tuple(f.memory.memory_id for f in forgets)
     message = f"hold {lifted.hold_id} lifted" + (f"; forgot {len(ids)} waiting memories" if ids else "")

@@ -1,0 +1,180 @@
+"""The pure forgetting decisions (commands/gate/forgetting.py): selection, permission, lineage, legal
+holds, dry runs and refusals; and their recorded form folds back to the same state (replay)."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector, ForgetSubject, LiftHold, PlaceHold
+from memwarden.commands.gate import GateState, MemoryState, Outcome, Position, decide, evolve
+from memwarden.commands.gate.forgetting import lineage, may_forget, selects
+from memwarden.commands.readmodel.permission import Grant
+from memwarden.epoch import to_ms
+from tests import factories as f
+from tests.unit.test_recorded import Ledger, _replay
+
+NOW = f.T0 + timedelta(days=1)
+
+
+def _m(subject: str = "user:alice", **over: Any) -> MemoryState:
+    return MemoryState(over.pop("memory_id", str(uuid.uuid4())), subject, over.pop("owner", subject), 1, **over)
+
+
+def _sel(**kw: Any) -> ForgetSelector:
+    return ForgetSelector(**kw)
+
+
+@pytest.mark.parametrize(("selector", "hit"), [
+    (_sel(subjects=("user:alice",)), True), (_sel(subjects=("user:bob",)), False),
+    (_sel(scopes=("work",)), True), (_sel(scopes=("home",)), False),
+    (_sel(tags=("travel", "x")), True), (_sel(tags=("food",)), False),
+    (_sel(source_references=("feed-7",)), True), (_sel(source_references=("feed-8",)), False),
+    (_sel(writers=("agent:helper",)), True), (_sel(writers=("user:bob",)), False),
+    (_sel(key_ids=("agent:helper#1",)), True), (_sel(key_ids=("agent:helper#2",)), False),
+    (_sel(observed_from=f.T0), True), (_sel(observed_from=f.T0 + timedelta(seconds=1)), False),
+    (_sel(observed_to=f.T0 + timedelta(seconds=1)), True), (_sel(observed_to=f.T0), False),
+    (_sel(expired_before=f.T0 + timedelta(hours=1)), True), (_sel(expired_before=f.T0), False),
+    (_sel(subjects=("user:alice",), tags=("food",)), False),  # AND across criteria
+    (_sel(), False),  # empty never matches
+])
+def test_a_selector_matches_when_every_criterion_given_matches(selector: ForgetSelector, hit: bool) -> None:
+    m = _m(scope="work", tags=("travel",), sources=("feed-7",), writers=("agent:helper",),
+           signer_keys=("agent:helper#1",), observed_ms=to_ms(f.T0), expires_ms=to_ms(f.T0 + timedelta(minutes=5)))
+    assert selects(selector, m) is hit
+
+
+def test_memory_ids_select_exactly_those_ids() -> None:
+    m = _m()
+    assert selects(_sel(memory_ids=(m.memory_id,)), m)
+    assert not selects(_sel(memory_ids=(str(uuid.uuid4()),)), m)
+    assert not selects(_sel(expired_before=NOW), _m())  # no expiry: never expired
+
+
+def test_who_may_forget() -> None:
+    reg = f.registry(f.principal("user:lee", roles=("security",)))
+    m = _m("user:alice", owner="service:ingest", scope="work")
+    state = GateState(principals=reg)
+    assert may_forget(reg["user:alice"], m, state, NOW)  # the subject
+    assert may_forget(reg["service:admin"], m, state, NOW)  # an admin
+    assert not may_forget(reg["user:bob"], m, state, NOW)
+    write_only = Grant("g1", "role:security", frozenset({"WRITE"}), ("work",))
+    assert not may_forget(reg["user:lee"], m, replace(state, grants=(write_only,)), NOW)
+    forget = Grant("g2", "role:security", frozenset({"FORGET"}), ("work",))
+    assert may_forget(reg["user:lee"], m, replace(state, grants=(forget,)), NOW)
+    elsewhere = Grant("g3", "role:security", frozenset({"FORGET"}), ("home",))
+    assert not may_forget(reg["user:lee"], m, replace(state, grants=(elsewhere,)), NOW)
+    expired = Grant("g4", "role:security", frozenset({"FORGET"}), ("work",), valid_to_ms=to_ms(NOW))
+    assert not may_forget(reg["user:lee"], m, replace(state, grants=(expired,)), NOW)
+
+
+def test_lineage_is_transitive_stable_and_skips_forgotten_and_cycles() -> None:
+    a, b, c = _m(memory_id="a"), _m(memory_id="b", derived_from=("a",)), _m(memory_id="c", derived_from=("b",))
+    gone = _m(memory_id="d", derived_from=("a",), forgotten=True)
+    loop = _m(memory_id="e", derived_from=("c", "e"))
+    assert lineage(["a"], [a, b, c, gone, loop]) == ("a", "b", "c", "e")
+    assert lineage(["c"], [a, b, c, loop]) == ("c", "e")
+    assert lineage([], [a, b]) == ()
+
+
+def _forget_many(principal: str, subject: str | None = None, dry_run: bool = False, **selector: Any) -> Any:
+    env = f.envelope(principal, subject or principal)
+    return ForgetMatching(envelope=env, selector=ForgetSelector(**selector), dry_run=dry_run, reason="test")
+
+
+def _ledger_with(*texts_by: tuple[str, str]) -> tuple[Ledger, list[Any]]:
+    led = Ledger()
+    made = []
+    for who, text in texts_by:
+        cmd = f.record(text, principal=who, subject=who)
+        led.run(cmd, text, f"d-{text}")
+        made.append(cmd)
+    return led, made
+
+
+def test_forget_subject_dry_run_refusals_and_replay() -> None:
+    led, made = _ledger_with(("user:alice", "a1"), ("user:alice", "a2"), ("user:bob", "b1"))
+    stranger = led.run(ForgetSubject(envelope=f.envelope("user:bob", "user:alice")))
+    assert stranger.outcome is Outcome.REJECTED and stranger.reasons[0].code == "NOT_SUBJECT"
+    dry = led.run(ForgetSubject(envelope=f.envelope("user:alice", "user:alice"), dry_run=True))
+    assert dry.outcome is Outcome.ACCEPTED and dry.reasons[0].code == "DRY_RUN" and not dry.effects
+    assert sorted(dry.listed) == sorted(m.memory_id for m in made[:2]) and not dry.forgets and not dry.shred
+    done = led.run(ForgetSubject(envelope=f.envelope("user:alice", "user:alice")))
+    assert sorted(done.listed) == sorted(m.memory_id for m in made[:2])
+    assert sorted(done.shred) == sorted(m.content.key_id for m in made[:2])
+    assert not led.state.memories[made[2].memory_id].forgotten
+    nothing = led.run(ForgetSubject(envelope=f.envelope("user:alice", "user:alice")))
+    assert nothing.reasons[0].code == "NOTHING_TO_FORGET" and not nothing.listed
+    by_admin = led.run(ForgetSubject(envelope=f.envelope("service:admin", "user:bob")))
+    assert by_admin.listed == (made[2].memory_id,)
+    replayed = _replay(led)
+    assert replayed.memories == led.state.memories
+
+
+def test_forget_matching_refuses_an_empty_selector_and_leaves_what_is_not_the_issuers() -> None:
+    led, made = _ledger_with(("user:alice", "a1"), ("user:bob", "b1"))
+    empty = led.run(_forget_many("user:alice"))
+    assert empty.outcome is Outcome.REJECTED and empty.reasons[0].code == "EMPTY_SELECTOR" and not empty.forgets
+    mixed = led.run(_forget_many("user:alice", subjects=("user:alice", "user:bob")))
+    assert mixed.listed == (made[0].memory_id,) and [r.code for r in mixed.reasons] == ["NOT_PERMITTED", "OK"]
+    ghost = str(uuid.uuid4())
+    unknown = led.run(_forget_many("user:bob", memory_ids=(ghost,)))
+    assert [r.code for r in unknown.reasons] == ["NOTHING_TO_FORGET", "UNKNOWN_MEMORY"]
+    assert _replay(led).memories == led.state.memories
+
+
+def test_a_forget_by_id_cascades_to_every_derivative_whoever_wrote_it() -> None:
+    src = _m("user:alice", memory_id=str(uuid.uuid4()), key_ids=("k1",))
+    summary = _m("user:alice", memory_id=str(uuid.uuid4()), owner="agent:helper", derived_from=(src.memory_id,),
+                 key_ids=("k2",))
+    digest = _m("user:alice", memory_id=str(uuid.uuid4()), owner="agent:helper", derived_from=(summary.memory_id,),
+                key_ids=("k3",))
+    unrelated = _m("user:alice", key_ids=("k4",))
+    state = GateState(principals=f.registry(), memories={m.memory_id: m for m in (src, summary, digest, unrelated)})
+    signed, data = f.sign(f.forget(src.memory_id, principal="user:alice", subject="user:alice"))
+    d = decide(signed, None, Position("mw.commands", 0, 1), state, NOW, signed_bytes=data)
+    assert d.listed == (src.memory_id, summary.memory_id, digest.memory_id) and d.shred == ("k1", "k2", "k3")
+    after = evolve(state, d)
+    assert all(after.memories[m].forgotten for m in d.listed) and not after.memories[unrelated.memory_id].forgotten
+
+
+def test_a_legal_hold_defers_a_forget_until_lifted_and_replays_the_same() -> None:
+    led, made = _ledger_with(("user:alice", "a1"), ("user:alice", "a2"), ("user:bob", "b1"))
+    not_admin = led.run(PlaceHold(envelope=f.envelope("user:alice", "user:alice"), hold_id="h1",
+                                  subjects=("user:alice",)))
+    assert not_admin.outcome is Outcome.REJECTED and not_admin.reasons[0].code == "NOT_ADMIN"
+    led.run(PlaceHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="h1",
+                      subjects=("user:alice",)))
+    led.run(PlaceHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="h2",
+                      subjects=("user:alice",)))
+    waiting = led.run(f.forget(made[0].memory_id, principal="user:alice", subject="user:alice"))
+    assert waiting.outcome is Outcome.DEFERRED and waiting.reasons[0].code == "LEGAL_HOLD"
+    assert not waiting.forgets and not waiting.shred and not led.state.memories[made[0].memory_id].forgotten
+    everyone = led.run(_forget_many("service:admin", subjects=("user:alice", "user:bob")))
+    assert everyone.outcome is Outcome.DEFERRED and everyone.listed == (made[2].memory_id,)  # bob's goes now
+    first = led.run(LiftHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="h1"))
+    assert first.outcome is Outcome.ACCEPTED and not first.forgets  # h2 still covers alice
+    second = led.run(LiftHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="h2"))
+    assert sorted(second.listed) == sorted(m.memory_id for m in made[:2])
+    deferred_ids = {s.command.envelope.command_id for s in led.steps if s.live.outcome is Outcome.DEFERRED}
+    assert {x.command_id for x in second.forgets} <= deferred_ids
+    assert not led.state.deferred and all(led.state.memories[m.memory_id].forgotten for m in made)
+    twice = led.run(LiftHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="h2"))
+    assert twice.reasons[0].code == "ALREADY_LIFTED" and not twice.effects
+    unknown = led.run(LiftHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="nope"))
+    assert unknown.outcome is Outcome.REJECTED and unknown.reasons[0].code == "UNKNOWN_HOLD"
+    replayed = _replay(led)
+    assert replayed.memories == led.state.memories and replayed.holds == led.state.holds
+    assert replayed.deferred == led.state.deferred
+
+
+def test_a_forget_after_a_forget_of_the_same_memory_changes_nothing() -> None:
+    led, made = _ledger_with(("user:alice", "a1"))
+    led.run(_forget_many("user:alice", memory_ids=(made[0].memory_id,)))
+    before = led.state
+    again = led.run(_forget_many("user:alice", memory_ids=(made[0].memory_id,)))
+    assert again.reasons[0].code == "NOTHING_TO_FORGET" and evolve(before, again) == before
