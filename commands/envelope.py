@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from memwarden.commands.vocabulary import EpistemicStatus, FactCardinality, Sensitivity, SourceKind, StoreKind
 
@@ -30,6 +30,11 @@ def _nonblank(value: str) -> str:
     return value
 
 
+def _uuid_text(value: object) -> object:
+    """A ``uuid.UUID`` given where an id is expected is its canonical text (field case F1)."""
+    return str(value) if isinstance(value, uuid.UUID) else value
+
+
 def _uuid(value: str) -> str:
     try:
         return str(uuid.UUID(value))
@@ -44,7 +49,7 @@ def _utc_ms(value: datetime) -> datetime:
 
 Text = Annotated[str, AfterValidator(_utf8)]
 Name = Annotated[str, AfterValidator(_utf8), AfterValidator(_nonblank), Field(max_length=256)]
-Uuid = Annotated[str, AfterValidator(_uuid)]
+Uuid = Annotated[str, BeforeValidator(_uuid_text), AfterValidator(_uuid)]
 UtcTime = Annotated[AwareDatetime, AfterValidator(_utc_ms)]
 
 
@@ -128,9 +133,28 @@ class EncryptedContent(FrozenModel):
 
 
 class Fact(FrozenModel):
-    """Typed fact (entity, attribute, value) with the attribute's cardinality."""
+    """Typed fact (entity, attribute, value) with the attribute's cardinality.
+
+    On the ledger the value is sealed (``value_nonce``, ``value_sealed``: AES-256-GCM under the
+    content's data key, :func:`memwarden.crypto.seal_fact_value`) and ``value`` is empty; a record of
+    an older writer carries ``value`` in clear. Entity and attribute stay in clear (slot names)."""
 
     entity: Name
     attribute: Name
     value: Annotated[Text, Field(max_length=4096)]
     cardinality: FactCardinality = FactCardinality.SINGLE
+    value_nonce: bytes | None = Field(default=None, min_length=12, max_length=12)
+    value_sealed: bytes | None = Field(default=None, min_length=16, max_length=4 * 4096 + 16)
+
+    @model_validator(mode="after")
+    def _sealed_or_clear(self) -> Fact:
+        if (self.value_nonce is None) != (self.value_sealed is None):
+            raise ValueError("value_sealed: needs value_nonce (and the other way round)")
+        if self.value_sealed is not None and self.value:
+            raise ValueError("value: must be empty when the value is sealed")
+        return self
+
+    @property
+    def sealed(self) -> bool:
+        """The value is sealed (not yet opened)."""
+        return self.value_sealed is not None

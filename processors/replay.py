@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import heapq
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from memwarden.bootstrap import Container
@@ -108,6 +110,24 @@ async def _stored_offsets(container: Container, consumer: str, logical: str) -> 
         await conn.close()
 
 
+def decision_order(index: LedgerIndex) -> list[Any]:
+    """The commands in the order the gate decided them: each partition in offset order, the
+    partitions merged by the recorded ``decided_at`` (ties by partition, then offset; commands not
+    decided yet last). A forget by selector or a hold lift changes memories of other partitions, so
+    its recorded outcome folds onto the state as it stood when it was decided, not after a whole
+    partition."""
+    last = datetime.max.replace(tzinfo=UTC)
+    by_partition: dict[int, list[Any]] = {}
+    for r in index.commands:
+        by_partition.setdefault(r.position.partition, []).append(r)
+
+    def when(r: Any) -> tuple[datetime, int, int]:
+        rec = index.recorded.get(r.position)
+        return (rec.decision.decided_at if rec is not None else last, r.position.partition, r.position.offset)
+
+    return list(heapq.merge(*(by_partition[p] for p in sorted(by_partition)), key=when))
+
+
 async def _fold_gate(container: Container, index: LedgerIndex, cut: Mapping[int, int], report: ReplayReport,
                      progress: Progress) -> None:
     """Fold the recorded decisions of the commands not folded yet (a resumed replay, or the catch-up
@@ -121,7 +141,7 @@ async def _fold_gate(container: Container, index: LedgerIndex, cut: Mapping[int,
     done = 0
     stopped: set[int] = set()
     try:
-        for chunk in batches(index.commands, BATCH):
+        for chunk in batches(decision_order(index), BATCH):
             items = []
             for r in chunk:
                 if r.position.offset < folded.get(r.position.partition, 0):

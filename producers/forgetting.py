@@ -85,16 +85,17 @@ class ForgetCalls:
 
     def place_hold(self, hold_id: str, *, by: str, subjects: Sequence[str] = (), scopes: Sequence[str] = (),
                    reason: str = "", sign: bool = True) -> Receipt:
-        """``PlaceHold`` (admin): forgets of memories about ``subjects`` or in ``scopes`` wait."""
+        """``PlaceHold`` (admin): forgets of memories about ``subjects`` or in ``scopes`` wait. The
+        receipt's ``memory_id`` is the hold id."""
         command = build(PlaceHold, {"envelope": governance_envelope(by, by, {}), "hold_id": hold_id,
                                     "subjects": names(subjects, "subjects"), "scopes": names(scopes, "scopes"),
                                     "reason": reason})
-        return self._publish([(command, "", None)], sign)[0]
+        return self._publish([(command, hold_id, None)], sign)[0]
 
     def lift_hold(self, hold_id: str, *, by: str, reason: str = "", sign: bool = True) -> Receipt:
         """``LiftHold`` (admin): the forgets the hold kept waiting run now."""
         command = build(LiftHold, {"envelope": governance_envelope(by, by, {}), "hold_id": hold_id, "reason": reason})
-        return self._publish([(command, "", None)], sign)[0]
+        return self._publish([(command, hold_id, None)], sign)[0]
 
 
 __all__ = ["ForgetCalls"]

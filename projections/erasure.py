@@ -8,7 +8,9 @@ when each confirms:
   topic, holds none of them), with the tombstones' positions;
 * ``profile``: every version of the memory is ``forgotten`` and holds no sealed text;
 * ``vector_cache``: no sealed vector of its versions is kept;
-* ``index``: no point of the memory is left.
+* ``index``: no point of the memory is left;
+* ``derived``: the gate keeps no fact slot, claim or keyed content digest of it (field case F3: a
+  relation derived only from the memory goes with it; a slot another live memory holds stays).
 
 ``verified`` is the read path's own condition: a recall returns a version only from a profile row
 with sealed text whose key opens (``projections/recall.py``), through an index point; none of the
@@ -41,6 +43,17 @@ class ShreddedKeys(Protocol):
     def tombstone(self, key_id: str) -> tuple[int, int] | None: ...
 
 
+async def _derived_rows(conn: psycopg.AsyncConnection, memory_id: str) -> int:
+    """Rows derived from the memory's text that the gate keeps: fact slots, claims, content digests."""
+    async with conn.cursor() as cur:
+        await cur.execute("SELECT (SELECT count(*) FROM gate_facts WHERE memory_id = %(m)s)"
+                          " + (SELECT count(*) FROM gate_claims WHERE memory_id = %(m)s)"
+                          " + (SELECT count(*) FROM gate_twins WHERE memory_id = %(m)s)", {"m": memory_id})
+        row = await cur.fetchone()
+    await conn.commit()
+    return int(row[0]) if row else 0
+
+
 async def _versions(conn: psycopg.AsyncConnection, memory_id: str) -> list[tuple[int, str, str, bool]]:
     async with conn.cursor() as cur:
         await cur.execute("SELECT version, content_key_id::text, status, content_sealed IS NOT NULL"
@@ -63,7 +76,8 @@ async def receipt(conn: psycopg.AsyncConnection, index: VectorIndex, keys: Shred
     kept_rows = [v for v, _, status, sealed in versions if status != "forgotten" or sealed]
     cached = await vector_cache.count_of(conn, memory_id)
     points = await asyncio.to_thread(index.count, Filter(must=(FieldIn("memory_id", (memory_id,)),)))
-    if live_keys or kept_rows or cached or points:
+    derived = await _derived_rows(conn, memory_id)
+    if live_keys or kept_rows or cached or points or derived:
         return None
     return {
         "receipt_id": str(uuid.uuid4()), "namespace": namespace, "command_id": forgotten["command_id"],
@@ -71,7 +85,8 @@ async def receipt(conn: psycopg.AsyncConnection, index: VectorIndex, keys: Shred
         "versions": [v for v, _, _, _ in versions], "key_ids": key_ids,
         "key_tombstones": [f"{keys_topic}:{p}:{o}" for p, o in sorted(tombstones)],
         "stores": {"keys": f"{len(key_ids)} data keys shredded", "profile": f"{len(versions)} versions forgotten,"
-                   " no sealed text", "vector_cache": "no sealed vector", "index": "no point"},
+                   " no sealed text", "vector_cache": "no sealed vector", "index": "no point",
+                   "derived": "no fact slot, claim or content digest"},
         "verified": True, "forget_decided_at": forgotten["decided_at"], "completed_at": datetime.now(UTC),
     }
 

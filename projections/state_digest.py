@@ -37,7 +37,8 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "gate": (("gate_decisions", "command_id"), ("gate_memories", "memory_id"),
              ("gate_facts", "subject, entity, attribute"), ("gate_claims", "subject, key_digest, memory_id"),
              ("gate_twins", "subject, digest"), ("gate_protected_facts", "subject, entity, attribute"),
-             ("gate_quarantine", "command_id"), ("gate_policies", "policy_id, version")),
+             ("gate_quarantine", "command_id"), ("gate_policies", "policy_id, version"), ("gate_holds", "hold_id"),
+             ("gate_deferred", "command_id")),
 }
 PROJECTIONS = (*TABLES, "index")
 

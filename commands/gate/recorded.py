@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from memwarden.commands.contradiction import DEFAULT_CLAIMS, ClaimExtractor
-from memwarden.commands.gate.effects import Decision, HoldSet, MemoryCleared, PolicySet, QuarantineSet
+from memwarden.commands.gate.effects import Decision, Forgotten, HoldSet, MemoryCleared, PolicySet, QuarantineSet
 from memwarden.commands.gate.forgetting import decide_forget, decide_forget_many, decide_hold
 from memwarden.commands.gate.governance import grant_revoked, granted, key_change, protection, registered
 from memwarden.commands.gate.review import REVIEW_CLOSED, released, review_closed
@@ -145,24 +145,41 @@ def _admitted(command: Command, rec: RecordedDecision, state: GateState, plainte
 
 def _forgets(command: ForgetMemory | ForgetMatching | ForgetSubject | LiftHold, rec: RecordedDecision,
              state: GateState) -> Decision:
-    """A recorded forget (or hold lift) folded back: the same pure decision taken again on the same
-    state at the recorded clock, keeping only the memories the ledger says it forgot (the recorded
-    list is authoritative; a forget recorded before lists existed names its one memory)."""
+    """A recorded forget (or hold lift) folded back. The memories forgotten are the ones the ledger
+    lists (authoritative; a forget recorded before lists existed names its one memory); what waits for
+    a legal hold, and which waiting forget a lift carries out, come from the same pure decision taken
+    again on the same state at the recorded clock."""
     issuer = state.principals.get(command.envelope.principal) or PrincipalRecord(
         command.envelope.principal, kind_from_id(command.envelope.principal))
     if isinstance(command, ForgetMemory):
         again = decide_forget(command, issuer, state)
-        recorded = set(rec.memory_ids) or {command.memory_id}
+        recorded = rec.memory_ids or ((command.memory_id,) if rec.outcome in ADMITTED else ())
     elif isinstance(command, LiftHold):
         again = decide_hold(command, issuer, state)
-        recorded = set(rec.memory_ids)
+        recorded = rec.memory_ids
     else:
         again = decide_forget_many(command, issuer, state, rec.decided_at)
-        recorded = set(rec.memory_ids)
-    kept = tuple(f for f in again.forgets if f.memory.memory_id in recorded)
-    dropped = {f.memory.memory_id for f in again.forgets} - recorded
-    effects = tuple(e for e in again.effects if not (isinstance(e, MemoryCleared) and e.memory_id in dropped))
-    return replace(again, forgets=kept, effects=effects, shred=tuple(k for f in kept for k in f.memory.key_ids))
+        recorded = rec.memory_ids
+    if getattr(command, "dry_run", False):
+        return replace(again, listed=tuple(recorded))  # a dry run lists, and forgets nothing
+    credited = {f.memory.memory_id: f for f in again.forgets}
+    env = command.envelope
+    forgets = []
+    for m in recorded:
+        target = state.memories.get(m)
+        if target is None or target.forgotten:
+            continue
+        waiting = next((d for d in state.deferred.values() if m in d.memory_ids), None)
+        forgets.append(credited.get(m) or Forgotten(
+            replace(target, forgotten=True), *((waiting.command_id, waiting.principal, waiting.reason)
+                                               if isinstance(command, LiftHold) and waiting is not None
+                                               else (env.command_id, env.principal, getattr(command, "reason", "")))))
+    ids = {f.memory.memory_id for f in forgets}
+    effects = [e for e in again.effects if not isinstance(e, MemoryCleared) or e.memory_id in ids]
+    cleared = {e.memory_id for e in effects if isinstance(e, MemoryCleared)}
+    effects += [MemoryCleared(m) for m in recorded if m in ids and m not in cleared]
+    return replace(again, forgets=tuple(forgets), effects=tuple(effects), listed=tuple(recorded),
+                   shred=tuple(k for f in forgets for k in f.memory.key_ids))
 
 
 def from_record(command: Command, rec: RecordedDecision, state: GateState, plaintext: str | None = None,

@@ -100,7 +100,7 @@ def test_a_forgotten_memory_leaves_no_plaintext_and_its_key_leaves_the_disk(quic
         raw, rec = poll(receipts, timeout_s=30, what="the erasure receipt")[0]
         assert rec["memory_id"] == gone.memory_id and rec["versions"] == [1] and rec["verified"] is True
         assert rec["key_ids"] == [str(key_id)] and rec["key_tombstones"][0].startswith(quick.topic("keys") + ":")
-        assert set(rec["stores"]) == {"keys", "profile", "vector_cache", "index"}
+        assert set(rec["stores"]) == {"keys", "profile", "vector_cache", "index", "derived"}
         assert marker.encode() not in raw and b"locker" not in raw  # ids and positions only
         assert rec["completed_at"] >= rec["forget_decided_at"]
         c = Container(quick)

@@ -18,6 +18,7 @@ import pytest
 from memwarden.bootstrap import Container, drop_projections, namespace_digests
 from memwarden.commands.signing import Signer
 from memwarden.errors import ValidationError
+from memwarden.keystore import admin_signer
 from memwarden.ops.progress import wait_caught_up
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.processors.replay import build_index, run_replay, target_settings
@@ -99,11 +100,40 @@ def _workload(ns: Settings, client: MemwardenClient, w: WorkerProcess) -> dict[s
     outcomes = _decide(client, [approve, reject])
     assert outcomes[approve.command_id] == "ACCEPTED_UNVERIFIED" and outcomes[reject.command_id] == "ACCEPTED"
     client.recall(alice, "plants")
+    forgetting = _forgetting(ns, client)
     wait_caught_up(ns, alive=w.alive)
     time.sleep(2.5)  # the read endpoint's MemoryUsed batch is due after 1 s
     wait_caught_up(ns, alive=w.alive)
     return {"alice": alice, "gone": gone.memory_id, "cut_time": cut_time, "city": city.memory_id,
-            "gone_at": f"commands:{gone.partition}:{gone.offset}"}
+            "gone_at": f"commands:{gone.partition}:{gone.offset}", **forgetting}
+
+
+def _forgetting(ns: Settings, client: MemwardenClient) -> dict[str, object]:
+    """Forgets by selector and subject, lineage, a legal hold that defers a forget until lifted, and
+    (field case F5) a data key followed by its tombstone on the compacted keys topic."""
+    admin = admin_signer(ns)
+    client.add_signer(admin)
+    carol = f"user:c{uuid.uuid4().hex[:6]}"
+    enroll_ids(client, ns, carol)
+    stamps = client.record(principal=carol, subject=carol, text="Carol collects stamps", tags=["hobby"])
+    badge = client.record(principal=carol, subject=carol, text="Carol's badge number is 4411")
+    _decide(client, [stamps, badge])
+    summary = client.record(principal=carol, subject=carol, text="summary: Carol collects stamps, badge 4411",
+                            source_kind="MODEL_INFERENCE", derived_from=[stamps.memory_id, badge.memory_id],
+                            quoted_span="collects stamps", epistemic_status="INFERRED")
+    hold = client.place_hold(f"h-{uuid.uuid4().hex[:6]}", by=admin.principal_id, subjects=[carol])
+    assert all(o.startswith("ACCEPTED") for o in _decide(client, [summary, hold]).values())
+    waiting = client.forget_matching(principal=carol, tags=["hobby"], reason="hobby list cleared")
+    dry = client.forget_subject(carol, principal=carol, dry_run=True)
+    outcomes = _decide(client, [waiting, dry])
+    assert outcomes[waiting.command_id] == "DEFERRED" and outcomes[dry.command_id] == "ACCEPTED"
+    lift = client.lift_hold(hold.memory_id, by=admin.principal_id)
+    key_id, data_key = client._encrypt("field case F5", carol)[1]
+    client._send([(ns.topic("keys"), key_id.encode(), data_key), (ns.topic("keys"), key_id.encode(), None)],
+                 ["", ""])
+    after = client.record(principal=carol, subject=carol, text="Carol joined the chess club")
+    assert _decide(client, [lift, after])[lift.command_id] == "ACCEPTED"  # the gate kept advancing
+    return {"carol": carol, "carol_gone": [stamps.memory_id, summary.memory_id], "f5_key": key_id}
 
 
 def _recall(s: Settings, principal: str, query: str, known_at: datetime | None = None,
@@ -131,6 +161,14 @@ def test_a_whole_ledger_replay_has_the_live_digests(namespace: Settings, ledger:
         assert replayed == live
         assert all(d["rows"] for d in live.values())
         assert ledger["gone"] not in _recall(target, str(ledger["alice"]), "locker code")
+        gone = set(ledger["carol_gone"])  # type: ignore[call-overload]
+        assert not gone & set(_recall(target, str(ledger["carol"]), "Carol stamps summary badge"))
+        for s in (namespace, target):  # F5: the tombstone reads as a delete, live and rebuilt
+            c = Container(s)
+            try:
+                assert c.keyring().get(str(ledger["f5_key"])) is None
+            finally:
+                c.close()
         again = run_replay(namespace, target, cut, pit)  # a second run resumes: nothing left to do
         assert again.commands == again.events == 0 and namespace_digests(target) == live
     finally:
