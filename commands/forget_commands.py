@@ -16,7 +16,9 @@ from memwarden.commands.envelope import Envelope, FrozenModel, Name, Text, UtcTi
 class ForgetSelector(FrozenModel):
     """Which memories a ``ForgetMatching`` names: a memory matches when every field given matches
     (AND across fields, OR within one list). ``observed_from`` / ``observed_to`` bound ``observed_at``
-    (from inclusive, to exclusive); ``expired_before`` selects memories whose ``expires_at`` is at or
+    (from inclusive, to exclusive) as the writer stated it; ``admitted_from`` / ``admitted_to`` bound
+    when the gate admitted the current version (a window a compromised writer cannot back-date);
+    ``expired_before`` selects memories whose ``expires_at`` is at or
     before it (retention). An empty selector is valid here and refused by the gate
     (``EMPTY_SELECTOR``): it never means "everything"."""
 
@@ -29,19 +31,24 @@ class ForgetSelector(FrozenModel):
     memory_ids: tuple[Uuid, ...] = ()
     observed_from: UtcTime | None = None
     observed_to: UtcTime | None = None
+    admitted_from: UtcTime | None = None
+    admitted_to: UtcTime | None = None
     expired_before: UtcTime | None = None
 
     @model_validator(mode="after")
     def _interval(self) -> ForgetSelector:
         if self.observed_from and self.observed_to and self.observed_to <= self.observed_from:
             raise ValueError("observed_to: must be later than observed_from")
+        if self.admitted_from and self.admitted_to and self.admitted_to <= self.admitted_from:
+            raise ValueError("admitted_to: must be later than admitted_from")
         return self
 
     @property
     def empty(self) -> bool:
         """No criterion given (the gate refuses it)."""
         return not any((self.subjects, self.scopes, self.source_references, self.writers, self.key_ids, self.tags,
-                        self.memory_ids, self.observed_from, self.observed_to, self.expired_before))
+                        self.memory_ids, self.observed_from, self.observed_to, self.admitted_from, self.admitted_to,
+                        self.expired_before))
 
 
 class ForgetMatching(FrozenModel):

@@ -161,8 +161,9 @@ def eval_gatemem(
     if as_json:
         print(json.dumps(result, indent=2, default=str))
     else:
-        for key in ("leak_rate", "utility", "over_refusal", "by_domain", "pipeline"):
-            typer.echo(f"{key:>14}: {result.get(key)}")
+        for key in ("leak_rate", "forget_leak_rate", "forget_leaks_by_attack_type", "utility", "over_refusal",
+                    "skipped_safety", "by_domain", "pipeline"):
+            typer.echo(f"{key:>27}: {result.get(key)}")
 
 
 @principal_app.command("register")
@@ -287,6 +288,7 @@ def _forget_commands() -> None:
     from memwarden import cli_eval_forgetting, cli_forget, cli_repair
 
     app.command("forget")(cli_forget.forget)
+    app.command("prune")(cli_forget.prune)
     app.add_typer(cli_forget.hold_app, name="hold")
     app.command("repair")(cli_repair.repair)
     eval_app.command("repair")(cli_repair.eval_repair)

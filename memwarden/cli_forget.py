@@ -153,4 +153,29 @@ def lift(
         fail(exc)
 
 
-__all__ = ["forget", "hold_app", "lift", "place"]
+def prune(
+    theta: Annotated[float, typer.Option(help="freshness threshold theta_fresh in [0, 1]")] = 0.05,
+    grace_days: Annotated[float, typer.Option(help="days a memory stays below theta before it is pruned")] = 30.0,
+    store_kind: _Many = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list, forget nothing")] = False,
+    namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Budgeted pruning (SSGM 4.3): memories whose freshness stayed below THETA for the grace period
+    are forgotten (EVENT, EXPERIENCE; with receipts) or archived (PROFILE: left to the read filter)."""
+    from memwarden.errors import MemwardenError
+    from memwarden.pruning import prune as run
+
+    try:
+        out = run(namespace_settings(namespace), theta, grace_days * 86_400.0, store_kind or [], dry_run)
+    except (MemwardenError, ValueError) as exc:
+        fail(exc)
+    if as_json:
+        typer.echo(json.dumps(out, indent=2, default=str))
+        return
+    typer.echo(f"forget: {len(out['forget'])}  archive: {len(out['archive'])}" + ("  (dry run)" if dry_run else ""))
+    if out["decision"] is not None:
+        typer.echo(f"  {out['decision']['outcome']}: {[r['code'] for r in out['decision']['reasons']]}")
+
+
+__all__ = ["forget", "hold_app", "lift", "place", "prune"]

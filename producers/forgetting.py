@@ -35,7 +35,8 @@ class ForgetCalls:
                         scopes: Sequence[str] = (), source_references: Sequence[str] = (),
                         writers: Sequence[str] = (), key_ids: Sequence[str] = (), tags: Sequence[str] = (),
                         memory_ids: Sequence[str] = (), observed_from: datetime | None = None,
-                        observed_to: datetime | None = None, expired_before: datetime | None = None,
+                        observed_to: datetime | None = None, admitted_from: datetime | None = None,
+                        admitted_to: datetime | None = None, expired_before: datetime | None = None,
                         query: str | None = None, reason: str = "", dry_run: bool = False, cascade: bool = True,
                         sign: bool = True, **given: Any) -> Receipt:
         """Publish a ``ForgetMatching``: every memory matching all the criteria given (AND across
@@ -58,7 +59,8 @@ class ForgetCalls:
             "subjects": names(subjects, "subjects"), "scopes": names(scopes, "scopes"),
             "source_references": names(source_references, "source_references"), "writers": names(writers, "writers"),
             "key_ids": names(key_ids, "key_ids"), "tags": names(tags, "tags"), "memory_ids": tuple(ids),
-            "observed_from": observed_from, "observed_to": observed_to, "expired_before": expired_before},
+            "observed_from": observed_from, "observed_to": observed_to, "admitted_from": admitted_from,
+            "admitted_to": admitted_to, "expired_before": expired_before},
             prefix="selector.")
         command = build(ForgetMatching, {"envelope": envelope(principal, subject or principal, given),
                                          "selector": selector, "reason": reason, "dry_run": dry_run,

@@ -116,7 +116,8 @@ class Decision:
     one owner of shredding: projectors only apply), ``released`` the command a reviewer released
     from quarantine (with the reviewer), ``forgets`` the memories forgotten beside ``memory``
     (derivatives, selector matches, forgets released by a lifted hold), ``listed`` the memory ids
-    ``GateDecided.memory_ids`` names (what was forgotten, or what a dry run would forget)."""
+    ``GateDecided.memory_ids`` names (what was forgotten, or what a dry run would forget), ``deferred``
+    the memories a legal hold keeps waiting (``GateDecided.deferred_ids``)."""
 
     outcome: Outcome
     reasons: tuple[Reason, ...]
@@ -131,6 +132,7 @@ class Decision:
     released: tuple[Command, str] | None = None
     forgets: tuple[Forgotten, ...] = ()
     listed: tuple[str, ...] = ()
+    deferred: tuple[str, ...] = ()
 
     @property
     def admitted(self) -> bool:

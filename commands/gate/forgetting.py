@@ -74,6 +74,8 @@ def selects(selector: ForgetSelector, memory: MemoryState) -> bool:
         any_of(selector.memory_ids, (memory.memory_id,)),
         selector.observed_from is None or memory.observed_ms >= to_ms(selector.observed_from),
         selector.observed_to is None or memory.observed_ms < to_ms(selector.observed_to),
+        selector.admitted_from is None or memory.admitted_ms >= to_ms(selector.admitted_from),
+        selector.admitted_to is None or memory.admitted_ms < to_ms(selector.admitted_to),
         selector.expired_before is None or (memory.expires_ms is not None
                                             and memory.expires_ms <= to_ms(selector.expired_before)),
     )
@@ -131,7 +133,7 @@ def _forget(targets: Sequence[str], command_id: str, principal: str, why: str, s
         listed = tuple(targets)
         return Decision(Outcome.ACCEPTED, (Reason("DRY_RUN", f"would forget {len(now_ids)} memories now"
                                                   + (f" and {len(held)} after their holds" if held else "")),
-                                           *reasons), listed=listed)
+                                           *reasons), listed=listed, deferred=tuple(held))
     if not targets:
         return Decision(Outcome.ACCEPTED, (Reason("NOTHING_TO_FORGET", "no live memory matched"), *reasons))
     forgets = tuple(Forgotten(replace(state.memories[m], forgotten=True), command_id, principal, why) for m in now_ids)
@@ -141,7 +143,7 @@ def _forget(targets: Sequence[str], command_id: str, principal: str, why: str, s
     if now_ids:
         reasons.append(Reason("OK", f"forgot {len(now_ids)} memories"))
     return Decision(Outcome.DEFERRED if held else Outcome.ACCEPTED, tuple(reasons), effects=tuple(effects),
-                    forgets=forgets, listed=tuple(now_ids),
+                    forgets=forgets, listed=tuple(now_ids), deferred=tuple(held),
                     shred=tuple(k for f in forgets for k in f.memory.key_ids))
 
 

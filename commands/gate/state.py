@@ -40,7 +40,8 @@ class MemoryState:
     its versions (shredded by a forget). For forgetting by selector and lineage (issue 14):
     ``store_kind``, ``tags`` and ``observed_ms`` / ``expires_ms`` (UTC epoch ms) of the current
     version; ``sources`` (source references), ``writers`` (principals) and ``signer_keys`` (signing
-    key ids) of every version; ``derived_from`` the memory ids its versions cite."""
+    key ids) of every version; ``derived_from`` the memory ids its versions cite; ``admitted_ms``
+    when the gate admitted the current version (its decision's clock; what a writer cannot back-date)."""
 
     memory_id: str
     subject: str
@@ -58,6 +59,7 @@ class MemoryState:
     writers: tuple[str, ...] = ()
     signer_keys: tuple[str, ...] = ()
     derived_from: tuple[str, ...] = ()
+    admitted_ms: int = 0
 
 
 @dataclass(frozen=True)

@@ -168,7 +168,8 @@ class ReadService:
     def _decision_json(self, raw: bytes) -> dict[str, Any]:
         _, d = self._c.codec.decode(raw)
         return {"outcome": d["outcome"], "reasons": d["reasons"], "memory_id": d["memory_id"],
-                "memory_ids": d.get("memory_ids") or [], "command_type": d["command_type"],
+                "memory_ids": d.get("memory_ids") or [], "deferred_ids": d.get("deferred_ids") or [],
+                "command_type": d["command_type"],
                 "gate_version": d["gate_version"],
                 "policy_version": d["policy_version"], "position": d["position"],
                 "decided_at": d["decided_at"].isoformat()}

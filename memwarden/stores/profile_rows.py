@@ -174,3 +174,15 @@ def source_refs(conn: psycopg.Connection, store_kind: str) -> set[str]:
     rows = conn.execute("SELECT source_ref FROM memory_versions WHERE store_kind = %s", (store_kind,)).fetchall()
     conn.commit()
     return {r[0] for r in rows}
+
+
+def pruning_candidates(conn: psycopg.Connection) -> list[tuple[str, str, str, int, int | None]]:
+    """Every live memory's current version as pruning reads it: memory id, subject, store kind,
+    ``valid_from`` and last valid use (UTC epoch ms; ``None`` when never used)."""
+    rows = conn.execute(
+        "SELECT v.memory_id::text, v.subject, v.store_kind, (extract(epoch FROM v.valid_from) * 1000)::bigint,"
+        " (extract(epoch FROM u.last_used_at) * 1000)::bigint FROM memory_versions v"
+        " LEFT JOIN memory_uses u ON u.memory_id = v.memory_id WHERE v.status = 'active'"
+        " ORDER BY v.memory_id").fetchall()
+    conn.commit()
+    return [(r[0], r[1], r[2], int(r[3]), None if r[4] is None else int(r[4])) for r in rows]

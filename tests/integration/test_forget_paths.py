@@ -134,6 +134,7 @@ def test_a_legal_hold_makes_a_forget_wait_until_it_is_lifted(
     forget = client.forget(kept.memory_id, principal=erin, subject=erin, reason="please forget")
     waiting = _decided(client, forget)
     assert waiting["outcome"] == "DEFERRED" and _codes(waiting)[0] == "LEGAL_HOLD" and hold_id in str(waiting)
+    assert waiting["deferred_ids"] == [kept.memory_id] and waiting["memory_ids"] == []
     wait_caught_up(namespace, alive=worker.alive)
     assert kept.memory_id in _readable(client, erin, "erin lease March")  # held: preserved
     lift = _decided(client, client.lift_hold(hold_id, by=admin.principal_id))
@@ -164,3 +165,75 @@ def test_a_memory_past_expires_at_is_forgotten_with_a_receipt(
                     what="the retention receipt")
     assert receipts[0]["verified"]
     assert stays.memory_id in _readable(client, frank, "favourite colour teal")
+
+
+def test_pruning_forgets_stale_events_archives_stale_profile_facts_and_keeps_the_fresh(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient, principal: Callable[..., str]) -> None:
+    from memwarden.pruning import PRUNE_REASON, prune
+
+    gil = principal()
+    long_ago = datetime.now(UTC) - timedelta(days=4000)
+    stale_event = client.record(principal=gil, subject=gil, text="gil walked past the old mill", store_kind="EVENT",
+                                observed_at=long_ago)
+    stale_fact = client.record(principal=gil, subject=gil, text="gil was born in Porto", observed_at=long_ago)
+    fresh_event = client.record(principal=gil, subject=gil, text="gil bought bread today", store_kind="EVENT")
+    client.decisions([stale_event.command_id, stale_fact.command_id, fresh_event.command_id], timeout_s=120)
+    wait_caught_up(namespace, alive=worker.alive)
+    dry = prune(namespace, 0.05, 30 * 86_400.0, dry_run=True)
+    assert stale_event.memory_id in dry["forget"] and stale_fact.memory_id in dry["archive"]
+    assert fresh_event.memory_id not in dry["forget"] + dry["archive"] and dry["decision"] is None
+    done = prune(namespace, 0.05, 30 * 86_400.0)
+    assert done["decision"]["outcome"] == "ACCEPTED" and stale_event.memory_id in done["decision"]["memory_ids"]
+    seen = _readable(client, gil, "gil old mill Porto bread")
+    assert stale_event.memory_id not in seen and {stale_fact.memory_id, fresh_event.memory_id} <= seen
+    receipt = poll(lambda: _receipts(namespace, memory_id=stale_event.memory_id), timeout_s=60, what="receipt")[0]
+    assert receipt["command_id"] == done["command_id"] and receipt["verified"]
+    assert rows(namespace, "SELECT reason FROM gate_deferred") == [] and PRUNE_REASON
+
+
+def test_field_case_f1_both_id_forms_resolve_and_every_store_confirms(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient, principal: Callable[..., str]) -> None:
+    hana = principal()
+    m1 = client.record(principal=hana, subject=hana, text="hana prefers tea")
+    client.decisions([m1.command_id], timeout_s=120)
+    wait_caught_up(namespace, alive=worker.alive)
+    forget = client.forget(uuid.UUID(m1.memory_id), principal=hana, subject=hana)  # type: ignore[arg-type]
+    assert _decided(client, forget)["memory_ids"] == [m1.memory_id]
+    again = _decided(client, client.forget(m1.memory_id.upper(), principal=hana, subject=hana))
+    assert again["outcome"] == "ACCEPTED" and _codes(again) == ["ALREADY_FORGOTTEN"]
+    assert m1.memory_id not in _readable(client, hana, "hana prefers tea")
+    receipt = poll(lambda: _receipts(namespace, forget.command_id), timeout_s=60, what="receipt")[0]
+    assert set(receipt["stores"]) == {"keys", "profile", "vector_cache", "index", "derived"} and receipt["verified"]
+    assert rows(namespace, "SELECT DISTINCT status, forgotten_by::text FROM memory_versions WHERE memory_id = %s",
+                (m1.memory_id,)) == [("forgotten", forget.command_id)]
+    count = worker_index_count(namespace, m1.memory_id)
+    assert count == 0
+
+
+def worker_index_count(settings: Settings, memory_id: str) -> int:
+    import httpx
+
+    return int(httpx.get(f"{settings.worker_url}/index/count", params={"memory_id": memory_id}).json()["count"])
+
+
+def test_field_cases_f3_f4_a_derived_row_goes_with_its_only_source_and_a_summary_with_any(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient, principal: Callable[..., str]) -> None:
+    ivy = principal()
+    employer = client.record(principal=ivy, subject=ivy, text="ivy works at Acme",
+                             fact={"entity": ivy, "attribute": "employer", "value": "Acme"})
+    badge = client.record(principal=ivy, subject=ivy, text="ivy's badge number is 4411")
+    chess = client.record(principal=ivy, subject=ivy, text="ivy joined the chess club")
+    client.decisions([employer.command_id, badge.command_id, chess.command_id], timeout_s=120)
+    summary = client.record(principal=ivy, subject=ivy, text="profile summary: ivy, badge 4411, plays chess",
+                            source_kind="MODEL_INFERENCE", derived_from=[badge.memory_id, chess.memory_id],
+                            quoted_span="badge number is 4411", epistemic_status="INFERRED")
+    assert _decided(client, summary)["outcome"].startswith("ACCEPTED")
+    assert rows(namespace, "SELECT count(*) FROM gate_facts WHERE memory_id = %s", (employer.memory_id,)) == [(1,)]
+    gone = _decided(client, client.forget(employer.memory_id, principal=ivy, subject=ivy))
+    assert gone["memory_ids"] == [employer.memory_id]
+    assert rows(namespace, "SELECT count(*) FROM gate_facts WHERE memory_id = %s", (employer.memory_id,)) == [(0,)]
+    f4 = _decided(client, client.forget(badge.memory_id, principal=ivy, subject=ivy))
+    assert f4["memory_ids"] == [badge.memory_id, summary.memory_id]  # the summary recorded its sources
+    wait_caught_up(namespace, alive=worker.alive)
+    assert not {badge.memory_id, summary.memory_id} & _readable(client, ivy, "4411 badge summary")
+    assert chess.memory_id in _readable(client, ivy, "ivy chess club")

@@ -67,7 +67,8 @@ def test_admitted_memory_enters_memories_and_forget_marks_it() -> None:
                                                            sources=record.envelope.source.reference and
                                                            (record.envelope.source.reference,) or (),
                                                            writers=("user:alice",),
-                                                           signer_keys=(f.sign(record)[0].envelope.signature.key_id,))
+                                                           signer_keys=(f.sign(record)[0].envelope.signature.key_id,),
+                                                           admitted_ms=to_ms(NOW))
     forget = f.forget(record.memory_id)
     gone = _decide(state, forget, None, 2)
     assert gone.shred == (record.content.key_id,)

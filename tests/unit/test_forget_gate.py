@@ -39,12 +39,15 @@ def _sel(**kw: Any) -> ForgetSelector:
     (_sel(observed_from=f.T0), True), (_sel(observed_from=f.T0 + timedelta(seconds=1)), False),
     (_sel(observed_to=f.T0 + timedelta(seconds=1)), True), (_sel(observed_to=f.T0), False),
     (_sel(expired_before=f.T0 + timedelta(hours=1)), True), (_sel(expired_before=f.T0), False),
+    (_sel(admitted_from=NOW), True), (_sel(admitted_from=NOW + timedelta(milliseconds=1)), False),
+    (_sel(admitted_to=NOW + timedelta(milliseconds=1)), True), (_sel(admitted_to=NOW), False),
     (_sel(subjects=("user:alice",), tags=("food",)), False),  # AND across criteria
     (_sel(), False),  # empty never matches
 ])
 def test_a_selector_matches_when_every_criterion_given_matches(selector: ForgetSelector, hit: bool) -> None:
     m = _m(scope="work", tags=("travel",), sources=("feed-7",), writers=("agent:helper",),
-           signer_keys=("agent:helper#1",), observed_ms=to_ms(f.T0), expires_ms=to_ms(f.T0 + timedelta(minutes=5)))
+           signer_keys=("agent:helper#1",), observed_ms=to_ms(f.T0), expires_ms=to_ms(f.T0 + timedelta(minutes=5)),
+           admitted_ms=to_ms(NOW))
     assert selects(selector, m) is hit
 
 
@@ -154,6 +157,7 @@ def test_a_legal_hold_defers_a_forget_until_lifted_and_replays_the_same() -> Non
     waiting = led.run(f.forget(made[0].memory_id, principal="user:alice", subject="user:alice"))
     assert waiting.outcome is Outcome.DEFERRED and waiting.reasons[0].code == "LEGAL_HOLD"
     assert not waiting.forgets and not waiting.shred and not led.state.memories[made[0].memory_id].forgotten
+    assert waiting.deferred == (made[0].memory_id,)
     everyone = led.run(_forget_many("service:admin", subjects=("user:alice", "user:bob")))
     assert everyone.outcome is Outcome.DEFERRED and everyone.listed == (made[2].memory_id,)  # bob's goes now
     first = led.run(LiftHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="h1"))

@@ -43,7 +43,7 @@ def test_new_record_is_accepted_as_version_1_owned_by_its_principal() -> None:
     assert d.memory == MemoryState(cmd.memory_id, "user:alice", "user:alice", 1, scope="account:default",
                                    key_ids=(cmd.content.key_id,), observed_ms=to_ms(cmd.envelope.observed_at),
                                    sources=(ref,) if ref else (), writers=("user:alice",),
-                                   signer_keys=(f.sign(cmd)[0].envelope.signature.key_id,))
+                                   signer_keys=(f.sign(cmd)[0].envelope.signature.key_id,), admitted_ms=to_ms(NOW))
     assert d.version == 1
 
 
