@@ -5,13 +5,14 @@ stores have not all confirmed yet is asked again after the next batch and every 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
 from memwarden.projections.erasure import receipt
 from memwarden.projections.events_in import EventIn
+from memwarden.stores.profile_rows import pending_forgets
 
 log = logging.getLogger("memwarden.receipts")
 #: Seconds between two attempts for forgets still waiting for a store.
@@ -19,45 +20,52 @@ RETRY_S = 2.0
 
 
 class ErasureReceipts:
-    """Receipts of the forgets the projectors applied; ``publish`` appends them to the ledger."""
+    """Receipts of the forgets the projectors applied; ``publish`` appends them to the ledger.
+
+    What is owed is the ``erasure_pending`` projection (a ``MemoryForgotten`` adds a row, its
+    ``ErasureReceipted`` removes it), so a worker restarted between a forget and its receipt still
+    appends it. A receipt sent but not yet read back is not sent again by this process; one sent just
+    before a crash may be appended twice (same command and memory; readers keep the first)."""
 
     def __init__(self, container: Container, publish: Callable[[Sequence[Outbound]], Awaitable[None]]) -> None:
         self._c = container
         self._publish = publish
-        self._pending: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._sent: set[tuple[str, str]] = set()
+        self._owed = 0
         self._conn: Any = None
 
     async def after(self, applied: Sequence[EventIn]) -> None:
-        """Note the forgets of a batch the projectors just applied, and settle what can be."""
-        for e in applied:
-            if e.name == "MemoryForgotten":
-                self._pending[(e.record["command_id"], e.record["memory_id"])] = e.record
-        await self.settle()
+        """Settle what can be after a batch the projectors just applied (if it held a forget)."""
+        if any(e.name == "MemoryForgotten" for e in applied):
+            await self.settle()
 
     async def settle(self) -> None:
-        """Append the receipt of every pending forget whose stores all confirm."""
-        if not self._pending:
-            return
+        """Append the receipt of every owed forget whose stores all confirm."""
         if self._conn is None:
             self._conn = await self._c.pg()
+        owed = [r for r in await pending_forgets(self._conn) if (r["command_id"], r["memory_id"]) not in self._sent]
+        self._owed = len(owed)
+        if not owed:
+            return
         s = self._c.settings
         out = []
-        for pending, record in list(self._pending.items()):
+        for record in owed:
             found = await receipt(self._conn, self._c.index(), self._c.keyring(), s.topic("keys"), s.topic_prefix,
                                   record)
             if found is None:
                 continue
-            del self._pending[pending]
+            self._sent.add((record["command_id"], record["memory_id"]))
             out.append(Outbound("events", record["memory_id"].encode(),
                                 self._c.codec.encode("ErasureReceipted", found)))
         if out:
             await self._publish(out)
+            self._owed -= len(out)
             log.info("erasure receipts appended: %d", len(out))
 
     @property
     def pending(self) -> int:
-        """Forgets still waiting for a store to confirm."""
-        return len(self._pending)
+        """Forgets still waiting for a store to confirm (as of the last settle)."""
+        return self._owed
 
 
 __all__ = ["RETRY_S", "ErasureReceipts"]

@@ -44,3 +44,6 @@ class ProfileProjector:
                 await profile_rows.insert_version(cur, e.record, e.text)
             elif e.name == "MemoryForgotten":
                 await profile_rows.mark_forgotten(cur, e.record["command_id"], e.record["memory_id"])
+                await profile_rows.note_forget(cur, e.record)
+            elif e.name == "ErasureReceipted":
+                await profile_rows.note_receipt(cur, e.record)

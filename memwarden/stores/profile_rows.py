@@ -186,3 +186,29 @@ def pruning_candidates(conn: psycopg.Connection) -> list[tuple[str, str, str, in
         " ORDER BY v.memory_id").fetchall()
     conn.commit()
     return [(r[0], r[1], r[2], int(r[3]), None if r[4] is None else int(r[4])) for r in rows]
+
+
+async def note_forget(cur: psycopg.AsyncCursor, record: Mapping[str, Any]) -> None:
+    """A ``MemoryForgotten`` owes an erasure receipt (``erasure_pending``), in the projector's transaction."""
+    pos = record["position"]
+    await cur.execute("INSERT INTO erasure_pending VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                      (record["command_id"], record["memory_id"], record["subject"], pos["topic"], pos["partition"],
+                       pos["offset"], record["decided_at"]))
+
+
+async def note_receipt(cur: psycopg.AsyncCursor, record: Mapping[str, Any]) -> None:
+    """An ``ErasureReceipted`` settles what its forget owed."""
+    await cur.execute("DELETE FROM erasure_pending WHERE command_id = %s AND memory_id = %s",
+                      (record["command_id"], record["memory_id"]))
+
+
+async def pending_forgets(conn: psycopg.AsyncConnection) -> list[dict[str, Any]]:
+    """Every forget still owing its receipt, oldest first, in the shape of a ``MemoryForgotten``
+    record (command_id, memory_id, subject, position, decided_at)."""
+    async with conn.cursor() as cur:
+        await cur.execute("SELECT command_id::text, memory_id::text, subject, ledger_topic, ledger_partition,"
+                          " ledger_offset, decided_at FROM erasure_pending ORDER BY decided_at, command_id, memory_id")
+        rows = await cur.fetchall()
+    await conn.commit()
+    return [{"command_id": r[0], "memory_id": r[1], "subject": r[2],
+             "position": {"topic": r[3], "partition": r[4], "offset": r[5]}, "decided_at": r[6]} for r in rows]

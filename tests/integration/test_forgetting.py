@@ -123,3 +123,36 @@ def test_a_forgotten_memory_leaves_no_plaintext_and_its_key_leaves_the_disk(quic
     assert not _files_holding(kafka_paths(quick).data, needle), "plaintext in a Kafka segment"
     assert not _files_holding(quick.data_dir / "qdrant" / quick.index_name, needle), "plaintext in the index"
     assert not _files_holding(log.parent, needle, log.name), "plaintext in the worker's log"
+
+
+def test_a_worker_killed_after_a_forget_still_appends_its_receipt(quick: Settings) -> None:
+    """The receipt owed is a projection of the ledger (``erasure_pending``), not worker memory."""
+    who = f"user:k{uuid.uuid4().hex[:6]}"
+    with MemwardenClient(quick) as client:
+        with WorkerProcess(quick) as w:
+            enroll_ids(client, quick, who)
+            m = client.record(principal=who, subject=who, text="the spare key is under the blue pot")
+            client.decisions([m.command_id], timeout_s=120)
+            wait_caught_up(quick, alive=w.alive)
+            forget = client.forget(m.memory_id, principal=who, subject=who)
+            assert client.decisions([forget.command_id], timeout_s=120)[forget.command_id] == "ACCEPTED"
+            w.kill()  # before, during or after the receipt: whichever, it is owed until it is on the ledger
+
+        def receipts() -> list[dict[str, object]]:
+            out = []
+            for msg in read_topic(quick, "events"):
+                if msg.value() is not None:
+                    name, rec = default_codec().decode(msg.value())
+                    if name == "ErasureReceipted" and rec["command_id"] == forget.command_id:
+                        out.append(rec)
+            return out
+
+        with WorkerProcess(quick) as w:
+            found = poll(receipts, timeout_s=60, what="the receipt after the restart")
+            assert found[0]["memory_id"] == m.memory_id and found[0]["verified"]
+            wait_caught_up(quick, alive=w.alive)
+            with connect(quick) as conn:
+                owed = poll(lambda: conn.execute("SELECT count(*) FROM erasure_pending WHERE command_id = %s",
+                                                 (forget.command_id,)).fetchone() == (0,) or None,
+                            timeout_s=30, what="nothing owed")
+            assert owed
