@@ -77,6 +77,8 @@ async def load_batch(conn: psycopg.AsyncConnection, anchor: PrincipalRecord, com
     async with conn.cursor() as cur:
         priors = await load_priors(cur, [c.envelope.command_id for c in commands], topic)
         quarantine = await db.load_quarantine(cur, targets)
+        quarantine.update(await db.load_quarantine_of_memories(  # a forget may discard a held command
+            cur, [c.memory_id for c in commands if isinstance(c, ForgetMemory)]))
         facts, protected, claims, twins = await db.load_subject_state(cur, subjects, claim_keys, digests)
         # twins too: the gate admits a duplicate only when its twin is a live memory it knows
         mids = sorted({m for c in commands for m in memory_ids(c)} | set(cited)

@@ -41,7 +41,15 @@ from memwarden.commands.gate.effects import (
     accept,
     reject,
 )
-from memwarden.commands.gate.state import DeferredForget, GateState, HoldState, MemoryState, Outcome
+from memwarden.commands.gate.review import review_closed
+from memwarden.commands.gate.state import (
+    DeferredForget,
+    GateState,
+    HoldState,
+    MemoryState,
+    Outcome,
+    QuarantineState,
+)
 from memwarden.commands.model import ForgetMemory, StoreKind
 from memwarden.commands.principals import ADMIN_ROLE, PrincipalRecord
 from memwarden.commands.readmodel.permission import may_write
@@ -155,12 +163,28 @@ def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateSta
     target = state.memories.get(command.memory_id)
     if target is not None and target.forgotten:
         return Decision(Outcome.ACCEPTED, (Reason("ALREADY_FORGOTTEN", "memory was already forgotten"),))
+    held = next((q for q in state.quarantine.values() if q.memory_id == command.memory_id and q.status == "pending"),
+                None)
+    if target is None and held is not None:
+        return _discard_quarantined(command, issuer, held)
     live = live_target(command.memory_id, command, issuer, state)
     if isinstance(live, Decision):
         return live
     env = command.envelope
     targets = lineage([live.memory_id], state.memories.values())
     return _forget(targets, env.command_id, env.principal, command.reason, state, False)
+
+
+def _discard_quarantined(command: ForgetMemory, issuer: PrincipalRecord, held: QuarantineState) -> Decision:
+    """A forget of a memory that exists only as a command held for review: the review closes as
+    rejected and the held content's data key is shredded (it was never admitted, so nothing else
+    holds it). Its writer, its subject or an admin only."""
+    if issuer.principal_id not in (held.principal, held.subject) and not issuer.has_role(ADMIN_ROLE):
+        return reject("NOT_OWNER", "only the writer, the subject or an admin may discard this held command",
+                      "envelope.principal")
+    closed = review_closed(held)
+    return replace(closed, reasons=(Reason("QUARANTINE_DISCARDED", f"command {held.command_id} was held for review;"
+                                           " discarded and its data key shredded"),))
 
 
 def decide_forget_many(command: ForgetMatching | ForgetSubject, issuer: PrincipalRecord, state: GateState,

@@ -237,3 +237,26 @@ def test_field_cases_f3_f4_a_derived_row_goes_with_its_only_source_and_a_summary
     wait_caught_up(namespace, alive=worker.alive)
     assert not {badge.memory_id, summary.memory_id} & _readable(client, ivy, "4411 badge summary")
     assert chess.memory_id in _readable(client, ivy, "ivy chess club")
+
+
+def test_a_forget_of_a_held_command_and_a_forget_racing_a_supersede(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient, principal: Callable[..., str]) -> None:
+    jo, agent = principal(), principal("agent")
+    held = client.record(principal=agent, subject=jo, text="Jo asked me to water the plants on Friday")
+    assert _decided(client, held)["outcome"] == "QUARANTINED"
+    discarded = _decided(client, client.forget(held.memory_id, principal=jo, subject=jo))
+    assert discarded["outcome"] == "ACCEPTED" and _codes(discarded) == ["QUARANTINE_DISCARDED"]
+    approve_after = _decided(client, client.approve_quarantined(held.command_id, by=jo, subject=jo))
+    assert approve_after["outcome"] == "REJECTED"  # nothing is left to approve
+
+    first = client.record(principal=jo, subject=jo, text="Jo's gate code is 1234")
+    client.decisions([first.command_id], timeout_s=120)
+    newer = client.supersede(first.memory_id, principal=jo, subject=jo, text="Jo's gate code is 5678")
+    forget = client.forget(first.memory_id, principal=jo, subject=jo)  # sent without waiting: same partition
+    outcomes = client.decisions([newer.command_id, forget.command_id], timeout_s=120)
+    assert outcomes[forget.command_id] == "ACCEPTED"  # the forget comes after the supersede on the ledger
+    assert outcomes[newer.command_id] == "ACCEPTED"
+    wait_caught_up(namespace, alive=worker.alive)
+    assert first.memory_id not in _readable(client, jo, "Jo gate code 1234 5678")
+    receipt = poll(lambda: _receipts(namespace, forget.command_id), timeout_s=60, what="receipt")[0]
+    assert receipt["versions"] == [1, 2] and len(receipt["key_ids"]) == 2  # both versions' keys shredded

@@ -182,3 +182,20 @@ def test_a_forget_after_a_forget_of_the_same_memory_changes_nothing() -> None:
     before = led.state
     again = led.run(_forget_many("user:alice", memory_ids=(made[0].memory_id,)))
     assert again.reasons[0].code == "NOTHING_TO_FORGET" and evolve(before, again) == before
+
+
+def test_a_forget_of_a_held_command_discards_it_and_shreds_its_key() -> None:
+    from tests.unit.test_recorded import INJECTED
+
+    led = Ledger()
+    held = f.record(INJECTED, principal="agent:helper", subject="user:alice")
+    assert led.run(held, INJECTED, "d-inj").outcome is Outcome.QUARANTINED
+    stranger = led.run(f.forget(held.memory_id, principal="user:bob", subject="user:alice"))
+    assert stranger.outcome is Outcome.REJECTED and stranger.reasons[0].code == "NOT_OWNER"
+    gone = led.run(f.forget(held.memory_id, principal="user:alice", subject="user:alice"))
+    assert gone.outcome is Outcome.ACCEPTED and gone.reasons[0].code == "QUARANTINE_DISCARDED"
+    assert gone.shred == (held.content.key_id,)
+    assert led.state.quarantine[held.envelope.command_id].status == "rejected"
+    again = led.run(f.forget(held.memory_id, principal="user:alice", subject="user:alice"))
+    assert again.outcome is Outcome.REJECTED and again.reasons[0].code == "UNKNOWN_MEMORY"
+    assert _replay(led).quarantine == led.state.quarantine
