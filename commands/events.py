@@ -30,6 +30,11 @@ def _reasons(reasons: tuple[Reason, ...]) -> list[dict[str, Any]]:
     return [{"code": r.code, "message": r.message, "field": r.field} for r in reasons]
 
 
+def _sealed_fact(fact: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A ``Fact`` record without its clear value (the sealed value, when there is one, stays)."""
+    return None if fact is None else {**fact, "value": ""}
+
+
 def gate_decided(
     command: Command | None, decision: Decision, position: Position, now: datetime, memory_id: str | None = None
 ) -> dict[str, Any]:
@@ -43,6 +48,7 @@ def gate_decided(
         "subject": env.subject if env else None,
         "memory_id": memory_id,
         "memory_ids": list(decision.listed),
+        "deferred_ids": list(decision.deferred),
         "outcome": decision.outcome.value,
         "reasons": _reasons(decision.reasons),
         "gate_version": decision.gate_version,
@@ -61,7 +67,9 @@ def rejected_input(code: str, message: str, field: str | None, position: Positio
 def memory_recorded(command: Command, decision: Decision, position: Position, now: datetime,
                     approved_by: str | None = None) -> dict[str, Any]:
     """``MemoryRecorded`` for an admitted ``RecordMemory`` / ``SupersedeMemory`` (``command`` is the
-    released original when a reviewer approved it; ``approved_by`` is then the reviewer)."""
+    released original when a reviewer approved it; ``approved_by`` is then the reviewer). The typed
+    fact is copied as the ledger carries it, its value sealed; a clear value (a command of an older
+    writer) is never copied: the event keeps entity, attribute and cardinality only."""
     assert decision.memory is not None and isinstance(command, RecordMemory | SupersedeMemory)
     body = to_avro(command)
     tags = sorted({*(getattr(command, "tags", ()) or ()), *decision.tags})
@@ -73,7 +81,7 @@ def memory_recorded(command: Command, decision: Decision, position: Position, no
         "version": decision.version,
         "envelope": body["envelope"],
         "content": body["content"],
-        "fact": body.get("fact"),
+        "fact": _sealed_fact(body.get("fact")),
         "outcome": decision.outcome.value,
         "position": _position(position),
         "decided_at": now,

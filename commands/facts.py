@@ -10,11 +10,19 @@ within one subject and one (entity, attribute), case-insensitively:
 * a different value for an *unprotected* single-valued attribute supersedes the old memory
   automatically (its interval closes; history stays);
 * multi-valued attributes never conflict.
-Pure functions.
+
+No fact value at rest (issue 14): on the ledger the value is sealed under the memory's data key; the
+processor opens it and hands the gate the fact *as compared*: its value replaced by
+:func:`value_digest`, an HMAC under the namespace's digest key of the slot and the folded value
+(:func:`keyed_fact`). The gate's slots (:class:`FactState`, table ``gate_facts``) hold that digest,
+never the value, and equal folded values have equal digests, so the checks below decide as they did
+on clear values. Pure functions (``hmac`` only, like the keyed claims of :mod:`.contradiction`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import unicodedata
 from dataclasses import dataclass
 
@@ -32,12 +40,33 @@ def fact_key(subject: str, entity: str, attribute: str) -> FactKey:
     return subject, _fold(entity), _fold(attribute)
 
 
+def value_digest(digest_key: bytes, key: FactKey, value: str) -> str:
+    """Keyed digest of a fact value as the gate keeps and compares it: HMAC-SHA256 under the
+    namespace's ``digest_key`` over the slot ``key`` (subject, entity, attribute) and the folded value
+    (case and spacing do not matter, as for clear values). Bound to the slot, so equal values of two
+    slots or two subjects do not show as equal digests; keyed, so a guessed value cannot be confirmed
+    without the key."""
+    message = "\x00".join(("memwarden.fact", *key, _fold(value)))
+    return hmac.new(digest_key, message.encode(), hashlib.sha256).hexdigest()
+
+
+def keyed_fact(fact: Fact, subject: str, value: str, digest_key: bytes) -> Fact:
+    """``fact`` (of a write about ``subject``) as the gate decides on it: its opened ``value`` replaced
+    by :func:`value_digest`, the sealed fields dropped. A fact still sealed when it reaches the gate is
+    one whose value did not open."""
+    key = fact_key(subject, fact.entity, fact.attribute)
+    return Fact(entity=fact.entity, attribute=fact.attribute, value=value_digest(digest_key, key, value),
+                cardinality=fact.cardinality)
+
+
 @dataclass(frozen=True)
 class FactState:
-    """The current value of one single-valued fact slot and the memory that holds it."""
+    """The current value of one single-valued fact slot and the memory that holds it. ``value`` is the
+    value as the gate compares it (:func:`value_digest`, never the clear value); ``None`` when unknown
+    (a slot stored before values were digested), compared as a different value."""
 
     key: FactKey
-    value: str
+    value: str | None
     memory_id: str
 
 
@@ -58,7 +87,8 @@ def check_fact(fact: Fact | None, current: FactState | None, protected: bool, su
     """Eq. 6 check of a new fact against the slot's current value.
 
     Args:
-        fact: the typed fact of the new memory version (``None``: nothing to check).
+        fact: the typed fact of the new memory version as compared (:func:`keyed_fact`; ``None``:
+            nothing to check).
         current: the slot's current value (``None``: empty slot).
         protected: the slot is marked protected core (M_core).
         superseding: memory id the command supersedes (``None`` for a new record).
@@ -67,7 +97,7 @@ def check_fact(fact: Fact | None, current: FactState | None, protected: bool, su
     """
     if fact is None or fact.cardinality is FactCardinality.MULTI or current is None:
         return OK
-    if _fold(fact.value) == _fold(current.value):
+    if current.value is not None and _fold(fact.value) == _fold(current.value):
         return OK
     if current.memory_id == superseding:
         return protected_supersede(protected, has_authority, has_evidence)

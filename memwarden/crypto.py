@@ -6,6 +6,8 @@ The ciphertext goes on the immutable ledger; the data key, wrapped under the KEK
 compacted keys topic keyed by ``key_id``. Forgetting publishes a tombstone for ``key_id``; after
 compaction no copy of the key remains, so every ledger copy of the text is unreadable and a replay
 from offset 0 cannot bring it back (seed 004 "Forgetting is an end-to-end operation", step 5).
+A typed fact's value is sealed under the same data key (its own nonce, associated data marking it as
+a fact value), so the same tombstone shreds it.
 """
 
 from __future__ import annotations
@@ -62,6 +64,44 @@ def open_content(content: Mapping[str, Any], keys: Mapping[str, bytes | None]) -
         return None
     try:
         return decrypt_text(content["nonce"], content["ciphertext"], key, content["key_id"])
+    except ContentUnreadable:
+        return None
+
+
+#: Associated data of a sealed fact value: marks the bytes as a fact value (they never open as content,
+#: nor content as a fact value) and binds them to the data key id.
+FACT_VALUE_AAD = "memwarden.fact.value:"
+
+
+def seal_fact_value(value: str, key: bytes, key_id: str) -> tuple[bytes, bytes]:
+    """Encrypt a typed fact's UTF-8 ``value`` under the memory version's data ``key`` (the one of its
+    content, so a forget shreds both), with a fresh nonce and associated data ``FACT_VALUE_AAD + key_id``.
+    Returns ``(nonce, sealed bytes with tag)``."""
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    return nonce, AESGCM(key).encrypt(nonce, value.encode("utf-8"), (FACT_VALUE_AAD + key_id).encode())
+
+
+def open_fact_value(nonce: bytes, sealed: bytes, key: bytes, key_id: str) -> str:
+    """Inverse of :func:`seal_fact_value`. Raises ``ContentUnreadable`` on a wrong key, another key id,
+    content ciphertext or tampering."""
+    try:
+        return AESGCM(key).decrypt(nonce, sealed, (FACT_VALUE_AAD + key_id).encode()).decode("utf-8")
+    except (InvalidTag, ValueError, UnicodeDecodeError) as exc:
+        raise ContentUnreadable(f"fact value of key {key_id} does not decrypt: {type(exc).__name__}") from None
+
+
+def open_fact(fact: Mapping[str, Any], key_id: str, keys: Mapping[str, bytes | None]) -> str | None:
+    """The value of a ``Fact`` record (``value``, ``value_nonce``, ``value_sealed``) of a write whose
+    content has data key ``key_id``: opened with that key from ``keys`` when sealed, the clear
+    ``value`` of a record written before values were sealed; ``None`` when the key is missing
+    (shredded) or does not open it."""
+    if fact.get("value_sealed") is None:
+        return str(fact.get("value") or "")
+    key = keys.get(key_id)
+    if key is None or fact.get("value_nonce") is None:
+        return None
+    try:
+        return open_fact_value(fact["value_nonce"], fact["value_sealed"], key, key_id)
     except ContentUnreadable:
         return None
 

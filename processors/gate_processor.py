@@ -1,6 +1,11 @@
 """Wiring of the write gate: decode → decrypt → load governed state → ``decide`` → ``evolve`` →
 store → publish.
 
+Decrypt opens a memory write's content and its typed fact's value (sealed under the same data key)
+with the key ring. The gate decides on the write *as compared*: the fact's value replaced by its
+keyed digest (:func:`~memwarden.commands.facts.keyed_fact`), which is all its fact slots keep; the
+records it publishes are built from the write as the ledger carries it (value sealed).
+
 At-least-once input with exactly-once effect: for each batch the decisions, every record they
 publish (decision, events, registry entries, key tombstones) and the governed state they change are
 committed to Postgres in one transaction *before* they are sent; a redelivered command (same ledger
@@ -26,6 +31,7 @@ import pydantic
 
 from memwarden.commands.attribution import SourceRecord, normalise
 from memwarden.commands.contradiction import DEFAULT_CLAIMS, Claim, ClaimExtractor, KeyedClaims
+from memwarden.commands.facts import keyed_fact
 from memwarden.commands.gate import (
     Decision,
     Effect,
@@ -50,7 +56,7 @@ from memwarden.commands.model import (
     from_avro,
 )
 from memwarden.commands.principals import PrincipalRecord
-from memwarden.crypto import open_content
+from memwarden.crypto import open_content, open_fact
 from memwarden.epoch import truncate_ms
 from memwarden.errors import DecodeError
 from memwarden.processors.gate_io import Inbound, Outbound, Parsed, dead_letter, decision_records, parse
@@ -90,13 +96,17 @@ class _NoClaims:
 @dataclass(frozen=True)
 class _Inputs:
     """What a batch's decisions read besides the state: texts and keyed digests by command id, the
-    claim extractor, approvals' review targets, and (replay) the recorded decisions by position."""
+    claim extractor, approvals' review targets, and (replay) the recorded decisions by position;
+    ``compared`` the writes whose typed fact opened, as the gate compares them (by command id), and
+    ``ledger`` the review targets as the ledger carries them (their facts sealed)."""
 
     texts: dict[str, str | None]
     digests: dict[str, str | None]
     claims: _CachedClaims
     review: dict[str, Any]
     recorded: Mapping[Position, RecordedOutcome] | None
+    compared: dict[str, Command] = field(default_factory=dict)
+    ledger: dict[str, Command] = field(default_factory=dict)
 
 
 @dataclass
@@ -107,6 +117,16 @@ class _Writes:
     rows: list[DecisionRow] = field(default_factory=list)
     changed: dict[str, tuple[MemoryState, str | None]] = field(default_factory=dict)
     effects: list[tuple[Effect, dict[str, Any]]] = field(default_factory=list)
+
+
+def _as_on_ledger(decision: Decision, ledger: Mapping[str, Command]) -> Decision:
+    """``decision`` with the write a reviewer released as the ledger carries it (its typed fact's value
+    sealed), not as the gate compared it: its ``MemoryRecorded`` is built from it."""
+    if decision.released is None:
+        return decision
+    original, reviewer = decision.released
+    sealed = ledger.get(original.envelope.command_id)
+    return replace(decision, released=(sealed, reviewer)) if sealed is not None else decision
 
 
 def outbound(records: Sequence[dict[str, Any]]) -> list[Outbound]:
@@ -160,7 +180,7 @@ class GateProcessor:
         if not parsed:
             return out
         commands = [p.command for p in parsed]
-        texts = await self._decrypt(commands)
+        texts, compared = await self._decrypt(commands)
         digests = {c.envelope.command_id: self._digest(c.envelope.subject, texts.get(c.envelope.command_id))
                    for c in commands}
         claims = _CachedClaims({t: self._claims.claims(t) for t in texts.values() if t} if self._full else {},
@@ -171,10 +191,12 @@ class GateProcessor:
                                   [d for d in digests.values() if d], claim_keys)
         if recorded is None:
             loaded.state = replace(loaded.state, sources=await self._sources(loaded.source_events))
-        review = await self._review_targets(commands, loaded)
+        ledger: dict[str, Command] = {}
+        review = await self._review_targets(commands, loaded, ledger)
         writes = _Writes()
         for p in parsed:
-            out += await self._decide_one(p, _Inputs(texts, digests, claims, review, recorded), loaded, writes, now)
+            out += await self._decide_one(p, _Inputs(texts, digests, claims, review, recorded, compared, ledger),
+                                          loaded, writes, now)
         await self._store(writes, (offsets[0], offsets[1], next_offsets(batch)) if offsets else None)
         return out
 
@@ -183,12 +205,13 @@ class GateProcessor:
         command, item = p.command, p.item
         review = inputs.review
         cid = command.envelope.command_id
+        gated = inputs.compared.get(cid, command)  # the write as the gate compares it (fact value keyed)
         prior = loaded.priors.get(cid)
         if prior is not None and prior[0].position == item.position:
             return outbound(prior[1])  # redelivery: the stored records
         target = command.quarantined_command_id if isinstance(command, ApproveQuarantined) else None
         if target is not None and target not in review:  # quarantined earlier in this same batch
-            review.update(await self._review_targets([command], loaded))
+            review.update(await self._review_targets([command], loaded, inputs.ledger))
         prior_decision, review_target = (prior[0] if prior else None), (review.get(target) if target else None)
         view = loaded.state
         if view.prior is not prior_decision or view.review_target is not review_target:
@@ -196,18 +219,18 @@ class GateProcessor:
         if inputs.recorded is not None:
             rec = inputs.recorded[item.position]
             now = rec.decision.decided_at
-            decision = from_record(command, rec.decision, view, inputs.texts.get(cid), inputs.digests.get(cid),
+            decision = from_record(gated, rec.decision, view, inputs.texts.get(cid), inputs.digests.get(cid),
                                    inputs.claims)
             records = rec.records(self._codec, decision, item.position)
             if self.observer is not None and prior is None:
-                self.observer(p, view, inputs.texts.get(cid), inputs.digests.get(cid), rec)
+                self.observer(replace(p, command=gated), view, inputs.texts.get(cid), inputs.digests.get(cid), rec)
         else:
-            decision = decide(command, inputs.texts.get(cid), item.position, view, now, self._limits,
+            decision = decide(gated, inputs.texts.get(cid), item.position, view, now, self._limits,
                               signed_bytes=p.signed, content_digest=inputs.digests.get(cid),
                               verify_signatures=self._full,
                               detector=DEFAULT_DETECTOR if self._full else _NoInstructions(),
                               claims=inputs.claims if self._full else _NoClaims())
-            records = decision_records(self._codec, command, decision, item, now)
+            records = decision_records(self._codec, command, _as_on_ledger(decision, inputs.ledger), item, now)
         if prior is None:  # a copy of a decided command id is answered, never stored over the first decision
             self._evolve(loaded, writes, p, decision, records, now)
         return outbound(records)
@@ -248,8 +271,10 @@ class GateProcessor:
                                   EpistemicStatus(env["epistemic_status"]), open_content(r["content"], keys))
         return out
 
-    async def _review_targets(self, commands: list[Command], loaded: Batch) -> dict[str, Any]:
-        """For each ``ApproveQuarantined``: (original command, plaintext, content digest)."""
+    async def _review_targets(self, commands: list[Command], loaded: Batch,
+                              ledger: dict[str, Command]) -> dict[str, Any]:
+        """For each ``ApproveQuarantined``: (original command as compared, plaintext, content digest);
+        the original as the ledger carries it goes to ``ledger`` (by its command id)."""
         out: dict[str, Any] = {}
         for c in commands:
             if not isinstance(c, ApproveQuarantined) or c.quarantined_command_id not in loaded.held:
@@ -259,17 +284,37 @@ class GateProcessor:
                 original = from_avro(name, rec)
             except (DecodeError, pydantic.ValidationError):
                 continue
-            text = (await self._decrypt([original])).get(original.envelope.command_id)
-            out[c.quarantined_command_id] = (original, text, self._digest(original.envelope.subject, text))
+            texts, compared = await self._decrypt([original])
+            cid = original.envelope.command_id
+            ledger[cid] = original
+            text = texts.get(cid)
+            out[c.quarantined_command_id] = (compared.get(cid, original), text,
+                                             self._digest(original.envelope.subject, text))
         return out
 
-    async def _decrypt(self, commands: list[Command]) -> dict[str, str | None]:
+    async def _decrypt(self, commands: list[Command]) -> tuple[dict[str, str | None], dict[str, Command]]:
+        """For each memory write (by command id): the plaintext of its content (``None`` when its data
+        key is missing or shredded) and, when its typed fact's value opens with the same key, the write
+        as the gate compares it: that value replaced by its keyed digest (no clear value reaches the
+        gate's state). A value that does not open stays sealed: the gate refuses such a write
+        (``FACT_UNREADABLE``), a replay gives its slot no value (its memory was forgotten)."""
         wanted = [c for c in commands if isinstance(c, RecordMemory | SupersedeMemory)]
         if not wanted:
-            return {}
+            return {}, {}
         keys = await asyncio.to_thread(self._keyring.lookup, [c.content.key_id for c in wanted])
-        return {c.envelope.command_id: open_content({"key_id": c.content.key_id, "nonce": c.content.nonce,
-                                                     "ciphertext": c.content.ciphertext}, keys) for c in wanted}
+        texts = {c.envelope.command_id: open_content({"key_id": c.content.key_id, "nonce": c.content.nonce,
+                                                      "ciphertext": c.content.ciphertext}, keys) for c in wanted}
+        compared: dict[str, Command] = {}
+        for c in wanted:
+            fact = c.fact
+            if fact is None:
+                continue
+            value = open_fact({"value": fact.value, "value_nonce": fact.value_nonce, "value_sealed": fact.value_sealed},
+                              c.content.key_id, keys)
+            if value is not None:
+                keyed = keyed_fact(fact, c.envelope.subject, value, self._digest_key)
+                compared[c.envelope.command_id] = c.model_copy(update={"fact": keyed})
+        return texts, compared
 
     async def _store(self, writes: _Writes, offsets: tuple[str, str, dict[int, int]] | None) -> None:
         async with self._conn.transaction(), self._conn.cursor() as cur, self._conn.pipeline():

@@ -17,6 +17,7 @@ from typing import Any
 import pydantic
 
 from memwarden.commands.model import Envelope, EpistemicStatus, Fact, Sensitivity, SourceKind, StoreKind
+from memwarden.crypto import seal_fact_value
 from memwarden.errors import ValidationError
 
 
@@ -68,9 +69,30 @@ def names(value: Any, field: str) -> tuple[Any, ...]:
     return tuple(value)
 
 
+#: What a caller gives of a typed fact; the client seals the value itself (:func:`seal_fact`).
+FACT_ARGUMENTS = frozenset({"entity", "attribute", "value", "cardinality"})
+
+
 def build_fact(value: Mapping[str, Any] | None) -> Fact | None:
-    """The typed fact of a memory write, or ``None``."""
-    return build(Fact, dict(value), "fact.") if value else None  # type: ignore[no-any-return]
+    """The typed fact of a memory write (value still in clear, sealed by :func:`seal_fact` once the
+    write's data key exists), or ``None``."""
+    if not value:
+        return None
+    sealed = sorted(k for k in value if k in Fact.model_fields and k not in FACT_ARGUMENTS)
+    if sealed:
+        raise ValidationError(f"fact.{sealed[0]}", "set by the client when it seals the value, not an argument")
+    return build(Fact, dict(value), "fact.")  # type: ignore[no-any-return]
+
+
+def seal_fact(fact: Fact | None, key: bytes, key_id: str) -> Fact | None:
+    """``fact`` as it goes on the ledger: its value sealed under the write's data ``key`` (the one its
+    content is encrypted with, id ``key_id``), a fresh nonce, the clear ``value`` empty. Entity and
+    attribute stay in clear: they are slot names the gate routes its checks by."""
+    if fact is None or fact.sealed:
+        return fact
+    nonce, sealed = seal_fact_value(fact.value, key, key_id)
+    return build(Fact, {"entity": fact.entity, "attribute": fact.attribute, "value": "",  # type: ignore[no-any-return]
+                        "cardinality": fact.cardinality, "value_nonce": nonce, "value_sealed": sealed}, "fact.")
 
 
 #: Every envelope argument a write accepts, with its default.

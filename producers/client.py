@@ -1,10 +1,11 @@
 """``MemwardenClient``: what agents use to write memory commands and recall memories.
 
 Writes: a command is built from keyword arguments (:mod:`memwarden.producers.building`: a clear
-``ValidationError`` naming the field), its text encrypted under a fresh data key, the wrapped key
-published to the compacted keys topic and delivered, then the command published to the ledger with
-the idempotent producer (:mod:`memwarden.producers.sending`), keyed by subject so one subject's
-history stays ordered in one partition. The ledger position comes back once delivered.
+``ValidationError`` naming the field), its text and its typed fact's value encrypted under a fresh
+data key, the wrapped key published to the compacted keys topic and delivered, then the command
+published to the ledger with the idempotent producer (:mod:`memwarden.producers.sending`), keyed by
+subject so one subject's history stays ordered in one partition. The ledger position comes back once
+delivered.
 
 Signing: every command carries σ(μ) (SSGM Principle 2), an Ed25519 signature by a key of its
 ``envelope.principal`` over the canonical unsigned bytes. The client signs transparently with the
@@ -42,7 +43,7 @@ from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
 from memwarden.epoch import now_ms
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
 from memwarden.keystore import signed_command
-from memwarden.producers.building import Receipt, build, build_fact, check_text, envelope, names
+from memwarden.producers.building import Receipt, build, build_fact, check_text, envelope, names, seal_fact
 from memwarden.producers.forgetting import ForgetCalls
 from memwarden.producers.governance import GovernanceCalls
 from memwarden.producers.sending import producer, send
@@ -86,6 +87,12 @@ class MemwardenClient(GovernanceCalls, ForgetCalls):
 
     # -- building -----------------------------------------------------------------------------
     def _encrypt(self, text: str, subject: str) -> tuple[dict[str, Any], tuple[str, bytes]]:
+        content, data_key, _ = self._sealed(text, subject)
+        return content, data_key
+
+    def _sealed(self, text: str, subject: str) -> tuple[dict[str, Any], tuple[str, bytes], bytes]:
+        """``text`` encrypted under a fresh data key: the content record, the wrapped key record for
+        the keys topic and the data key itself (to seal the write's fact value under it too)."""
         key_id = str(uuid.uuid4())
         key = new_data_key()
         nonce, ciphertext = encrypt_text(text, key, key_id)
@@ -93,16 +100,18 @@ class MemwardenClient(GovernanceCalls, ForgetCalls):
         data_key = self._codec.encode("DataKey", {
             "key_id": key_id, "subject": subject, "kek_id": self._kek.kek_id, "algorithm": "AES-256-GCM",
             "wrap_nonce": wrap_nonce, "wrapped_key": wrapped, "created_at": datetime.now(UTC)})
-        return {"key_id": key_id, "nonce": nonce, "ciphertext": ciphertext}, (key_id, data_key)
+        return {"key_id": key_id, "nonce": nonce, "ciphertext": ciphertext}, (key_id, data_key), key
 
     def _write(self, model: type[RecordMemory] | type[SupersedeMemory], principal: str, subject: str, text: str,
                fields: dict[str, Any], given: Mapping[str, Any],
                supersedes: str | None = None) -> tuple[Any, tuple[str, bytes]]:
         """A validated memory write and its wrapped data key: text checked, envelope built, content
-        encrypted under a fresh data key."""
+        encrypted under a fresh data key, the typed fact's value sealed under the same key (so a
+        forget shreds both; no fact value travels in clear)."""
         check_text(text, self.settings.max_text_chars)
         env = envelope(principal, subject, given, supersedes)
-        content, data_key = self._encrypt(text, subject)
+        content, data_key, key = self._sealed(text, subject)
+        fields = {**fields, "fact": seal_fact(fields.get("fact"), key, content["key_id"])}
         command = build(model, {"envelope": env, "content": EncryptedContent(**content), **fields})
         return command, data_key
 

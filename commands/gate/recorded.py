@@ -48,6 +48,7 @@ from memwarden.commands.model import (
 from memwarden.commands.policy import parse_policy
 from memwarden.commands.principals import PrincipalRecord, kind_from_id
 from memwarden.commands.reasons import Reason
+from memwarden.epoch import to_ms
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ def _write(command: RecordMemory | SupersedeMemory, rec: RecordedDecision, state
     memory, slot = fact_slot(command, memory, superseding)
     if rec.version:
         memory = replace(memory, version=rec.version)
+    memory = replace(memory, admitted_ms=to_ms(rec.decided_at))
     new_claims = claim_states(command.envelope.subject, memory.memory_id, claims, plaintext)
     effects = write_effects(memory, superseding, rec.closes, slot, new_claims,
                             content_digest if plaintext is not None else None)
@@ -178,8 +180,10 @@ def _forgets(command: ForgetMemory | ForgetMatching | ForgetSubject | LiftHold, 
     effects = [e for e in again.effects if not isinstance(e, MemoryCleared) or e.memory_id in ids]
     cleared = {e.memory_id for e in effects if isinstance(e, MemoryCleared)}
     effects += [MemoryCleared(m) for m in recorded if m in ids and m not in cleared]
+    memory_keys = {k for f in again.forgets for k in f.memory.key_ids}
+    others = tuple(k for k in again.shred if k not in memory_keys)  # a held command discarded by a forget
     return replace(again, forgets=tuple(forgets), effects=tuple(effects), listed=tuple(recorded),
-                   shred=tuple(k for f in forgets for k in f.memory.key_ids))
+                   shred=(*others, *(k for f in forgets for k in f.memory.key_ids)))
 
 
 def from_record(command: Command, rec: RecordedDecision, state: GateState, plaintext: str | None = None,

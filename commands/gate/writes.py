@@ -188,11 +188,16 @@ def _lineage(command: MemoryWrite, target: MemoryState | None) -> dict[str, Any]
 def fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | None) -> tuple[MemoryState,
                                                                                             FactState | None]:
     """The single-valued fact slot a write takes (``M_core`` candidates, Eq. 6), without the checks:
-    the memory holding it and the slot; a supersession without a typed fact leaves no slot."""
+    the memory holding it and the slot; a supersession without a typed fact leaves no slot. The slot
+    keeps the fact's value as compared (its keyed digest, :func:`~memwarden.commands.facts.keyed_fact`);
+    a fact still sealed (its data key shredded: a replayed write of a forgotten memory) names the slot
+    but holds no value."""
     fact = command.fact
     if fact is None or fact.cardinality is not FactCardinality.SINGLE:
         return (replace(memory, fact=None) if superseding is not None else memory), None
     key = fact_key(command.envelope.subject, fact.entity, fact.attribute)
+    if fact.sealed:
+        return replace(memory, fact=key), None
     return replace(memory, fact=key), FactState(key, fact.value, memory.memory_id)
 
 
@@ -219,6 +224,9 @@ def _fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | Non
     """A typed single-valued fact (Eq. 6 ``M_core``): the slot it takes, the memory it closes, or the
     refusal when it contradicts a protected fact without authority and evidence."""
     env = command.envelope
+    if command.fact is not None and command.fact.sealed:
+        return reject("FACT_UNREADABLE", "the typed fact's value does not open under the content's data key",
+                      "fact.value_sealed")
     slotted, slot = fact_slot(command, memory, superseding)
     if slot is None or command.fact is None:
         return slotted, None, ()
@@ -280,6 +288,7 @@ def decide_write(command: MemoryWrite, plaintext: str | None, issuer: PrincipalR
     if isinstance(slot, Decision):
         return slot
     memory, fact_state, fact_closes = slot
+    memory = replace(memory, admitted_ms=to_ms(now))
     env = command.envelope
     new_claims = claim_states(env.subject, memory.memory_id, claims, plaintext)
     closes = _contradictions(env.subject, memory.memory_id, new_claims, fact_closes, state)

@@ -79,13 +79,13 @@ async def load_policy(cur: psycopg.AsyncCursor) -> WritePolicy:
 
 _MEMORY_COLUMNS = ("memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute,"
                    " key_ids::text[], store_kind, tags, observed_ms, expires_ms, sources, writers, signer_keys,"
-                   " derived_from::text[]")
+                   " derived_from::text[], admitted_ms")
 
 
 def _memory(r: Sequence[Any]) -> MemoryState:
     return MemoryState(r[0], r[1], r[2], r[3], r[4], r[5], (r[1], r[6], r[7]) if r[6] is not None else None,
                        tuple(r[8] or ()), r[9], tuple(r[10] or ()), int(r[11]), r[12], tuple(r[13] or ()),
-                       tuple(r[14] or ()), tuple(r[15] or ()), tuple(r[16] or ()))
+                       tuple(r[14] or ()), tuple(r[15] or ()), tuple(r[16] or ()), int(r[17] or 0))
 
 
 async def load_memories(cur: psycopg.AsyncCursor, ids: Sequence[str]) -> dict[str, MemoryState]:
@@ -110,11 +110,13 @@ async def load_selected(cur: psycopg.AsyncCursor, selectors: Sequence[ForgetSele
             if values:
                 conds.append(f"{column} = ANY(%s::{cast})")
                 args.append(list(values))
-        for column, values in (("sources", sel.source_references), ("writers", sel.writers),
-                               ("signer_keys", sel.key_ids), ("tags", sel.tags)):
+        for column, values in (("sources", sel.source_references), ("signer_keys", sel.key_ids), ("tags", sel.tags)):
             if values:
                 conds.append(f"{column} && %s::text[]")
                 args.append(list(values))
+        if sel.writers:  # a memory whose writers were never listed counts its owner (as ``selects`` does)
+            conds.append("(writers && %s::text[] OR (cardinality(writers) = 0 AND owner = ANY(%s::text[])))")
+            args += [list(sel.writers), list(sel.writers)]
         if sel.expired_before is not None:
             conds.append("expires_ms <= %s")
             args.append(to_ms(sel.expired_before))
@@ -124,6 +126,12 @@ async def load_selected(cur: psycopg.AsyncCursor, selectors: Sequence[ForgetSele
         if sel.observed_to is not None:
             conds.append("observed_ms < %s")
             args.append(to_ms(sel.observed_to))
+        if sel.admitted_from is not None:
+            conds.append("admitted_ms >= %s")
+            args.append(to_ms(sel.admitted_from))
+        if sel.admitted_to is not None:
+            conds.append("admitted_ms < %s")
+            args.append(to_ms(sel.admitted_to))
         await cur.execute("SELECT memory_id::text FROM gate_memories WHERE " + " AND ".join(conds), args)  # noqa: S608
         ids |= {r[0] for r in await cur.fetchall()}
     return await load_lineage(cur, sorted(ids))
@@ -156,7 +164,7 @@ async def load_subject_state(cur: psycopg.AsyncCursor, subjects: Sequence[str], 
     pairs of ``claim_keys``; live memory ids of the content ``digests`` (keyed digests that already
     include the subject). Only what the batch can touch is read, whatever the history's size."""
     subjects = list(subjects)
-    await cur.execute("SELECT subject, entity, attribute, value, memory_id::text FROM gate_facts"
+    await cur.execute("SELECT subject, entity, attribute, value_digest, memory_id::text FROM gate_facts"
                       " WHERE subject = ANY(%s)", (subjects,))
     facts = {(r[0], r[1], r[2]): FactState((r[0], r[1], r[2]), r[3], r[4]) for r in await cur.fetchall()}
     await cur.execute("SELECT subject, entity, attribute FROM gate_protected_facts WHERE subject = ANY(%s)",
@@ -184,6 +192,17 @@ async def load_quarantine(cur: psycopg.AsyncCursor, command_ids: Sequence[str]) 
         return {}
     await cur.execute("SELECT command_id::text, memory_id::text, principal, subject, status, key_id::text, command"
                       " FROM gate_quarantine WHERE command_id = ANY(%s::uuid[])", (list(command_ids),))
+    return {r[0]: (QuarantineState(r[0], r[1], r[2], r[3], r[4], r[5]), bytes(r[6])) for r in await cur.fetchall()}
+
+
+async def load_quarantine_of_memories(cur: psycopg.AsyncCursor, memory_ids: Sequence[str]) -> dict[
+        str, tuple[QuarantineState, bytes]]:
+    """Pending quarantine rows (state and command bytes) of the memories ``memory_ids``, by command id."""
+    if not memory_ids:
+        return {}
+    await cur.execute("SELECT command_id::text, memory_id::text, principal, subject, status, key_id::text, command"
+                      " FROM gate_quarantine WHERE memory_id = ANY(%s::uuid[]) AND status = 'pending'",
+                      (list(memory_ids),))
     return {r[0]: (QuarantineState(r[0], r[1], r[2], r[3], r[4], r[5]), bytes(r[6])) for r in await cur.fetchall()}
 
 
@@ -251,9 +270,10 @@ async def store_effects(cur: psycopg.AsyncCursor, effects: Iterable[tuple[Effect
         elif isinstance(effect, MemoryFacts):
             if effect.fact is not None:
                 s, e, a = effect.fact.key
-                await cur.execute("INSERT INTO gate_facts VALUES (%s, %s, %s, %s, %s) ON CONFLICT (subject, entity,"
-                                  " attribute) DO UPDATE SET value = EXCLUDED.value, memory_id = EXCLUDED.memory_id",
-                                  (s, e, a, effect.fact.value, effect.fact.memory_id))
+                await cur.execute("INSERT INTO gate_facts (subject, entity, attribute, value_digest, memory_id)"
+                                  " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (subject, entity, attribute) DO UPDATE"
+                                  " SET value_digest = EXCLUDED.value_digest, memory_id = EXCLUDED.memory_id",
+                                  (s, e, a, effect.fact.value, effect.fact.memory_id))  # a keyed digest
             for c in effect.claims:
                 await cur.execute("INSERT INTO gate_claims VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                                   (c.subject, c.key_digest, c.value_digest, c.positive, c.memory_id))
@@ -282,21 +302,22 @@ async def store_memories(cur: psycopg.AsyncCursor, changed: Iterable[tuple[Memor
     holds its current ``MemoryRecorded`` (``None`` keeps the stored one: a forget)."""
     rows = [(m.memory_id, m.subject, m.owner, m.version, m.forgotten, m.scope, m.fact[1] if m.fact else None,
              m.fact[2] if m.fact else None, cmd, list(m.key_ids), m.store_kind, list(m.tags), m.observed_ms,
-             m.expires_ms, list(m.sources), list(m.writers), list(m.signer_keys), list(m.derived_from))
+             m.expires_ms, list(m.sources), list(m.writers), list(m.signer_keys), list(m.derived_from), m.admitted_ms)
             for m, cmd in changed]
     if not rows:
         return
     await cur.executemany(
         "INSERT INTO gate_memories (memory_id, subject, owner, version, forgotten, scope, fact_entity,"
         " fact_attribute, current_command_id, key_ids, store_kind, tags, observed_ms, expires_ms, sources, writers,"
-        " signer_keys, derived_from) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s, %s, %s, %s, %s, %s,"
-        " %s, %s::uuid[]) ON CONFLICT (memory_id) DO UPDATE SET version = EXCLUDED.version,"
+        " signer_keys, derived_from, admitted_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s, %s, %s,"
+        " %s, %s, %s, %s, %s::uuid[], %s) ON CONFLICT (memory_id) DO UPDATE SET version = EXCLUDED.version,"
         " forgotten = EXCLUDED.forgotten, scope = EXCLUDED.scope, fact_entity = EXCLUDED.fact_entity,"
         " fact_attribute = EXCLUDED.fact_attribute,"
         " current_command_id = COALESCE(EXCLUDED.current_command_id, gate_memories.current_command_id),"
         " key_ids = EXCLUDED.key_ids, store_kind = EXCLUDED.store_kind, tags = EXCLUDED.tags,"
         " observed_ms = EXCLUDED.observed_ms, expires_ms = EXCLUDED.expires_ms, sources = EXCLUDED.sources,"
-        " writers = EXCLUDED.writers, signer_keys = EXCLUDED.signer_keys, derived_from = EXCLUDED.derived_from", rows)
+        " writers = EXCLUDED.writers, signer_keys = EXCLUDED.signer_keys, derived_from = EXCLUDED.derived_from,"
+        " admitted_ms = EXCLUDED.admitted_ms", rows)
 
 
 async def expired_memories(cur: psycopg.AsyncCursor, now_ms: int) -> int:
