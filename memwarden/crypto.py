@@ -90,6 +90,39 @@ def open_fact_value(nonce: bytes, sealed: bytes, key: bytes, key_id: str) -> str
         raise ContentUnreadable(f"fact value of key {key_id} does not decrypt: {type(exc).__name__}") from None
 
 
+#: A ``source.quoted_span`` sealed by the client: ``sealed:v1:<base64 nonce>:<base64 ciphertext>``.
+SPAN_PREFIX = "sealed:v1:"
+#: Associated-data prefix of a sealed quoted span (never opens as content or a fact value).
+SPAN_AAD = "memwarden.quoted_span:"
+
+
+def seal_span(span: str, key: bytes, key_id: str) -> str:
+    """A derived record's ``quoted_span`` (verbatim words of its sources) sealed under the record's
+    data ``key`` (AES-256-GCM, fresh nonce, associated data ``SPAN_AAD + key_id``) and written as text
+    (``SPAN_PREFIX``...), so the field keeps its schema and a forget shreds it with the content."""
+    nonce = secrets.token_bytes(NONCE_BYTES)
+    sealed = AESGCM(key).encrypt(nonce, span.encode("utf-8"), (SPAN_AAD + key_id).encode())
+    return SPAN_PREFIX + base64.b64encode(nonce).decode() + ":" + base64.b64encode(sealed).decode()
+
+
+def open_span(value: str | None, key_id: str, keys: Mapping[str, bytes | None]) -> str | None:
+    """The words of a ``quoted_span`` of a write whose content has data key ``key_id``: opened when
+    sealed, the value itself when written in clear by an older client (or ``None``); ``None`` when the
+    key is missing (shredded) or the sealed text does not open."""
+    if value is None or not value.startswith(SPAN_PREFIX):
+        return value
+    key = keys.get(key_id)
+    if key is None:
+        return None
+    try:
+        nonce_b64, sealed_b64 = value[len(SPAN_PREFIX):].split(":", 1)
+        opened = AESGCM(key).decrypt(base64.b64decode(nonce_b64), base64.b64decode(sealed_b64),
+                                     (SPAN_AAD + key_id).encode())
+        return opened.decode("utf-8")
+    except (InvalidTag, ValueError, UnicodeDecodeError):
+        return None
+
+
 def open_fact(fact: Mapping[str, Any], key_id: str, keys: Mapping[str, bytes | None]) -> str | None:
     """The value of a ``Fact`` record (``value``, ``value_nonce``, ``value_sealed``) of a write whose
     content has data key ``key_id``: opened with that key from ``keys`` when sealed, the clear

@@ -1,10 +1,11 @@
 """Wiring of the write gate: decode → decrypt → load governed state → ``decide`` → ``evolve`` →
 store → publish.
 
-Decrypt opens a memory write's content and its typed fact's value (sealed under the same data key)
-with the key ring. The gate decides on the write *as compared*: the fact's value replaced by its
-keyed digest (:func:`~memwarden.commands.facts.keyed_fact`), which is all its fact slots keep; the
-records it publishes are built from the write as the ledger carries it (value sealed).
+Decrypt opens a memory write's content, its typed fact's value and a derived record's quoted span
+(both sealed under the same data key) with the key ring. The gate decides on the write *as
+compared*: the fact's value replaced by its keyed digest (:func:`~memwarden.commands.facts.keyed_fact`),
+which is all its fact slots keep, the quoted span opened; the records it publishes are built from the
+write as the ledger carries it (value and span sealed).
 
 At-least-once input with exactly-once effect: for each batch the decisions, every record they
 publish (decision, events, registry entries, key tombstones) and the governed state they change are
@@ -56,7 +57,7 @@ from memwarden.commands.model import (
     from_avro,
 )
 from memwarden.commands.principals import PrincipalRecord
-from memwarden.crypto import open_content, open_fact
+from memwarden.crypto import SPAN_PREFIX, open_content, open_fact, open_span
 from memwarden.epoch import truncate_ms
 from memwarden.errors import DecodeError
 from memwarden.processors.gate_io import Inbound, Outbound, Parsed, dead_letter, decision_records, parse
@@ -306,14 +307,20 @@ class GateProcessor:
                                                       "ciphertext": c.content.ciphertext}, keys) for c in wanted}
         compared: dict[str, Command] = {}
         for c in wanted:
-            fact = c.fact
-            if fact is None:
-                continue
-            value = open_fact({"value": fact.value, "value_nonce": fact.value_nonce, "value_sealed": fact.value_sealed},
-                              c.content.key_id, keys)
-            if value is not None:
-                keyed = keyed_fact(fact, c.envelope.subject, value, self._digest_key)
-                compared[c.envelope.command_id] = c.model_copy(update={"fact": keyed})
+            cid, fact, span = c.envelope.command_id, c.fact, c.envelope.source.quoted_span
+            if fact is not None:
+                value = open_fact({"value": fact.value, "value_nonce": fact.value_nonce,
+                                   "value_sealed": fact.value_sealed}, c.content.key_id, keys)
+                if value is not None:
+                    keyed = keyed_fact(fact, c.envelope.subject, value, self._digest_key)
+                    compared[cid] = c.model_copy(update={"fact": keyed})
+            if span is not None and span.startswith(SPAN_PREFIX):  # the derivation check reads the words
+                words = open_span(span, c.content.key_id, keys)
+                if words is not None:
+                    base = compared.get(cid, c)
+                    env = base.envelope.model_copy(update={
+                        "source": base.envelope.source.model_copy(update={"quoted_span": words})})
+                    compared[cid] = base.model_copy(update={"envelope": env})
         return texts, compared
 
     async def _store(self, writes: _Writes, offsets: tuple[str, str, dict[int, int]] | None) -> None:

@@ -39,7 +39,7 @@ from memwarden.commands.model import (
 from memwarden.commands.read_auth import sign_request
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, RecalledMemory, RecallMode, check_query
 from memwarden.commands.signing import Signer
-from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key
+from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key, seal_span
 from memwarden.epoch import now_ms
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
 from memwarden.keystore import signed_command
@@ -106,12 +106,15 @@ class MemwardenClient(GovernanceCalls, ForgetCalls):
                fields: dict[str, Any], given: Mapping[str, Any],
                supersedes: str | None = None) -> tuple[Any, tuple[str, bytes]]:
         """A validated memory write and its wrapped data key: text checked, envelope built, content
-        encrypted under a fresh data key, the typed fact's value sealed under the same key (so a
-        forget shreds both; no fact value travels in clear)."""
+        encrypted under a fresh data key, the typed fact's value and a derived record's quoted span
+        sealed under the same key (so a forget shreds all three; none travels in clear)."""
         check_text(text, self.settings.max_text_chars)
         env = envelope(principal, subject, given, supersedes)
         content, data_key, key = self._sealed(text, subject)
         fields = {**fields, "fact": seal_fact(fields.get("fact"), key, content["key_id"])}
+        if env.source.quoted_span is not None:  # verbatim words of the sources: sealed like the text
+            sealed = seal_span(env.source.quoted_span, key, content["key_id"])
+            env = env.model_copy(update={"source": env.source.model_copy(update={"quoted_span": sealed})})
         command = build(model, {"envelope": env, "content": EncryptedContent(**content), **fields})
         return command, data_key
 

@@ -67,9 +67,6 @@ def test_shredded_keys_leave_the_disk_and_the_scan_finds_its_canaries_and_no_kep
     assert scan["found"]["kept"] == 0, scan["survivals"]
 
 
-@pytest.mark.xfail(strict=True, reason="a derived record's quoted_span (a verbatim span of its source, required by"
-                   " attribution) travels in clear on the commands and events topics and in gate_decisions.event,"
-                   " so it survives the source's forget (reported with the eval; remove this mark once fixed)")
 def test_no_plaintext_of_a_forgotten_memory_survives(result: dict[str, Any]) -> None:
     assert result["plaintext_survivals"] == 0, result["scan"]["survivals"]
     assert result["goals"] and result["passed"], result["goals"]
