@@ -43,7 +43,8 @@ def test_a_rebuild_made_aside_replaces_the_live_projections_in_one_step(
         tea = client.record(principal=alice, subject=alice, text="Alice prefers green tea in the morning")
         bike = client.record(principal=alice, subject=alice, text="Alice rides a red bicycle to work")
         gone = client.record(principal=alice, subject=alice, text="Alice's locker code is 4711")
-        client.decisions([tea.command_id, bike.command_id, gone.command_id], timeout_s=120)
+        kite = client.record(principal=alice, subject=alice, text="Alice flies a yellow kite on Sundays")
+        client.decisions([tea.command_id, bike.command_id, gone.command_id, kite.command_id], timeout_s=120)
         forget = client.forget(gone.memory_id, principal=alice, subject=alice)
         client.decisions([forget.command_id], timeout_s=120)
         wait_caught_up(namespace, alive=w.alive)
@@ -56,7 +57,8 @@ def test_a_rebuild_made_aside_replaces_the_live_projections_in_one_step(
         cut, pit = resolve_cut(namespace, None, None)
         run_replay(namespace, rebuilt, cut, pit)  # aside, while the worker serves
         late = client.record(principal=alice, subject=alice, text="Alice adopted a grey cat named Miso")
-        client.decisions([late.command_id], timeout_s=120)
+        during = client.forget(kite.memory_id, principal=alice, subject=alice)  # a forget while the rebuild waits
+        client.decisions([late.command_id, during.command_id], timeout_s=120)
         wait_caught_up(namespace, alive=w.alive)
 
         failures: list[BaseException] = []
@@ -89,6 +91,7 @@ def test_a_rebuild_made_aside_replaces_the_live_projections_in_one_step(
         assert bike.memory_id in _ids(client, alice, "red bicycle")  # the lost row is back
         assert late.memory_id in _ids(client, alice, "grey cat")  # caught up after the build
         assert gone.memory_id not in _ids(client, alice, "locker code")
+        assert kite.memory_id not in _ids(client, alice, "yellow kite Sundays")  # the forget was caught up
         after = client.record(principal=alice, subject=alice, text="Alice learns the accordion")
         assert client.decisions([after.command_id], timeout_s=120)[after.command_id] == "ACCEPTED"
         wait_caught_up(namespace, alive=w.alive)
