@@ -161,8 +161,8 @@ def eval_gatemem(
     if as_json:
         print(json.dumps(result, indent=2, default=str))
     else:
-        for key in ("leak_rate", "forget_leak_rate", "forget_leaks_by_attack_type", "utility", "over_refusal",
-                    "skipped_safety", "by_domain", "pipeline"):
+        for key in ("leak_rate", "forget_leak_rate", "forget_leak_rate_adjusted", "forget_leaks_by_attack_type",
+                    "utility", "over_refusal", "skipped_safety", "by_domain", "pipeline"):
             typer.echo(f"{key:>27}: {result.get(key)}")
 
 

@@ -7,31 +7,48 @@ reported apart from the store's score under ``mapping``). In one fresh namespace
 1. publishes a policy version declaring the episode scopes (``gm-*``, closed: grants needed);
 2. registers every principal with a signing key (``RegisterPrincipal``) and every grant
    (``GrantAccess``), signed by the admin;
-3. records every turn (``RecordMemory``, signed by the episode's ingest service) through Kafka, the
-   gate and the projections;
+3. replays each episode in order, in rounds cut at its deletion turns (R11): a round records the
+   turns up to and including the next deletion turn (``RecordMemory``, signed by the episode's
+   ingest service, texts redacted per R12) through Kafka, the gate and the projections, waits until
+   they are projected, asks every checkpoint whose ``as_of_turn_id`` falls before that deletion turn,
+   then has the requesting principal forget each value the turn names (``ForgetMatching`` by query,
+   signed by the requester; the client resolves the query by a recall as the requester) and waits
+   for the gate's decisions — so a forget happens after every earlier turn and before every later
+   turn and every checkpoint asked as of the deletion turn or later
    (episode times dated after today are shifted back uniformly, :func:`clock_shift`);
 4. for every checkpoint, recalls as the authenticated asker, as of the checkpoint's turn (valid
    time), k=10 — the store never sees a hidden field;
 5. scores with :func:`memwarden.evals.gatemem_score.score`: ``leak_rate`` (privacy checkpoints whose
-   returned records contain a leak target or forbidden string; goal 0), ``utility`` (every gold
-   string present), ``over_refusal`` (nothing returned for a utility query), overall and
-   ``by_domain``. Forgetting (safety) checkpoints are skipped until the forgetting issue.
+   returned records contain a leak target or forbidden string; goal 0), ``forget_leak_rate`` (the
+   same test over the safety checkpoints, whose targets are deleted values; goal 0), ``utility``
+   (every gold string present), ``over_refusal`` (nothing returned for a utility query), overall,
+   ``by_domain`` and by attack type (plus the diagnostic ``forget_leak_rate_adjusted``, which ignores
+   leak patterns the query itself contains and bare yes / no). The forgets' outcomes are under
+   ``pipeline.forgetting``.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memwarden.epoch import from_ms
 from memwarden.settings import Settings
 
+if TYPE_CHECKING:
+    from memwarden.evals.gatemem_data import DomainData, Query
+    from memwarden.evals.gatemem_plan import EpisodePlan, ForgetSpec
+    from memwarden.producers.client import MemwardenClient
+
 INGEST_BATCH = 500
 PURPOSE = "general"
+DECISION_TIMEOUT_S = 300.0
 
 
 def _dt(ms: int | None, shift: timedelta = timedelta(0)) -> datetime | None:
@@ -54,6 +71,75 @@ def _policy_document() -> str:
     return json.dumps({**doc, "scopes": [{k: v for k, v in s.items() if v is not None} for s in doc["scopes"]]})
 
 
+def rounds_of(plan: EpisodePlan) -> tuple[int, ...]:
+    """The 0-based turn indices at which the episode's forgets happen (R11), ascending. A record at
+    index ``i`` is written in round ``bisect_left(cuts, i)`` (a deletion turn closes its round), a
+    checkpoint as of index ``a`` is asked in round ``bisect_right(cuts, a)`` (after the forget of its
+    own turn), and the forget at ``cuts[r]`` is issued at the end of round ``r``."""
+    return tuple(sorted({f.index for f in plan.forgets}))
+
+
+def schedule(plans: Mapping[str, EpisodePlan], queries: Sequence[Query]) -> list[dict[str, list[Any]]]:
+    """Per round: ``records`` ((plan, record) pairs), ``queries`` and ``forgets`` ((plan, spec) pairs),
+    across episodes (see :func:`rounds_of`). Pure."""
+    cuts = {ep: rounds_of(plan) for ep, plan in plans.items()}
+    count = 1 + max((len(c) for c in cuts.values()), default=0)
+    out: list[dict[str, list[Any]]] = [{"records": [], "queries": [], "forgets": []} for _ in range(count)]
+    for ep, plan in plans.items():
+        for r in plan.records:
+            out[bisect_left(cuts[ep], r.index)]["records"].append((plan, r))
+        for f in plan.forgets:
+            out[bisect_left(cuts[ep], f.index)]["forgets"].append((plan, f))
+    for q in queries:
+        plan = plans[q.episode_id]
+        as_of = plan.records_through(q.as_of_turn_id)[-1].index
+        out[bisect_right(cuts[q.episode_id], as_of)]["queries"].append(q)
+    return out
+
+
+def _record_items(pairs: Sequence[tuple[EpisodePlan, Any]], shift: timedelta) -> list[dict[str, Any]]:
+    return [{"principal": plan.writer, "subject": r.subject, "text": r.text, "scope": r.scope,
+             "store_kind": r.store_kind, "sensitivity": r.sensitivity, "purposes": r.purposes,
+             "attributes": dict(r.attributes), "observed_at": r.observed_at - shift,
+             "source_kind": "USER_STATEMENT", "source_ref": f"{plan.episode_id}:{r.turn_id}"} for plan, r in pairs]
+
+
+def _ask(client: MemwardenClient, plan: EpisodePlan, q: Query, shift: timedelta, k: int) -> tuple[list[str], float]:
+    """(texts recalled for a checkpoint as its authenticated asker, as of its turn; latency ms, -1 when
+    the asker is unknown to the episode and so cannot authenticate: it reads nothing)."""
+    try:
+        asker = plan.principal_id(q.asker_id)
+    except KeyError:
+        return [], -1.0
+    as_of = plan.records_through(q.as_of_turn_id)[-1].observed_at - shift
+    start = time.perf_counter()
+    found = client.recall(asker, q.query_text[:2000], k=k, as_of=as_of, purpose=PURPOSE)
+    return [m.text for m in found], (time.perf_counter() - start) * 1000
+
+
+def issue_forgets(client: MemwardenClient, pairs: Sequence[tuple[EpisodePlan, ForgetSpec]]) -> Counter[str]:
+    """R11: each requester forgets each value of its spec through the gate (``ForgetMatching`` by query,
+    resolved by a recall as the requester; the value never reaches the ledger), then waits for every
+    decision. Returns counts: ``commands``, ``accepted``, ``memories_forgotten``, ``matched_nothing``
+    (the requester could read no memory holding the value), ``not_permitted`` (matches it may not
+    forget) and the other outcomes as ``outcome.<OUTCOME>``."""
+    receipts = [client.forget_matching(principal=f.requester, subject=f.requester, query=value,
+                                       reason=f"deletion request at {plan.episode_id}:{f.turn_id}", dry_run=False)
+                for plan, f in pairs for value in f.values]
+    stats: Counter[str] = Counter(commands=len(receipts))
+    if not receipts:
+        return stats
+    decided = client.decided([r.command_id for r in receipts], DECISION_TIMEOUT_S)
+    for d in decided.values():
+        forgotten = len(d.get("memory_ids") or [])
+        codes = {r.get("code") for r in d.get("reasons") or []}
+        stats["accepted" if d["outcome"] == "ACCEPTED" else f"outcome.{d['outcome']}"] += 1
+        stats["memories_forgotten"] += forgotten
+        stats["matched_nothing"] += int(not forgotten and "NOT_PERMITTED" not in codes)
+        stats["not_permitted"] += int("NOT_PERMITTED" in codes)
+    return stats
+
+
 def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None, k: int = 10,
                 progress: bool = True, keep: bool = False) -> dict[str, Any]:
     """Run the evaluation (see the module docstring); returns the JSON-ready result.
@@ -61,15 +147,11 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     Raises ``StackUnavailable`` when the stack is down, ``GateMemFormatError`` on malformed data,
     ``MemwardenError`` when the setup (policy, principals, grants) is not accepted by the gate.
     """
-    from memwarden.errors import MemwardenError
     from memwarden.evals.gatemem_loader import load_domains
     from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
     from memwarden.evals.gatemem_score import score
     from memwarden.evals.harness import eval_namespace
-    from memwarden.keystore import admin_signer
-    from memwarden.ops.progress import wait_caught_up
     from memwarden.producers.client import MemwardenClient
-    from memwarden.producers.enroll import enroll
     from memwarden.stores.decisions import outcome_counts
     from memwarden.stores.pg import connect
 
@@ -77,63 +159,88 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     plans = {ep_id: plan_episode(ep) for d in loaded for ep_id, ep in d.episodes.items()}
     shift = clock_shift(max(r.observed_at for p in plans.values() for r in p.records), datetime.now(UTC))
     with eval_namespace(base, "gatemem", keep, progress) as run, MemwardenClient(run.settings) as client:
-        s, console = run.settings, run.console
-        admin = admin_signer(s)
-        client.add_signer(admin)
-        policy = client.publish_policy(_policy_document(), by=admin.principal_id)
-        if client.decisions([policy.command_id])[policy.command_id] != "ACCEPTED":
-            raise MemwardenError("the evaluation policy was not accepted")
-        people = {(p.principal_id, p.kind.upper(), p.roles) for plan in plans.values() for p in plan.principals}
-        people |= {(plan.writer, "SERVICE", ()) for plan in plans.values()}
-        enroll(client, admin, sorted(people), timeout_s=300)
-        console.print(f"registered {len(people)} principals")
-        grants = [client.grant_access(
-            g.grantee, by=admin.principal_id, rights=tuple(sorted(g.rights)), scopes=g.scopes, subjects=g.subjects,
-            purposes=g.purposes, store_kinds=tuple(k_.value for k_ in g.store_kinds),
-            sensitivity_ceiling=g.sensitivity_ceiling, valid_from=_dt(g.valid_from_ms, shift),
-            valid_to=_dt(g.valid_to_ms, shift),
-            relationship=g.relationship, grant_id=g.grant_id) for plan in plans.values() for g in plan.grants]
-        refused = {c: o for c, o in client.decisions([g.command_id for g in grants], 300).items() if o != "ACCEPTED"}
-        if refused:
-            raise MemwardenError(f"{len(refused)} grants not accepted, e.g. {next(iter(refused.items()))}")
-        console.print(f"granted {len(grants)} grants")
-        t0 = time.perf_counter()
-        items = [{"principal": plan.writer, "subject": r.subject, "text": r.text, "scope": r.scope,
-                  "store_kind": r.store_kind, "sensitivity": r.sensitivity, "purposes": r.purposes,
-                  "attributes": dict(r.attributes), "observed_at": r.observed_at - shift,
-                  "source_kind": "USER_STATEMENT",
-                  "source_ref": f"{plan.episode_id}:{r.turn_id}"} for plan in plans.values() for r in plan.records]
-        for i in range(0, len(items), INGEST_BATCH):
-            client.record_many(items[i:i + INGEST_BATCH])
-        wait_caught_up(s, alive=run.worker.alive, timeout_s=1800)
-        ingest_s = time.perf_counter() - t0
-        console.print(f"ingested {len(items)} turns in {ingest_s:.0f} s")
-        with connect(s) as conn:
+        _setup(client, run.settings, plans, run.console, shift)
+        replay = _replay(client, run, plans, loaded, shift, k)
+        with connect(run.settings) as conn:
             outcomes = outcome_counts(conn)
-        returned: dict[str, list[str]] = {}
-        domain_of: dict[str, str] = {}
-        latencies: list[float] = []
-        for d in loaded:
-            for q in d.queries:
-                plan = plans[q.episode_id]
-                domain_of[q.checkpoint_id] = d.domain
-                try:
-                    asker = plan.principal_id(q.asker_id)
-                except KeyError:  # an asker the episode does not know cannot authenticate: reads nothing
-                    returned[q.checkpoint_id] = []
-                    continue
-                as_of = plan.records_through(q.as_of_turn_id)[-1].observed_at - shift
-                start = time.perf_counter()
-                found = client.recall(asker, q.query_text[:2000], k=k, as_of=as_of, purpose=PURPOSE)
-                latencies.append((time.perf_counter() - start) * 1000)
-                returned[q.checkpoint_id] = [m.text for m in found]
     judgements = {cid: j for d in loaded for cid, j in d.judgements.items()}
-    result = score(judgements, domain_of, returned, mapping_stats=summarise_plans(plans.values()))
-    latencies.sort()
+    domain_of = {q.checkpoint_id: d.domain for d in loaded for q in d.queries}
+    query_texts = {q.checkpoint_id: q.query_text for d in loaded for q in d.queries}
+    result = score(judgements, domain_of, replay["returned"], mapping_stats=summarise_plans(plans.values()),
+                   query_texts=query_texts)
+    latencies = sorted(replay["latencies"])
+    turns = sum(len(p.records) for p in plans.values())
     result["pipeline"] = {
-        "turns": len(items), "ingest_per_s": round(len(items) / ingest_s, 1),
+        "turns": turns, "ingest_per_s": round(turns / replay["ingest_s"], 1),
         "gate_outcomes": {str(o): int(n) for o, n in outcomes.items()},
         "recalls": len(latencies), "recall_ms_p50": round(latencies[len(latencies) // 2], 1) if latencies else 0.0,
-        "k": k, "clock_shift_days": round(shift.total_seconds() / 86400, 2),
+        "k": k, "clock_shift_days": round(shift.total_seconds() / 86400, 2), "rounds": replay["rounds"],
+        "forgetting": replay["forgetting"],
     }
     return result
+
+
+def _setup(client: MemwardenClient, s: Settings, plans: Mapping[str, EpisodePlan], console: Any,
+           shift: timedelta) -> None:
+    """Policy version, principals (with signing keys held by ``client``) and grants (times moved back by
+    ``shift``), each accepted."""
+    from memwarden.errors import MemwardenError
+    from memwarden.keystore import admin_signer
+    from memwarden.producers.enroll import enroll
+
+    admin = admin_signer(s)
+    client.add_signer(admin)
+    policy = client.publish_policy(_policy_document(), by=admin.principal_id)
+    if client.decisions([policy.command_id])[policy.command_id] != "ACCEPTED":
+        raise MemwardenError("the evaluation policy was not accepted")
+    people = {(p.principal_id, p.kind.upper(), p.roles) for plan in plans.values() for p in plan.principals}
+    people |= {(plan.writer, "SERVICE", ()) for plan in plans.values()}
+    enroll(client, admin, sorted(people), timeout_s=300)
+    console.print(f"registered {len(people)} principals")
+    grants = [client.grant_access(
+        g.grantee, by=admin.principal_id, rights=tuple(sorted(g.rights)), scopes=g.scopes, subjects=g.subjects,
+        purposes=g.purposes, store_kinds=tuple(k_.value for k_ in g.store_kinds),
+        sensitivity_ceiling=g.sensitivity_ceiling, valid_from=_dt(g.valid_from_ms, shift),
+        valid_to=_dt(g.valid_to_ms, shift),
+        relationship=g.relationship, grant_id=g.grant_id) for plan in plans.values() for g in plan.grants]
+    refused = {c: o for c, o in client.decisions([g.command_id for g in grants], DECISION_TIMEOUT_S).items()
+               if o != "ACCEPTED"}
+    if refused:
+        raise MemwardenError(f"{len(refused)} grants not accepted, e.g. {next(iter(refused.items()))}")
+    console.print(f"granted {len(grants)} grants")
+
+
+def _replay(client: MemwardenClient, run: Any, plans: Mapping[str, EpisodePlan], loaded: Sequence[DomainData],
+            shift: timedelta, k: int) -> dict[str, Any]:
+    """Step 3-4 of the module docstring: the rounds of :func:`schedule`; returns ``returned`` (texts
+    per checkpoint), ``latencies`` (ms), ``ingest_s`` (recording and projection time), ``rounds``
+    and ``forgetting`` (:func:`issue_forgets` counts, overall and ``by_domain``)."""
+    from memwarden.ops.progress import wait_caught_up
+
+    rounds = schedule(plans, [q for d in loaded for q in d.queries])
+    returned: dict[str, list[str]] = {}
+    latencies: list[float] = []
+    forgetting: dict[str, Counter[str]] = {}
+    ingest_s = 0.0
+    for n, rnd in enumerate(rounds):
+        t0 = time.perf_counter()
+        items = _record_items(rnd["records"], shift)
+        for i in range(0, len(items), INGEST_BATCH):
+            client.record_many(items[i:i + INGEST_BATCH])
+        wait_caught_up(run.settings, alive=run.worker.alive, timeout_s=1800)
+        ingest_s += time.perf_counter() - t0
+        for q in rnd["queries"]:
+            returned[q.checkpoint_id], ms = _ask(client, plans[q.episode_id], q, shift, k)
+            if ms >= 0:
+                latencies.append(ms)
+        for domain in dict.fromkeys(plan.domain for plan, _ in rnd["forgets"]):
+            counts = issue_forgets(client, [(p, f) for p, f in rnd["forgets"] if p.domain == domain])
+            forgetting.setdefault(domain, Counter()).update(counts)
+        run.console.print(f"round {n + 1}/{len(rounds)}: {len(items)} turns, {len(rnd['queries'])} checkpoints, "
+                          f"{sum(len(f.values) for _, f in rnd['forgets'])} forgets")
+    total: Counter[str] = Counter()
+    for counts in forgetting.values():
+        total.update(counts)
+    summary = {**dict(sorted(total.items())), "by_domain": {d: dict(sorted(c.items())) for d, c in forgetting.items()}}
+    return {"returned": returned, "latencies": latencies, "ingest_s": ingest_s, "rounds": len(rounds),
+            "forgetting": summary}

@@ -4,7 +4,9 @@ For each principal, :func:`reach` applies the :class:`~memwarden.evals.gatemem_p
 of the domain policy (per relationship kind, per role, by default) to the episode's circles and
 keeps, per circle (facet included), the highest ceiling and the reason that gave it; a role cap then
 lowers every ceiling and PUBLIC ceilings are dropped. :func:`grants_of` groups a principal's reach
-into one READ grant per (reason, ceiling). Pure and deterministic.
+into one READ grant per (reason, ceiling). Each grant also carries ``FORGET`` (rule R11): a principal
+may forget the records it may read, which is what a deletion request it makes can reach (its query is
+resolved by a recall as that principal). Pure and deterministic.
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def _subject_circles(rel: Relationship, circles: Circles) -> list[_Opened]:
 def grants_of(episode: Episode, policy: DomainPolicy, circles: Circles, ns: str, writer: str,
               qualified: Mapping[str, str], records: list[RecordSpec],
               participants: Mapping[tuple[str, str], int]) -> tuple[list[Grant], Counter[str]]:
-    """R7: (one READ grant per principal, reason and ceiling listing its scopes ``<ns>/<circle>``,
+    """R7: (one READ + FORGET grant per principal, reason and ceiling listing its scopes ``<ns>/<circle>``,
     grant count per reason). Threads are the ``track:<id>/<word>`` circles some record is in;
     ``participants`` maps (thread, principal) to the time (ms) the participant grant starts."""
     grants: list[Grant] = []
@@ -144,7 +146,8 @@ def grants_of(episode: Episode, policy: DomainPolicy, circles: Circles, ns: str,
 
 
 def _grouped(opened: Reach, ns: str, grantee: str, prefix: str, writer: str) -> Iterator[tuple[str, Grant]]:
-    """(reason, READ grant ``<prefix>/<n>``) per (reason, ceiling) of a reach, in (reason, ceiling) order."""
+    """(reason, READ + FORGET grant ``<prefix>/<n>``) per (reason, ceiling) of a reach, in (reason, ceiling)
+    order."""
     groups: dict[tuple[str, Sensitivity], list[str]] = {}
     for circle, (ceiling, why) in sorted(opened.items()):
         groups.setdefault((why, ceiling), []).append(f"{ns}/{circle}")
@@ -153,7 +156,7 @@ def _grouped(opened: Reach, ns: str, grantee: str, prefix: str, writer: str) -> 
         yield reason, Grant(
             grant_id=f"{prefix}/{n}",
             grantee=grantee,
-            rights=frozenset({Right.READ}),
+            rights=frozenset({Right.READ, Right.FORGET}),
             scopes=tuple(scopes),
             sensitivity_ceiling=ceiling,
             valid_from_ms=int(since or 0),

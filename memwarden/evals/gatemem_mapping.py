@@ -35,12 +35,27 @@ R6 Scope of a turn: R4 taint > R5 > the first track named in the text (aliases f
    it would get the same one, else the circle itself.
 R7 Grants from :mod:`memwarden.evals.gatemem_policy`: one READ grant per (principal, reason,
    ceiling) listing its scopes; a circle's grant covers both facets unless the access is
-   ``track-credentials``. The ingest service holds WRITE on every scope.
+   ``track-credentials``. Each also carries ``FORGET`` (R11). The ingest service holds WRITE on every
+   scope.
 R8 Records. One per turn: writer the ingest service, subject and scope per R2/R6, sensitivity per
    R3-R5, store kind EVENT, no purpose tag (``()`` = any purpose), attributes ``speaker``, ``turn_id``,
    ``turn_kind``, ``synthetic_time``, ``markers``; ``observed_at`` from the turn (synthetic times are
    monotone, see gatemem_data). The asker comes from authentication (the checkpoint's asker), never from
    the query text: impersonation inside a query changes nothing.
+
+R9-R12 Active forgetting (:mod:`memwarden.evals.gatemem_forgetting`, where each rule is spelled out):
+   R9 finds the deletion statements of a turn (delete / remove from memory / do not retain / treated as
+   deleted ..., not a deferred "once ..." or "prepare to remove", not a question); R10 reads the values
+   they name (quoted strings and both sides of a quoted mapping, tokens and codes, labels such as
+   ``bridge-17``, amounts, clock times, numbered places, 4-8 digit numbers, named customers / partners,
+   unquoted phrases after "phrase" / "wording" / "label" / "note" / "location" / "point" ..., the object
+   of an imperative delete / remove), never a value introduced as current or a safe / broad wording;
+   R11 turns each deletion turn naming a value not deleted before into a :class:`ForgetSpec`: its
+   speaker forgets each value through the gate (``ForgetMatching`` by query, resolved to the
+   memories that principal can read) at the turn's position, and every READ grant of R7 also carries
+   ``FORGET`` (a principal may forget what it may read); R12 records the deletion turn and every later
+   turn with each deleted value replaced by ``[deleted]``, scope and sensitivity still decided on the
+   turn as spoken.
 
 ``EpisodePlan.stats`` holds the mapping statistics, to be reported apart from the store's score
 (SCHEMA.md: the rule step dominates the result).
@@ -48,36 +63,45 @@ R8 Records. One per turn: writer the ingest service, subject and scope per R2/R6
 Module layout: the plan's data types are in :mod:`memwarden.evals.gatemem_plan`, R2 in
 :mod:`memwarden.evals.gatemem_circles`, R3-R5 in :mod:`memwarden.evals.gatemem_content`, R4-R6 and R8
 in :mod:`memwarden.evals.gatemem_records`, R7 in :mod:`memwarden.evals.gatemem_grants` (tables in
-:mod:`memwarden.evals.gatemem_policy`); this module applies them in order.
+:mod:`memwarden.evals.gatemem_policy`), R9-R12 in :mod:`memwarden.evals.gatemem_forgetting`; this module
+applies them in order.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from memwarden.commands.model import Right, Sensitivity
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.evals.gatemem_circles import circles_of
 from memwarden.evals.gatemem_data import Episode
+from memwarden.evals.gatemem_forgetting import forgets_of, redact
 from memwarden.evals.gatemem_grants import grants_of
-from memwarden.evals.gatemem_plan import EpisodePlan, PrincipalSpec, ScopeSpec, namespace_of
+from memwarden.evals.gatemem_plan import EpisodePlan, PrincipalSpec, RecordSpec, ScopeSpec, namespace_of
 from memwarden.evals.gatemem_policy import EMPTY_POLICY, POLICY, DomainPolicy
 from memwarden.evals.gatemem_records import records_of
 
-__all__ = ["plan_episode", "summarise_plans"]
+__all__ = ["FORGET_STATS", "plan_episode", "summarise_plans"]
+
+#: The forgetting counts of ``stats["forgetting"]`` (R9-R12), in report order.
+FORGET_STATS = ("deletion_turns", "deferred_turns", "turns_without_value", "forgets", "values", "values_repeated",
+                "redacted_records", "redactions")
 
 
 def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> EpisodePlan:
-    """Apply R1-R8 to one episode. Deterministic and pure: the same episode yields the same plan.
+    """Apply R1-R12 to one episode. Deterministic and pure: the same episode yields the same plan.
 
     ``policy`` defaults to the domain's table in :data:`memwarden.evals.gatemem_policy.POLICY` (a domain
     without a table grants nothing). Raises nothing on a well-formed :class:`Episode`.
     The plan holds the episode principals plus the ingest service (R1), every scope a record or grant
     names, the READ grants (R7) followed by the service's WRITE grant, one record per turn (R8), and
     ``stats``: ``turns``, ``records`` (counts per rule / scope kind / sensitivity),
-    ``grants_by_relationship``, ``scopes`` and ``principals``.
+    ``grants_by_relationship``, ``scopes``, ``principals`` and ``forgetting`` (R9-R12: deletion turns,
+    deferred ones, those naming no value, forgets, values, repeated values, redacted records and
+    redactions); ``forgets`` lists the forgets in turn order (R11) and the records' texts are redacted (R12).
     """
     policy = policy or POLICY.get(episode.domain, EMPTY_POLICY)
     ns = namespace_of(episode.episode_id)
@@ -87,6 +111,8 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> Episod
     circles = circles_of(episode, policy)
     records, record_stats, participants = records_of(episode, policy, circles, ns, writer, qualified)
     grants, grant_stats = grants_of(episode, policy, circles, ns, writer, qualified, records, participants)
+    forgets, redactions, forget_stats = forgets_of(episode, circles.exclude, qualified)
+    records = _redacted(records, redactions, forget_stats)
     scope_names = sorted({r.scope for r in records} | {s for g in grants for s in g.scopes})
     scopes = tuple(ScopeSpec(s, s.split("/", 1)[1].split(":", 1)[0]) for s in scope_names)
     grants.append(_ingest_grant(ns, writer, scope_names))
@@ -96,6 +122,7 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> Episod
         "grants_by_relationship": dict(sorted(grant_stats.items())),
         "scopes": len(scopes),
         "principals": len(principals),
+        "forgetting": {k: forget_stats[k] for k in FORGET_STATS},
     }
     return EpisodePlan(
         episode_id=episode.episode_id,
@@ -107,7 +134,23 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> Episod
         grants=tuple(grants),
         records=tuple(records),
         stats=stats,
+        forgets=tuple(forgets),
     )
+
+
+def _redacted(records: list[RecordSpec], redactions: Mapping[str, tuple[str, ...]],
+              stats: Counter[str]) -> list[RecordSpec]:
+    """R12: each record whose turn holds deleted values, with them replaced (counts into ``stats``)."""
+    out: list[RecordSpec] = []
+    for r in records:
+        values = redactions.get(r.turn_id)
+        if values:
+            text, n = redact(r.text, values)
+            stats["redacted_records"] += int(n > 0)
+            stats["redactions"] += n
+            r = replace(r, text=text)
+        out.append(r)
+    return out
 
 
 def _principals(episode: Episode, ns: str, writer: str) -> list[PrincipalSpec]:
@@ -141,18 +184,22 @@ def _ingest_grant(ns: str, writer: str, scope_names: list[str]) -> Grant:
 
 def summarise_plans(plans: Iterable[EpisodePlan]) -> dict[str, Any]:
     """Mapping statistics per domain, to report apart from the store's score: episodes, turns, records
-    per deciding rule / scope kind / sensitivity, principals, scopes, and grants per relationship kind."""
+    per deciding rule / scope kind / sensitivity, principals, scopes, grants per relationship kind, and
+    the forgetting rules' counts (R9-R12)."""
     out: dict[str, dict[str, Any]] = {}
     for plan in plans:
         d = out.setdefault(plan.domain, {"episodes": 0, "turns": 0, "principals": 0, "scopes": 0,
-                                         "records": Counter(), "grants_by_relationship": Counter()})
+                                         "records": Counter(), "grants_by_relationship": Counter(),
+                                         "forgetting": Counter()})
         d["episodes"] += 1
         d["turns"] += plan.stats["turns"]
         d["principals"] += plan.stats["principals"]
         d["scopes"] += plan.stats["scopes"]
         d["records"].update(plan.stats["records"])
         d["grants_by_relationship"].update(plan.stats["grants_by_relationship"])
+        d["forgetting"].update(plan.stats.get("forgetting", {}))
     for d in out.values():
+        d["forgetting"] = {k: d["forgetting"][k] for k in FORGET_STATS}
         d["records"] = dict(sorted(d["records"].items()))
         d["grants_by_relationship"] = dict(d["grants_by_relationship"].most_common())
     return out

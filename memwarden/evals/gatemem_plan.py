@@ -1,9 +1,9 @@
 """The output of the GateMem mapping as plain data, and the vocabulary its rules share.
 
-:class:`EpisodePlan` (with :class:`PrincipalSpec`, :class:`ScopeSpec` and :class:`RecordSpec`) is what
-:func:`memwarden.evals.gatemem_mapping.plan_episode` returns for a harness to publish; the facet
-suffixes (:data:`CREDENTIALS`, :data:`PLACES`), the sensitivity order and :func:`namespace_of` are
-used by the record rules (:mod:`memwarden.evals.gatemem_records`) and the grant rules
+:class:`EpisodePlan` (with :class:`PrincipalSpec`, :class:`ScopeSpec`, :class:`RecordSpec` and
+:class:`ForgetSpec`) is what :func:`memwarden.evals.gatemem_mapping.plan_episode` returns for a harness
+to publish; the facet suffixes (:data:`CREDENTIALS`, :data:`PLACES`), the sensitivity order and
+:func:`namespace_of` are used by the record rules (:mod:`memwarden.evals.gatemem_records`) and the grant rules
 (:mod:`memwarden.evals.gatemem_grants`). No I/O, no logic beyond look-ups.
 """
 
@@ -24,6 +24,7 @@ __all__ = [
     "LEVEL",
     "PLACES",
     "EpisodePlan",
+    "ForgetSpec",
     "PrincipalSpec",
     "RecordSpec",
     "ScopeSpec",
@@ -96,6 +97,20 @@ class RecordSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ForgetSpec:
+    """One forget (R11): at turn ``turn_id`` (0-based ``index``), principal ``requester`` (qualified id;
+    ``speaker`` is its episode-local id) forgets, through the gate and by query, each of ``values``
+    (new in the episode); ``known`` lists the values of the turn an earlier forget already covered."""
+
+    turn_id: str
+    index: int
+    requester: str
+    speaker: str
+    values: tuple[str, ...]
+    known: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class EpisodePlan:
     """What a harness publishes for one episode, plus the mapping statistics."""
 
@@ -108,6 +123,7 @@ class EpisodePlan:
     grants: tuple[Grant, ...]
     records: tuple[RecordSpec, ...]
     stats: Mapping[str, Any] = field(default_factory=dict)
+    forgets: tuple[ForgetSpec, ...] = ()
 
     def principal(self, local_id: str) -> PrincipalSpec:
         """The spec of an episode principal by its local id; ``KeyError`` if unknown."""
