@@ -5,6 +5,7 @@ query, and the legal hold. Each call publishes one signed command; the gate deci
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -18,6 +19,12 @@ from memwarden.producers.building import Receipt, build, envelope, governance_en
 
 def _folded(text: str) -> str:
     return " ".join(text.casefold().split())
+
+
+def contains_words(text: str, query: str) -> bool:
+    """Whether ``text`` contains ``query`` as whole words (case and spacing folded): "216" is not in
+    "2160", "bridge-17" is in "the old bridge-17 label"."""
+    return re.search(r"(?<!\w)" + re.escape(_folded(query)) + r"(?!\w)", _folded(text)) is not None
 
 
 class ForgetCalls:
@@ -68,12 +75,14 @@ class ForgetCalls:
         return self._publish([(command, "", None)], sign)[0]
 
     def matching_ids(self, principal: str, query: str) -> list[str]:
-        """Ids of the memories ``principal`` can read now whose text contains ``query`` (folded)."""
-        wanted = _folded(query)
+        """Ids of the memories ``principal`` can read now whose text contains ``query`` as whole words
+        (folded), among the ``MAX_K`` best of the lexical and of the dense leg for the default
+        purpose: a value stored in more memories than that needs a second forget (its dry run shows
+        what is left)."""
         found: dict[str, None] = {}
         for mode in ("lexical", "dense"):
             for m in self.recall(principal, query, k=MAX_K, mode=mode, freshness=False, include_untrusted=True):
-                if wanted in _folded(m.text):
+                if contains_words(m.text, query):
                     found[m.memory_id] = None
         return list(found)
 
