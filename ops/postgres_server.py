@@ -115,6 +115,10 @@ def running_pid(settings: Settings) -> int | None:
     return None
 
 
+#: Attempts (one per second) to start over the backends a killed postmaster left behind.
+ORPHAN_RETRIES = 15
+
+
 def start(settings: Settings, bindir: Path, timeout: float = 60.0) -> int:
     """Init the cluster once, start it on 127.0.0.1:postgres_port, create the DSN's role and database.
 
@@ -141,24 +145,18 @@ def start(settings: Settings, bindir: Path, timeout: float = 60.0) -> int:
             timeout=120,
         )
     opts = f"-p {settings.postgres_port} -k {shlex.quote(str(paths.socket_dir))} -c listen_addresses=127.0.0.1"
-    _run(
-        [
-            str(bindir / "pg_ctl"),
-            "-D",
-            str(paths.data),
-            "-o",
-            opts,
-            "-l",
-            str(paths.log),
-            "-w",
-            "-t",
-            str(int(timeout)),
-            "start",
-        ],
-        paths,
-        "pg_ctl start",
-        timeout=timeout + 15,
-    )
+    command = [str(bindir / "pg_ctl"), "-D", str(paths.data), "-o", opts, "-l", str(paths.log), "-w", "-t",
+               str(int(timeout)), "start"]
+    for attempt in range(ORPHAN_RETRIES + 1):
+        try:
+            _run(command, paths, "pg_ctl start", timeout=timeout + 15)
+            break
+        except StackUnavailable as exc:
+            # a postmaster killed a moment ago (kill -9) leaves backends that hold the data folder's
+            # lock until they notice and exit: try again for a few seconds, as an operator would
+            if "lock file" not in str(exc) or attempt == ORPHAN_RETRIES:
+                raise
+            time.sleep(1.0)
     ensure_database(settings, timeout)
     pid = running_pid(settings)
     if pid is None:

@@ -160,6 +160,15 @@ class GateProcessor:
         #: history through it); the signature bytes are then kept for it to verify.
         self.observer: Callable[[Parsed, GateState, str | None, str | None, RecordedOutcome], None] | None = None
 
+    @property
+    def connection(self) -> psycopg.AsyncConnection:
+        """The database connection decisions are stored through (replaced after a lost connection)."""
+        return self._conn
+
+    @connection.setter
+    def connection(self, conn: psycopg.AsyncConnection) -> None:
+        self._conn = conn
+
     def _digest(self, subject: str, text: str | None) -> str | None:
         if text is None or not self._full:
             return None

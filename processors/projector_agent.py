@@ -6,6 +6,7 @@ every store has confirmed a forget (:mod:`memwarden.processors.receipts`). Wirin
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 import faust
@@ -13,29 +14,49 @@ import faust
 from memwarden.bootstrap import Container
 from memwarden.processors.gate_agent import BATCH, WITHIN_S, position_of
 from memwarden.processors.receipts import ErasureReceipts
-from memwarden.projections.events_in import RawEvent, decode_events
+from memwarden.processors.resilience import Health, close_quietly, retry_batch
+from memwarden.projections.events_in import EventIn, RawEvent, decode_events
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import ProfileProjector
 
 
 def add_projector_agent(app: faust.App, container: Container, events: faust.TopicT,
-                        lock: asyncio.Lock | None = None, receipts: ErasureReceipts | None = None) -> None:
+                        lock: asyncio.Lock | None = None, receipts: ErasureReceipts | None = None,
+                        health: Health | None = None) -> None:
     """Register the ``projector`` agent on ``app`` over the ``events`` topic; each batch is applied
     under ``lock`` (a reconciliation holds it to pause the projectors), then ``receipts`` settles
-    the erasure receipts of the forgets it applied."""
+    the erasure receipts of the forgets it applied. A batch a lost database connection interrupts is
+    applied again from its start after reconnecting (each projector drops what it already applied)."""
     pause = lock or asyncio.Lock()
     s = container.settings
 
     @app.agent(events, name="projector")
     async def projector(stream: Any) -> None:
-        profile = ProfileProjector(await container.pg(), s.topic("events"))
-        vectors = EmbeddingProjector(container.embedder(), container.index(), await container.pg(),
-                                     s.topic("events"), f"index:{container.index_label}")
+        async def open_projectors() -> tuple[ProfileProjector, EmbeddingProjector]:
+            return (ProfileProjector(await container.pg(), s.topic("events")),
+                    EmbeddingProjector(container.embedder(), container.index(), await container.pg(),
+                                       s.topic("events"), f"index:{container.index_label}"))
+
+        current = list(await open_projectors())
+
+        async def reconnect() -> None:
+            for projector in current:
+                await close_quietly(projector.connection)
+            current[:] = await open_projectors()
+            if receipts is not None:
+                await receipts.reset()
+
+        async def step(decoded: list[EventIn]) -> None:
+            profile, vectors = current
+            await profile.apply(decoded)
+            await vectors.apply(decoded)
+            if receipts is not None:
+                await receipts.after(decoded)
+
+        if health is not None:
+            health.running("projector")
         async for batch in stream.take_events(BATCH, within=WITHIN_S):
             decoded = await decode_events(container.codec, container.keyring(),
                                           [RawEvent(e.message.value, position_of(e)) for e in batch])
             async with pause:
-                await profile.apply(decoded)
-                await vectors.apply(decoded)
-                if receipts is not None:
-                    await receipts.after(decoded)
+                await retry_batch("projector", partial(step, decoded), reconnect, health)

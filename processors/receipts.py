@@ -43,7 +43,12 @@ class ErasureReceipts:
         """Append the receipt of every owed forget whose stores all confirm."""
         if self._conn is None:
             self._conn = await self._c.pg()
-        owed = [r for r in await pending_forgets(self._conn) if (r["command_id"], r["memory_id"]) not in self._sent]
+        try:
+            pending = await pending_forgets(self._conn)
+        except Exception:
+            await self.reset()  # a lost connection: the next settle opens a new one
+            raise
+        owed = [r for r in pending if (r["command_id"], r["memory_id"]) not in self._sent]
         self._owed = len(owed)
         if not owed:
             return
@@ -61,6 +66,15 @@ class ErasureReceipts:
             await self._publish(out)
             self._owed -= len(out)
             log.info("erasure receipts appended: %d", len(out))
+
+    async def reset(self) -> None:
+        """Drop the database connection (lost); the next settle opens a new one."""
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            try:
+                await conn.close()
+            except Exception:  # noqa: BLE001 - a broken connection may fail to close in any way
+                return
 
     @property
     def pending(self) -> int:

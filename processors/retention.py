@@ -20,6 +20,7 @@ from memwarden.commands.ledger import Outbound
 from memwarden.commands.model import Envelope, Source, SourceKind
 from memwarden.epoch import to_ms, truncate_ms
 from memwarden.keystore import local_admin_signer, signed_command
+from memwarden.processors.resilience import close_quietly
 from memwarden.stores import gate_state
 
 log = logging.getLogger("memwarden.retention")
@@ -49,9 +50,14 @@ class Retention:
         now = datetime.now(UTC)
         if self._conn is None:
             self._conn = await self._c.pg()
-        async with self._conn.cursor() as cur:
-            expired = await gate_state.expired_memories(cur, to_ms(now))
-        await self._conn.commit()
+        try:
+            async with self._conn.cursor() as cur:
+                expired = await gate_state.expired_memories(cur, to_ms(now))
+            await self._conn.commit()
+        except Exception:
+            conn, self._conn = self._conn, None  # a lost connection: the next sweep opens a new one
+            await close_quietly(conn)
+            raise
         if not expired:
             return None
         signer = local_admin_signer(self._c.settings)

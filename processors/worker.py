@@ -29,6 +29,7 @@ from memwarden.processors.projector_agent import add_projector_agent
 from memwarden.processors.rebuild import switch
 from memwarden.processors.receipts import RETRY_S, ErasureReceipts
 from memwarden.processors.reconciler import reconcile
+from memwarden.processors.resilience import Health, survive_outage
 from memwarden.processors.retention import Retention
 from memwarden.read_api.service import ReadService
 from memwarden.read_api.views import mount
@@ -53,22 +54,23 @@ def _add_gate_timers(app: faust.App, container: Container, topics: dict[str, Any
     """The gate worker's timers: keys roll markers and the retention sweep."""
     s = container.settings
 
-    @app.timer(s.keys_compaction_lag_s)
     async def roll_keys() -> None:
         """A roll marker on every keys partition: a quiet keys topic rolls its segment too, so a
         shredded key's record is compacted off the disk within the bound (ops/topics.py)."""
         for partition in range(s.partitions):
             await topics["keys"].send(key=ROLL_MARKER, value=None, partition=partition)
 
+    app.timer(s.keys_compaction_lag_s)(survive_outage("keys roll marker", roll_keys))
     if s.retention_interval_s > 0:
         retention = Retention(container)
 
-        @app.timer(s.retention_interval_s)
         async def forget_expired() -> None:
             """Memories past ``expires_at`` are forgotten through the gate (processors/retention.py)."""
             found = await retention.sweep()
             if found is not None:
                 await publish([found])
+
+        app.timer(s.retention_interval_s)(survive_outage("retention sweep", forget_expired))
 
 
 def build_app(container: Container, roles: Sequence[str]) -> faust.App:
@@ -91,6 +93,7 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
         broker_session_timeout=s.session_timeout_s,
         broker_heartbeat_interval=min(1.0, s.session_timeout_s / 5),
         stream_wait_empty=False,
+        agent_supervisor="mode.CrashingSupervisor",  # an agent that gives up ends the worker (exit 1)
     )
     topics = {name: _raw_topic(app, s.topic(name)) for name in TOPICS}
 
@@ -101,19 +104,21 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
             await fut
 
     gate_pause, projector_pause = asyncio.Lock(), asyncio.Lock()
+    health = Health()
     if "gate" in roles:
-        add_gate_agent(app, container, topics["commands"], publish, gate_pause)
+        add_gate_agent(app, container, topics["commands"], publish, gate_pause, health)
 
         _add_gate_timers(app, container, topics, publish)
     if "projector" in roles:
         receipts = ErasureReceipts(container, publish)
-        add_projector_agent(app, container, topics["events"], projector_pause, receipts)
+        add_projector_agent(app, container, topics["events"], projector_pause, receipts, health)
 
-        @app.timer(RETRY_S)
         async def settle_receipts() -> None:
             """Forgets whose stores had not all confirmed after their batch: ask again."""
             async with projector_pause:
                 await receipts.settle()
+
+        app.timer(RETRY_S)(survive_outage("erasure receipts", settle_receipts))
 
         async def reconcile_now() -> dict[str, Any]:
             return await reconcile(container, projector_pause, publish)
@@ -125,11 +130,12 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
                 return await switch(container, target, [gate_pause, projector_pause, service.paused()])
 
             service.on_switch(switch_now)
-        mount(app, service, roles)
+        mount(app, service, roles, lambda: health.agents)
         if s.reconcile_interval_s > 0:
-            @app.timer(s.reconcile_interval_s)
             async def reconcile_periodically() -> None:
                 """Eq. 7 every T_sync: compare the projections with the ledger and repair them."""
                 run = await reconcile_now()
                 log.info("reconciliation: %s", {k: run[k] for k in ("diverged", "repaired", "drift")})
+
+            app.timer(s.reconcile_interval_s)(survive_outage("reconciliation", reconcile_periodically))
     return app

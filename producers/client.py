@@ -46,6 +46,7 @@ from memwarden.keystore import signed_command
 from memwarden.producers.building import Receipt, build, build_fact, check_text, envelope, names, seal_fact
 from memwarden.producers.forgetting import ForgetCalls
 from memwarden.producers.governance import GovernanceCalls
+from memwarden.producers.lookups import LookupCalls
 from memwarden.producers.sending import producer, send
 from memwarden.schemas.codec import AvroCodec, default_codec
 from memwarden.settings import Settings
@@ -56,7 +57,7 @@ _LOOKUP_CHUNK = 2_000
 Pending = tuple[Any, str, tuple[str, bytes] | None]
 
 
-class MemwardenClient(GovernanceCalls, ForgetCalls):
+class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
     """Client of one namespace. Thread-compatible; call :meth:`close` (or use ``with``) when done.
 
     Args:
@@ -225,6 +226,8 @@ class MemwardenClient(GovernanceCalls, ForgetCalls):
 
     def _lookup(self, command_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         response = self._post("/decisions", {"command_ids": list(command_ids)})
+        if response.status_code == 503:  # a dependency of the worker is down: ask again until the timeout
+            return {}
         if response.status_code != 200:
             raise MemwardenError(f"decisions lookup failed with HTTP {response.status_code}: {response.text}")
         decisions: dict[str, dict[str, Any]] = response.json()["decisions"]

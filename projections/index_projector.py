@@ -112,6 +112,11 @@ class EmbeddingProjector:
             seals += [cached[pid] for pid in pids if pid in cached and pid in vectors]
         return vectors, seals
 
+    @property
+    def connection(self) -> psycopg.AsyncConnection:
+        """The connection offsets and the vector cache are written through."""
+        return self._conn
+
     def _write(self, todo: Sequence[EventIn], vectors: Mapping[str, Sequence[float]],
                uses: Mapping[str, int]) -> None:
         pending: list[IndexPoint] = []

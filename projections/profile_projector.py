@@ -27,6 +27,11 @@ class ProfileProjector:
         self._conn = conn
         self._topic = topic
 
+    @property
+    def connection(self) -> psycopg.AsyncConnection:
+        """The connection rows are written through."""
+        return self._conn
+
     async def apply(self, events: Sequence[EventIn]) -> None:
         """Apply ``events`` not applied yet, and advance the offsets, in one transaction."""
         async with self._conn.transaction(), self._conn.cursor() as cur:

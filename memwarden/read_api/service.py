@@ -4,6 +4,8 @@ answers a :class:`Reply` (status and JSON body). Routes live in :mod:`memwarden.
 - ``recall``: authenticate (signed requests always verified; unsigned ones only when
   ``read_auth`` is ``optional``), run the filtered recall, append the read audit (ids only) and
   batch the uses into ``MemoryUsed`` (SSGM Eq. 3, Eq. 5);
+- ``history``: every version of one memory the reader may read (authenticated like a recall,
+  audited, :mod:`memwarden.read_api.history`);
 - ``decisions``: the gate's decisions of given command ids (outcome, reasons, policy version,
   ledger position): the public read through which a caller learns what became of its command;
 - ``index_count`` and ``health``.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,8 +32,9 @@ from memwarden.commands.reasons import Reason
 from memwarden.epoch import now_ms
 from memwarden.errors import ValidationError
 from memwarden.projections.recall import Recaller
-from memwarden.read_api.audit import read_audited, used_records
-from memwarden.read_api.requests import RecallRequest, decision_ids, recall_request
+from memwarden.read_api.audit import history_audited, read_audited, used_records
+from memwarden.read_api.history import lookup_history
+from memwarden.read_api.requests import RecallRequest, decision_ids, history_request, recall_request
 from memwarden.stores.decisions import find
 
 #: Publishes records on the namespace's topics (logical names), acknowledged when it returns.
@@ -44,6 +47,20 @@ class Reply:
 
     status: int
     body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+#: Seconds a caller is told to wait (``Retry-After``) when a dependency is down.
+RETRY_AFTER_S = 2
+#: Errors of a lost or refused database connection.
+DB_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def unavailable(what: str, exc: BaseException) -> Reply:
+    """503 naming what is down, with ``Retry-After`` (never a 500 with a stack trace)."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return Reply(503, {"error": f"{what} unavailable: {first}", "code": f"{what.upper()}_UNAVAILABLE",
+                       "retry_after_s": RETRY_AFTER_S}, {"Retry-After": str(RETRY_AFTER_S)})
 
 
 def _bad_request(exc: ValidationError) -> Reply:
@@ -125,10 +142,40 @@ class ReadService:
                 found = await self._recall(request)
         except ValidationError as exc:
             return _bad_request(exc)
+        except DB_ERRORS as exc:
+            self._recaller = None  # its connection is gone: the next recall opens a new one
+            return unavailable("database", exc)
         except (ValueError, TypeError) as exc:  # a value the checks above let through: still the caller's
             return Reply(400, {"error": f"bad request: {exc}"})
         await self._audit(request, found)
         return Reply(200, {"memories": [m.to_json() for m in found]})
+
+    async def history(self, body: Any) -> Reply:
+        """``POST /history``: 200 ``{"memory_id", "current", "versions": [...]}`` (see
+        :mod:`memwarden.read_api.history`), 404 ``UNKNOWN_MEMORY`` when the reader may read no
+        version of it (or there is none), 400 naming a bad field, 401 as for a recall; audited."""
+        try:
+            request = history_request(body)
+            problem = await self._authenticate(body)
+            if problem is not None:
+                return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
+                                   "field": "auth"})
+            async with self._read(), self._lookup_lock:
+                self._lookup = self._lookup or await self._c.pg()
+                found = await lookup_history(self._lookup, self._c.keyring(), request, datetime.now(UTC))
+        except ValidationError as exc:
+            return _bad_request(exc)
+        except DB_ERRORS as exc:
+            self._lookup = None
+            return unavailable("database", exc)
+        if found is None:
+            return Reply(404, {"error": f"no memory {request.memory_id} you may read", "code": "UNKNOWN_MEMORY",
+                               "field": "memory_id"})
+        audited = history_audited(self._c.digest_key, request.principal, request.purpose, request.memory_id,
+                                  found["versions"], datetime.now(UTC))
+        await self._publish([Outbound("audit", request.principal.encode(), self._c.codec.encode("ReadAudited",
+                                                                                                 audited))])
+        return Reply(200, found)
 
     async def _recall(self, r: RecallRequest) -> list[RecalledMemory]:
         return await (await self.recaller()).recall(r.principal, r.query, r.k, r.as_of, r.known_at, r.purpose,
@@ -153,23 +200,28 @@ class ReadService:
 
     async def decisions(self, body: Any) -> Reply:
         """``POST /decisions`` with ``{"command_ids": [...]}``: 200 ``{"decisions": {command_id:
-        {outcome, reasons, memory_id, memory_ids, gate_version, policy_version, position, decided_at}}}`` for the
+        {outcome, reasons, memory_id, memory_ids, command_type, principal, subject, gate_version, policy_version,
+        position, decided_at}}}`` for the
         decided ones (undecided ids are absent); 400 naming a bad field."""
         try:
             ids = decision_ids(body)
         except ValidationError as exc:
             return _bad_request(exc)
         async with self._lookup_lock:
-            if self._lookup is None:
-                self._lookup = await self._c.pg()
-            found = await find(self._lookup, ids)
+            try:
+                if self._lookup is None:
+                    self._lookup = await self._c.pg()
+                found = await find(self._lookup, ids)
+            except DB_ERRORS as exc:
+                self._lookup = None
+                return unavailable("database", exc)
         return Reply(200, {"decisions": {cid: self._decision_json(raw) for cid, raw in found.items()}})
 
     def _decision_json(self, raw: bytes) -> dict[str, Any]:
         _, d = self._c.codec.decode(raw)
         return {"outcome": d["outcome"], "reasons": d["reasons"], "memory_id": d["memory_id"],
                 "memory_ids": d.get("memory_ids") or [], "deferred_ids": d.get("deferred_ids") or [],
-                "command_type": d["command_type"],
+                "command_type": d["command_type"], "principal": d.get("principal"), "subject": d.get("subject"),
                 "gate_version": d["gate_version"],
                 "policy_version": d["policy_version"], "position": d["position"],
                 "decided_at": d["decided_at"].isoformat()}
@@ -203,5 +255,46 @@ class ReadService:
             return _bad_request(exc)
 
     def health(self, roles: Sequence[str]) -> Reply:
-        """``GET /health``: the worker's roles and namespace."""
+        """``GET /health`` (liveness): the process answers; its roles and namespace."""
         return Reply(200, {"ok": True, "roles": list(roles), "prefix": self._c.settings.topic_prefix})
+
+    async def ready(self, roles: Sequence[str], agents: Mapping[str, Mapping[str, Any]]) -> Reply:
+        """``GET /ready`` (readiness): 200 only when the database answers, the broker answers and
+        every agent of the worker's roles is running (``agents``: name -> ``{"state": "running" |
+        "retrying", "since", "reason"}``); 503 with what is not, and ``Retry-After``."""
+        s = self._c.settings
+        checks: dict[str, Any] = {"database": await _database_answers(s), "broker": await _broker_answers(s)}
+        states = {name: dict(agents.get(name, {"state": "starting"})) for name in roles}
+        ready = checks["database"] is True and checks["broker"] is True and all(
+            a["state"] == "running" for a in states.values())
+        body = {"ready": ready, **checks, "agents": states, "roles": list(roles), "prefix": s.topic_prefix}
+        return Reply(200, body) if ready else Reply(503, body, {"Retry-After": str(RETRY_AFTER_S)})
+
+
+async def _database_answers(settings: Any) -> bool | str:
+    """``True``, or why not (a fresh connection and ``SELECT 1`` within 2 s)."""
+    try:
+        conn = await asyncio.wait_for(psycopg.AsyncConnection.connect(settings.postgres_dsn, connect_timeout=2), 3)
+        try:
+            await conn.execute("SELECT 1")
+        finally:
+            await conn.close()
+        return True
+    except (*DB_ERRORS, TimeoutError, OSError) as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+async def _broker_answers(settings: Any) -> bool | str:
+    """``True``, or why not (the cluster's metadata within 2 s)."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    def probe() -> bool | str:
+        try:
+            AdminClient({"bootstrap.servers": settings.bootstrap_servers}).list_topics(timeout=2)
+            return True
+        except KafkaException as exc:
+            return str(exc)
+
+    return await asyncio.to_thread(probe)
+

@@ -1,11 +1,12 @@
 """The read API's routes on a Faust worker's web server (127.0.0.1): ``POST /recall``,
-``POST /decisions``, ``POST /reconcile``, ``POST /switch``, ``GET /index/count``, ``GET /health``,
+``POST /history``, ``POST /decisions``, ``POST /reconcile``, ``POST /switch``, ``GET /index/count``, ``GET /health``,
 and the timer that flushes due ``MemoryUsed`` batches. Thin: parse JSON, call
 :class:`~memwarden.read_api.service.ReadService`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import faust
@@ -13,6 +14,8 @@ from faust.web import Request, Response, View
 
 from memwarden.errors import ValidationError
 from memwarden.read_api.service import ReadService, Reply
+
+log = logging.getLogger("memwarden.read_api")
 
 
 async def _json(request: Request) -> Any:
@@ -22,11 +25,13 @@ async def _json(request: Request) -> Any:
         raise ValidationError("body", f"not JSON: {exc}") from None
 
 
-def mount(app: faust.App, service: ReadService, roles: Sequence[str]) -> None:
-    """Register the read API's routes and its usage-flush timer on ``app``."""
+def mount(app: faust.App, service: ReadService, roles: Sequence[str],
+          agents: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None) -> None:
+    """Register the read API's routes and its usage-flush timer on ``app``; ``agents`` tells the
+    state of the worker's agents (``/ready``)."""
 
     def answer(view: View, reply: Reply) -> Response:
-        return view.json(reply.body, status=reply.status)
+        return view.json(reply.body, status=reply.status, headers=reply.headers or None)
 
     async def with_body(view: View, request: Request, call: Callable[[Any], Awaitable[Reply]]) -> Response:
         """``call`` with the request's JSON body; a body that is not JSON is a 400 naming ``body``."""
@@ -40,6 +45,13 @@ def mount(app: faust.App, service: ReadService, roles: Sequence[str]) -> None:
     class RecallView(View):
         async def post(self, request: Request) -> Response:
             return await with_body(self, request, service.recall)
+
+    @app.page("/history")
+    class HistoryView(View):
+        """Every version of one memory the (signed) reader may read."""
+
+        async def post(self, request: Request) -> Response:
+            return await with_body(self, request, service.history)
 
     @app.page("/decisions")
     class DecisionsView(View):
@@ -70,7 +82,17 @@ def mount(app: faust.App, service: ReadService, roles: Sequence[str]) -> None:
         async def get(self, request: Request) -> Response:
             return answer(self, service.health(roles))
 
+    @app.page("/ready")
+    class ReadyView(View):
+        """Readiness: database, broker and every agent of the worker's roles."""
+
+        async def get(self, request: Request) -> Response:
+            return answer(self, await service.ready(roles, agents() if agents is not None else {}))
+
     @app.timer(1.0)
     async def flush_usage() -> None:
         """Publish the pending ``MemoryUsed`` batch once it is due, even without further reads."""
-        await service.flush_usage()
+        try:
+            await service.flush_usage()
+        except Exception as exc:  # noqa: BLE001 - a broker outage: the batch stays pending, next tick
+            log.warning("usage flush skipped: %s", type(exc).__name__)
