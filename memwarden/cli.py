@@ -55,13 +55,17 @@ def stack_down() -> None:
 
 @stack_app.command("status")
 def stack_status() -> None:
-    """Show each service: running, pid, address."""
+    """Show each service: running, pid, address; for each live worker its readiness (/ready) and the
+    state of its agents. Workers that are gone are forgotten."""
     from memwarden.ops import stack
 
-    table = Table("service", "running", "pid", "address")
+    table = Table("service", "running", "ready", "pid", "address", "agents")
     for name, info in stack.status(Settings()).items():
-        table.add_row(name, "yes" if info.get("running") else "no", str(info.get("pid") or "-"),
-                      str(info.get("address") or "-"))
+        ready = info.get("ready")
+        agents = ", ".join(f"{a}: {v.get('state')}" for a, v in (info.get("agents") or {}).items())
+        table.add_row(name, "yes" if info.get("running") else "no",
+                      "-" if ready is None else ("yes" if ready else "no"), str(info.get("pid") or "-"),
+                      str(info.get("address") or "-"), agents or "-")
     Console().print(table)
 
 

@@ -77,16 +77,17 @@ def find_pids(*needles: str) -> list[int]:
     return sorted(found)
 
 
-def write_pidfile(settings: Settings, name: str, pid: int) -> Path:
+def write_pidfile(settings: Settings, name: str, pid: int, address: str | None = None) -> Path:
     """Record that process ``pid`` is the running ``name`` (a worker, ``kafka`` ...).
 
-    Writes ``<data_dir>/run/<name>.pid`` atomically (pid and start time). ``down`` stops every process
-    recorded there, workers before Kafka. Returns the path. Raises ``ValueError`` on a bad ``name``.
+    Writes ``<data_dir>/run/<name>.pid`` atomically (pid, start time and, for a worker that serves
+    the read API, its ``address`` URL). ``down`` stops every process recorded there, workers before
+    Kafka. Returns the path. Raises ``ValueError`` on a bad ``name``.
     """
     path = pidfile_path(settings, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".pid.tmp")
-    tmp.write_text(f"{pid}\n{start_time(pid) or ''}\n")
+    tmp.write_text(f"{pid}\n{start_time(pid) or ''}\n{address or ''}\n")
     tmp.replace(path)
     return path
 
@@ -103,6 +104,15 @@ def read_pidfile(path: Path) -> int | None:
     if len(lines) > 1 and lines[1].isdigit() and start_time(pid) != int(lines[1]):
         return None  # the pid was reused by another process
     return pid
+
+
+def read_address(path: Path) -> str | None:
+    """The URL a worker's pid file records (its read API), or ``None``."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    return lines[2].strip() or None if len(lines) > 2 else None
 
 
 def remove_stale(path: Path) -> bool:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from memwarden.errors import PrerequisiteMissing, StackUnavailable
 from memwarden.settings import Settings
 
@@ -191,10 +193,28 @@ def status(settings: Settings) -> dict[str, dict[str, Any]]:
             running = False
         out["postgres"] = _entry(running, None, f"{host or '<socket>'}:{port}", True, None)
     for path in _pidfile_paths(settings):
-        if path.stem not in SERVICES:
-            pid = pidfiles.read_pidfile(path)
-            out[path.stem] = _entry(pid is not None, pid, None, False, None)
+        if path.stem in SERVICES:
+            continue
+        if pidfiles.remove_stale(path):  # a worker that is gone is forgotten, not listed as stopped
+            continue
+        pid = pidfiles.read_pidfile(path)
+        address = pidfiles.read_address(path)
+        out[path.stem] = {**_entry(pid is not None, pid, address, False, None), **_readiness(address)}
     return out
+
+
+def _readiness(address: str | None) -> dict[str, Any]:
+    """A worker's ``/ready`` answer: ``ready`` (bool or None when it serves no read API) and the
+    state of its agents."""
+    if address is None:
+        return {"ready": None, "agents": {}}
+    try:
+        answer = httpx.get(f"{address}/ready", timeout=3.0)
+        body = answer.json()
+    except (httpx.HTTPError, ValueError):
+        return {"ready": False, "agents": {}}
+    return {"ready": answer.status_code == 200, "agents": body.get("agents", {}),
+            "database": body.get("database"), "broker": body.get("broker")}
 
 
 def _entry(running: bool, pid: int | None, address: str | None, external: bool, log: str | None) -> dict[str, Any]:

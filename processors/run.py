@@ -36,7 +36,8 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     logging.basicConfig(level=settings.log_level.upper())
     migrate(settings)
     ensure_topics(settings)
-    write_pidfile(settings, worker_name(settings, roles), os.getpid())
+    write_pidfile(settings, worker_name(settings, roles), os.getpid(),
+                  settings.worker_url if "projector" in roles else None)
     container = Container(settings)
     if "projector" in roles:
         container.embedder()  # load the model before consuming, not on the first batch

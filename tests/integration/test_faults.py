@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memwarden.ops import stack
 from memwarden.ops.postgres_server import running_pid
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.producers.client import MemwardenClient
@@ -46,6 +47,8 @@ def test_a_postgres_restart_under_load_loses_nothing_and_the_worker_recovers(nam
         sent = [client.record(principal=who, subject=who, text=f"note {i} before the outage") for i in range(20)]
         client.decisions([r.command_id for r in sent], timeout_s=120)
         assert httpx.get(f"{namespace.worker_url}/ready").status_code == 200
+        mine = {k: v for k, v in stack.status(namespace).items() if v.get("pid") == w.proc.pid}
+        assert [v["ready"] for v in mine.values()] == [True]  # stack status shows the worker ready
         os.kill(running_pid(namespace) or 0, signal.SIGKILL)
         during = [client.record(principal=who, subject=who, text=f"note {i} during the outage") for i in range(20)]
 
@@ -69,6 +72,9 @@ def test_a_postgres_restart_under_load_loses_nothing_and_the_worker_recovers(nam
         found = {m.memory_id for q in ("before the outage", "during the outage", "after the outage")
                  for m in client.recall(who, q, k=50, mode="lexical")}
         assert {r.memory_id for r in everything} <= found
+        gone = w.proc.pid
+        w.kill()
+        assert not [v for v in stack.status(namespace).values() if v.get("pid") == gone]  # dead: forgotten
 
     decided: Counter[str] = Counter()
     distinct: dict[str, set[str]] = {}
