@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import psycopg
+from confluent_kafka import KafkaException
+
 from memwarden.errors import StackUnavailable
 from memwarden.settings import Settings
 from memwarden.stores.ledger import end_offsets
@@ -29,13 +32,20 @@ def wait_caught_up(settings: Settings, index_label: str = "edge", timeout_s: flo
     """Poll :func:`lag` until every stage is at 0 (gate first, then projections).
 
     Returns the final lag; raises ``StackUnavailable`` after ``timeout_s`` seconds, or at once when
-    ``alive`` (the worker's liveness check) turns false.
+    ``alive`` (the worker's liveness check) turns false. A broker or database that does not answer
+    (restarting) is waited for within the same timeout, never a traceback.
     """
     deadline = time.monotonic() + timeout_s
     while True:
         if alive is not None and not alive():
             raise StackUnavailable("the worker exited while projections were behind; see its log")
-        current = lag(settings, index_label)
+        try:
+            current = lag(settings, index_label)
+        except (KafkaException, psycopg.OperationalError) as exc:  # broker or database restarting: wait
+            if time.monotonic() > deadline:
+                raise StackUnavailable(f"lag unknown after {timeout_s}s, a dependency is down: {exc}") from None
+            time.sleep(1.0)
+            continue
         if not any(current.values()):
             return current
         if time.monotonic() > deadline:
