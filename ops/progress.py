@@ -41,7 +41,7 @@ def wait_caught_up(settings: Settings, index_label: str = "edge", timeout_s: flo
             raise StackUnavailable("the worker exited while projections were behind; see its log")
         try:
             current = lag(settings, index_label)
-        except (KafkaException, psycopg.OperationalError) as exc:  # broker or database restarting: wait
+        except (KafkaException, StackUnavailable, psycopg.OperationalError) as exc:  # a dependency restarting
             if time.monotonic() > deadline:
                 raise StackUnavailable(f"lag unknown after {timeout_s}s, a dependency is down: {exc}") from None
             time.sleep(1.0)
