@@ -86,3 +86,31 @@ def test_a_postgres_restart_under_load_loses_nothing_and_the_worker_recovers(nam
                 distinct.setdefault(rec["command_id"], set()).add(rec["decision_id"])
     assert set(decided) == {r.command_id for r in everything}  # none lost
     assert all(len(ids) == 1 for ids in distinct.values())  # one decision each (a re-send is the same record)
+
+
+def test_a_broker_restart_under_load_loses_nothing_and_the_worker_recovers(namespace: Settings) -> None:
+    from memwarden.ops import kafka_broker
+
+    who = f"user:b{uuid.uuid4().hex[:6]}"
+    with MemwardenClient(namespace) as client, WorkerProcess(namespace) as w:
+        enroll_ids(client, namespace, who)
+        sent = [client.record(principal=who, subject=who, text=f"entry {i} before the broker restart")
+                for i in range(20)]
+        client.decisions([r.command_id for r in sent], timeout_s=120)
+        os.kill(kafka_broker.running_pid(namespace) or 0, signal.SIGKILL)
+        down = poll(lambda: (lambda a: a if a.status_code == 503 else None)(
+            httpx.get(f"{namespace.worker_url}/ready", timeout=10.0)), timeout_s=60, what="/ready false")
+        assert down.json()["broker"] is not True
+        _stack_up()
+        after = [client.record(principal=who, subject=who, text=f"entry {i} after the broker restart")
+                 for i in range(20)]
+        everything = sent + after
+        outcomes = client.decisions([r.command_id for r in everything], timeout_s=240)
+        assert set(outcomes.values()) == {"ACCEPTED"}
+        poll(lambda: httpx.get(f"{namespace.worker_url}/ready", timeout=10.0).status_code == 200 or None,
+             timeout_s=120, what="ready again")
+        assert w.alive()
+        time.sleep(1.0)
+        found = {m.memory_id for q in ("before the broker restart", "after the broker restart")
+                 for m in client.recall(who, q, k=50, mode="lexical")}
+        assert {r.memory_id for r in everything} <= found
