@@ -27,6 +27,7 @@ from memwarden.commands.envelope import (
     WriteAuthority,
 )
 from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector, ForgetSubject, LiftHold, PlaceHold
+from memwarden.commands.token_commands import IssueToken, RevokeToken
 from memwarden.commands.vocabulary import (
     EpistemicStatus,
     FactCardinality,
@@ -193,14 +194,14 @@ class RevokeAccess(FrozenModel):
 MemoryCommand = RecordMemory | SupersedeMemory | ForgetMemory | ForgetMatching | ForgetSubject
 GovernanceCommand = (
     RegisterPrincipal | RotateKey | RevokeKey | PublishPolicy | ProtectFact | ApproveQuarantined | RejectQuarantined
-    | GrantAccess | RevokeAccess | PlaceHold | LiftHold
+    | GrantAccess | RevokeAccess | PlaceHold | LiftHold | IssueToken | RevokeToken
 )
 Command = MemoryCommand | GovernanceCommand
 COMMAND_MODELS: dict[str, type[Any]] = {
     m.model_fields["kind"].default: m
     for m in (RecordMemory, SupersedeMemory, ForgetMemory, RegisterPrincipal, RotateKey, RevokeKey, PublishPolicy,
               ProtectFact, ApproveQuarantined, RejectQuarantined, GrantAccess, RevokeAccess, ForgetMatching,
-              ForgetSubject, PlaceHold, LiftHold)
+              ForgetSubject, PlaceHold, LiftHold, IssueToken, RevokeToken)
 }
 
 
@@ -232,8 +233,9 @@ def from_avro(name: str, record: dict[str, Any]) -> Command:
 
 __all__ = [
     "ApproveQuarantined", "COMMAND_MODELS", "Command", "EncryptedContent", "Envelope", "EpistemicStatus", "Fact",
-    "FactCardinality", "ForgetMatching", "ForgetMemory", "ForgetSelector", "ForgetSubject", "GrantAccess", "LiftHold",
+    "FactCardinality", "ForgetMatching", "ForgetMemory", "ForgetSelector", "ForgetSubject", "GrantAccess", "IssueToken",
+    "LiftHold",
     "PlaceHold", "PrincipalKind", "ProtectFact", "PublicKey", "PublishPolicy", "RecordMemory", "RegisterPrincipal",
-    "RejectQuarantined", "RevokeAccess", "RevokeKey", "Right", "RotateKey", "Sensitivity", "Signature", "Source",
-    "SourceKind", "StoreKind", "SupersedeMemory", "WriteAuthority", "from_avro", "to_avro",
+    "RejectQuarantined", "RevokeAccess", "RevokeKey", "RevokeToken", "Right", "RotateKey", "Sensitivity", "Signature",
+    "Source", "SourceKind", "StoreKind", "SupersedeMemory", "WriteAuthority", "from_avro", "to_avro",
 ]

@@ -299,8 +299,16 @@ def _forget_commands() -> None:
     eval_app.command("forgetting")(cli_eval_forgetting.eval_forgetting)
 
 
+def _api_commands() -> None:
+    from memwarden import cli_api
+
+    app.command("serve")(cli_api.serve)
+    app.add_typer(cli_api.token_app, name="token")
+
+
 _ledger_commands()
 _forget_commands()
+_api_commands()
 
 
 def main() -> None:

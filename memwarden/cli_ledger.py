@@ -112,13 +112,9 @@ def replay(
 
 def _worker_serves(settings: Settings) -> bool:
     """Whether the worker at ``settings.worker_url`` answers ``/health`` for this namespace."""
-    import httpx
+    from memwarden.ops.worker_process import worker_serves
 
-    try:
-        health = httpx.get(f"{settings.worker_url}/health", timeout=2.0).json()
-    except (httpx.HTTPError, ValueError):
-        return False
-    return isinstance(health, dict) and health.get("prefix") == settings.topic_prefix
+    return worker_serves(settings)
 
 
 def _live_workers(settings: Settings) -> list[int]:

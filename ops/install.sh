@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything memwarden needs on a fresh Debian machine: system prerequisites (Java 17,
-# Maven, PostgreSQL server) when missing, then a virtual environment with the project and its dev
+# Maven, PostgreSQL server, curl and jq) when missing, then a virtual environment with the project and its dev
 # tools. Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,8 @@ command -v "$PYTHON" >/dev/null 2>&1 || PYTHON=python3
 need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
+command -v curl >/dev/null 2>&1 || need+=(curl)   # the README's REST session and its test
+command -v jq >/dev/null 2>&1 || need+=(jq)
 if ! command -v pg_ctl >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   need+=(postgresql)
 fi

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -26,6 +27,22 @@ def settings_env(settings: Settings) -> dict[str, str]:
         else:
             env[key] = str(value)
     return env
+
+
+def worker_health(settings: Settings, timeout_s: float = 2.0) -> dict[str, Any] | None:
+    """The ``GET /health`` answer of the worker at ``settings.worker_url`` (``ok``, ``roles``,
+    ``prefix``: its namespace), or ``None`` when nothing answers there with JSON."""
+    try:
+        health = httpx.get(f"{settings.worker_url}/health", timeout=timeout_s).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return health if isinstance(health, dict) else None
+
+
+def worker_serves(settings: Settings) -> bool:
+    """Whether the worker at ``settings.worker_url`` answers ``/health`` for this namespace."""
+    health = worker_health(settings)
+    return health is not None and health.get("prefix") == settings.topic_prefix
 
 
 class WorkerProcess:

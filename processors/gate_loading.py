@@ -3,8 +3,9 @@
 Only the rows a batch can touch are read, whatever the history's size: its memories (for a forget,
 what its selector may match and every derivative, transitively), the legal holds, cited sources,
 review targets, the content digests and claims of its texts, its subjects' fact slots, and the
-grants held by its writers (or their roles) or named by its grant commands; plus the registry and
-the policy. The SQL is in :mod:`memwarden.stores`; the choice of rows is here.
+grants held by its writers (or their roles) or named by its grant commands, the tokens its token
+commands name (by id, or by hash); plus the registry and the policy. The SQL is in
+:mod:`memwarden.stores`; the choice of rows is here.
 """
 
 from __future__ import annotations
@@ -24,17 +25,20 @@ from memwarden.commands.model import (
     ForgetSelector,
     ForgetSubject,
     GrantAccess,
+    IssueToken,
     LiftHold,
     RecordMemory,
     RegisterPrincipal,
     RejectQuarantined,
     RevokeAccess,
+    RevokeToken,
     SupersedeMemory,
 )
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.commands.readmodel.permission import ROLE_PREFIX
 from memwarden.stores import gate_state as db
 from memwarden.stores.decisions import load_priors
+from memwarden.stores.tokens import load_tokens
 
 
 @dataclass
@@ -98,8 +102,11 @@ async def load_batch(conn: psycopg.AsyncConnection, anchor: PrincipalRecord, com
         named = [c.grant_id for c in commands if isinstance(c, GrantAccess | RevokeAccess)]
         grants.update({g.grant_id: g for g in await db.load_grants_by_id(cur, named)})
         source_events = await db.load_current_events(cur, cited)
+        tokens = await load_tokens(cur, [c.token_id for c in commands if isinstance(c, IssueToken | RevokeToken)],
+                                   [c.token_sha256 for c in commands if isinstance(c, IssueToken)])
     await conn.commit()
     state = GateState(memories=memories, principals=principals, policy=policy, grants=tuple(grants.values()),
                       facts=facts, protected=protected, claims=claims, twins=twins,
-                      quarantine={k: q for k, (q, _) in quarantine.items()}, holds=holds, deferred=deferred)
+                      quarantine={k: q for k, (q, _) in quarantine.items()}, holds=holds, deferred=deferred,
+                      tokens=tokens)
     return Batch(state, priors, {k: raw for k, (_, raw) in quarantine.items()}, source_events)

@@ -1,7 +1,7 @@
 """Governance commands from the client: principals and keys, policy, protected core facts, quarantine
-review, grants and their revocation. Each builds a signed command with the governance envelope
-(scope ``governance``, source ``APPROVED_RULE``) and publishes it to the ledger; the gate decides it
-(:mod:`memwarden.commands.gate.governance`)."""
+review, grants and their revocation, the gateways' bearer tokens. Each builds a signed command with
+the governance envelope (scope ``governance``, source ``APPROVED_RULE``) and publishes it to the
+ledger; the gate decides it (:mod:`memwarden.commands.gate.governance`, :mod:`~memwarden.commands.gate.tokens`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pydantic
 from memwarden.commands.model import (
     ApproveQuarantined,
     GrantAccess,
+    IssueToken,
     PrincipalKind,
     ProtectFact,
     PublicKey,
@@ -24,6 +25,7 @@ from memwarden.commands.model import (
     RejectQuarantined,
     RevokeAccess,
     RevokeKey,
+    RevokeToken,
     RotateKey,
     Sensitivity,
 )
@@ -94,7 +96,8 @@ class GovernanceCalls:
                      subjects: Sequence[str] = (), purposes: Sequence[str] = (), store_kinds: Sequence[str] = (),
                      sensitivity_ceiling: Sensitivity | str = Sensitivity.INTERNAL,
                      valid_from: datetime | None = None, valid_to: datetime | None = None,
-                     relationship: str | None = None, grant_id: str | None = None, sign: bool = True) -> Receipt:
+                     relationship: str | None = None, grant_id: str | None = None, sign: bool = True,
+                     **envelope: Any) -> Receipt:
         """``GrantAccess``: ``grantee`` (principal id or ``role:<name>``) gets ``rights`` on records in
         ``scopes`` (and ``subjects``), for ``purposes`` and ``store_kinds``, up to the ceiling."""
         gid = grant_id or str(uuid.uuid4())
@@ -103,9 +106,29 @@ class GovernanceCalls:
             "scopes": names(scopes, "scopes"), "subjects": names(subjects, "subjects"),
             "purposes": names(purposes, "purposes"), "store_kinds": names(store_kinds, "store_kinds"),
             "sensitivity_ceiling": sensitivity_ceiling, "valid_from": valid_from, "valid_to": valid_to,
-            "relationship": relationship})
+            "relationship": relationship}, **envelope)
         return Receipt(receipt.command_id, gid, receipt.topic, receipt.partition, receipt.offset)
 
-    def revoke_access(self, grant_id: str, *, by: str, grantee: str, reason: str = "", sign: bool = True) -> Receipt:
-        """``RevokeAccess``: the grant stops applying from the next read and write on."""
-        return self._governance(RevokeAccess, by, grantee, sign, {"grant_id": grant_id, "reason": reason})
+    def issue_token(self, principal_id: str, *, by: str, token_sha256: bytes, token_id: str | None = None,
+                    expires_at: datetime | None = None, note: str = "", sign: bool = True) -> Receipt:
+        """``IssueToken`` by admin ``by``: the token whose SHA-256 is ``token_sha256`` acts for
+        ``principal_id`` until ``expires_at`` (the token itself never leaves the caller; see
+        :mod:`memwarden.commands.tokens`). Keyed by ``principal_id``. The receipt's ``memory_id`` is the
+        token id (``tok_`` and 16 hex digits when not given)."""
+        tid = token_id or f"tok_{uuid.uuid4().hex[:16]}"
+        receipt = self._governance(IssueToken, by, principal_id, sign, {
+            "token_id": tid, "principal_id": principal_id, "token_sha256": token_sha256, "expires_at": expires_at,
+            "note": note})
+        return Receipt(receipt.command_id, tid, receipt.topic, receipt.partition, receipt.offset)
+
+    def revoke_token(self, token_id: str, *, by: str, principal: str, reason: str = "", sign: bool = True) -> Receipt:
+        """``RevokeToken`` by ``by`` (an admin or the token's principal), keyed by the token's
+        ``principal`` (the partition of its ``IssueToken``)."""
+        receipt = self._governance(RevokeToken, by, principal, sign, {"token_id": token_id, "reason": reason})
+        return Receipt(receipt.command_id, token_id, receipt.topic, receipt.partition, receipt.offset)
+
+    def revoke_access(self, grant_id: str, *, by: str, grantee: str, reason: str = "", sign: bool = True,
+                      **envelope: Any) -> Receipt:
+        """``RevokeAccess``: the grant stops applying from the next read and write on. ``envelope``:
+        extra envelope arguments (e.g. ``attributes``)."""
+        return self._governance(RevokeAccess, by, grantee, sign, {"grant_id": grant_id, "reason": reason}, **envelope)

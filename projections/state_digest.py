@@ -9,7 +9,8 @@ digest key (derived from the KEK), so a digest cannot confirm a guessed text. Po
 the dense vector as stored (float32 bytes, hashed) and the lexical sparse vector.
 
 Projections: ``profile`` (``memory_versions``), ``index`` (points), ``registry`` (principals and
-keys), ``grants``, ``gate`` (decisions and the gate's governed state).
+keys), ``grants``, ``tokens`` (the gateways' bearer tokens: hashes only), ``gate`` (decisions and the
+gate's governed state).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "profile": (("memory_versions", "memory_id, version"),),
     "registry": (("gate_principals", "principal_id"),),
     "grants": (("grants", "grant_id"),),
+    "tokens": (("gate_tokens", "token_id"),),
     "gate": (("gate_decisions", "command_id"), ("gate_memories", "memory_id"),
              ("gate_facts", "subject, entity, attribute"), ("gate_claims", "subject, key_digest, memory_id"),
              ("gate_twins", "subject, digest"), ("gate_protected_facts", "subject, entity, attribute"),

@@ -48,20 +48,23 @@ MESSAGE_TYPES: tuple[str, ...] = (
     "RevokeAccess",
     "PlaceHold",
     "LiftHold",
+    "IssueToken",
+    "RevokeToken",
     "GovernanceChanged",
     "PrincipalState",
     "MemoryUsed",
     "ReadAudited",
     "ReconciliationRun",
     "ErasureReceipted",
+    "AuthRefused",
 )
 #: Memory commands (they carry content) and governance commands (principals, keys, policy, core
-#: facts, review, grants). Every one is signed and decided by the gate.
+#: facts, review, grants, holds, gateway tokens). Every one is signed and decided by the gate.
 MEMORY_COMMANDS: tuple[str, ...] = ("RecordMemory", "SupersedeMemory", "ForgetMemory", "ForgetMatching",
                                      "ForgetSubject")
 GOVERNANCE_COMMANDS: tuple[str, ...] = (
     "RegisterPrincipal", "RotateKey", "RevokeKey", "PublishPolicy", "ProtectFact", "ApproveQuarantined",
-    "RejectQuarantined", "GrantAccess", "RevokeAccess", "PlaceHold", "LiftHold",
+    "RejectQuarantined", "GrantAccess", "RevokeAccess", "PlaceHold", "LiftHold", "IssueToken", "RevokeToken",
 )
 COMMAND_TYPES: tuple[str, ...] = MEMORY_COMMANDS + GOVERNANCE_COMMANDS
 

@@ -6,6 +6,7 @@ the state by the decision. Pure; see :mod:`.decide` for the order of the checks.
 - :mod:`.decide` — the entry point and the checks every command passes;
 - :mod:`.writes` — memory writes; :mod:`.forgetting` — forgets, lineage, legal holds;
   :mod:`.review` — quarantine review; :mod:`.governance` — registry, keys, policy, core facts, grants;
+  :mod:`.tokens` — the gateways' bearer tokens;
 - :mod:`.evolve` — the fold of decisions into state.
 """
 
@@ -23,6 +24,7 @@ from memwarden.commands.gate.effects import (
     PrincipalUpsert,
     ProtectionSet,
     QuarantineSet,
+    TokenSet,
 )
 from memwarden.commands.gate.evolve import apply_effect, evolve
 from memwarden.commands.gate.state import (
@@ -46,6 +48,6 @@ __all__ = [
     "ADMITTED", "ClaimState", "Decision", "DeferredForget", "DeferredSet", "Effect", "Forgotten", "GATE_VERSION",
     "GateLimits", "GateState", "GrantUpsert", "HoldSet", "HoldState", "MAX_FUTURE_SKEW", "MemoryCleared",
     "MemoryFacts", "MemoryState", "Outcome", "PolicySet", "Position", "PrincipalUpsert", "PriorDecision",
-    "ProtectionSet", "QuarantineSet", "QuarantineState", "Reason", "UNTRUSTED_TAG", "apply_effect", "decide",
-    "evolve",
+    "ProtectionSet", "QuarantineSet", "QuarantineState", "Reason", "TokenSet", "UNTRUSTED_TAG", "apply_effect",
+    "decide", "evolve",
 ]

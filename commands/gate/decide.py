@@ -15,7 +15,8 @@ Order of the checks for every command (first failure decides):
    memory writes (:mod:`.writes`: text limits, declared scope, write
    authority from the policy *data* and grants, status and attribution, the instruction detector and
    the risk tier, duplicates, protected core facts and contradictions), reviews (:mod:`.review`) and
-   governance (:mod:`.governance`: principals, keys, policy, core-fact protection, grants).
+   governance (:mod:`.governance`: principals, keys, policy, core-fact protection, grants) and the
+   gateways' bearer tokens (:mod:`.tokens`).
 
 Every decision names the gate version and the policy version it used.
 """
@@ -31,6 +32,7 @@ from memwarden.commands.gate.forgetting import decide_forget, decide_forget_many
 from memwarden.commands.gate.governance import decide_governance
 from memwarden.commands.gate.review import decide_approve, decide_reject
 from memwarden.commands.gate.state import GateLimits, GateState, Outcome
+from memwarden.commands.gate.tokens import decide_token
 from memwarden.commands.gate.writes import decide_write
 from memwarden.commands.injection import DEFAULT_DETECTOR, InstructionDetector
 from memwarden.commands.ledger import Position
@@ -40,11 +42,13 @@ from memwarden.commands.model import (
     ForgetMatching,
     ForgetMemory,
     ForgetSubject,
+    IssueToken,
     LiftHold,
     PlaceHold,
     PublishPolicy,
     RecordMemory,
     RejectQuarantined,
+    RevokeToken,
     SupersedeMemory,
 )
 from memwarden.commands.principals import PrincipalRecord, check_signature, kind_from_id
@@ -123,4 +127,6 @@ def _decide(command: Command, plaintext: str | None, position: Position, state: 
         return decide_approve(command, issuer, state, now, limits, detector, claims)
     if isinstance(command, RejectQuarantined):
         return decide_reject(command, issuer, state)
+    if isinstance(command, IssueToken | RevokeToken):
+        return decide_token(command, issuer, state, now)
     return decide_governance(command, issuer, state, now)

@@ -21,6 +21,7 @@ from memwarden.commands.policy import WritePolicy
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.commands.reasons import Reason
+from memwarden.commands.tokens import TokenState
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,15 @@ class DeferredSet:
     forget: DeferredForget
 
 
+@dataclass(frozen=True)
+class TokenSet:
+    """Store a gateway token, or its revocation (``state.revoked_at_ms`` set)."""
+
+    state: TokenState
+
+
 Effect = (PrincipalUpsert | PolicySet | GrantUpsert | ProtectionSet | MemoryFacts | MemoryCleared | QuarantineSet
-          | HoldSet | DeferredSet)
+          | HoldSet | DeferredSet | TokenSet)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from memwarden.commands.gate.effects import (
     PrincipalUpsert,
     ProtectionSet,
     QuarantineSet,
+    TokenSet,
 )
 from memwarden.commands.gate.state import GateState
 
@@ -50,7 +51,7 @@ def _with_facts(state: GateState, effect: MemoryFacts) -> GateState:
 
 def apply_effect(state: GateState, effect: Effect) -> GateState:
     """The state after one effect (registry, policy, grants, protection, fact slots, claims,
-    content digests, quarantine). Raises ``TypeError`` for an object that is not an effect."""
+    content digests, quarantine, holds, tokens). Raises ``TypeError`` for an object that is not an effect."""
     if isinstance(effect, PrincipalUpsert):
         return replace(state, principals={**state.principals, effect.record.principal_id: effect.record})
     if isinstance(effect, PolicySet):
@@ -78,6 +79,8 @@ def apply_effect(state: GateState, effect: Effect) -> GateState:
         if f.memory_ids:
             deferred[f.command_id] = f
         return replace(state, deferred=deferred)
+    if isinstance(effect, TokenSet):
+        return replace(state, tokens={**state.tokens, effect.state.token_id: effect.state})
     raise TypeError(f"not a gate effect: {type(effect).__name__}")
 
 

@@ -25,6 +25,7 @@ from memwarden.commands.gate.forgetting import decide_forget, decide_forget_many
 from memwarden.commands.gate.governance import grant_revoked, granted, key_change, protection, registered
 from memwarden.commands.gate.review import REVIEW_CLOSED, released, review_closed
 from memwarden.commands.gate.state import ADMITTED, GateState, HoldState, Outcome, QuarantineState
+from memwarden.commands.gate.tokens import issued, token_revoked
 from memwarden.commands.gate.writes import claim_states, fact_slot, next_version, write_effects
 from memwarden.commands.model import (
     ApproveQuarantined,
@@ -33,6 +34,7 @@ from memwarden.commands.model import (
     ForgetMemory,
     ForgetSubject,
     GrantAccess,
+    IssueToken,
     LiftHold,
     PlaceHold,
     ProtectFact,
@@ -42,6 +44,7 @@ from memwarden.commands.model import (
     RejectQuarantined,
     RevokeAccess,
     RevokeKey,
+    RevokeToken,
     RotateKey,
     SupersedeMemory,
 )
@@ -117,6 +120,11 @@ def _governance(command: Command, state: GateState, now: datetime) -> Decision |
     if isinstance(command, RevokeAccess):
         grant = next((g for g in state.grants if g.grant_id == command.grant_id), None)
         return grant_revoked(grant, now) if grant is not None else None
+    if isinstance(command, IssueToken):
+        return Decision(Outcome.ACCEPTED, (), effects=(issued(command),))
+    if isinstance(command, RevokeToken):
+        token = state.tokens.get(command.token_id)
+        return token_revoked(token, now) if token is not None else None
     if isinstance(command, PlaceHold):
         return Decision(Outcome.ACCEPTED, (), effects=(HoldSet(HoldState(command.hold_id, tuple(command.subjects),
                                                                          tuple(command.scopes))),))

@@ -15,6 +15,7 @@ from memwarden.commands.model import Command
 from memwarden.commands.policy import WritePolicy, default_policy
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.commands.readmodel.permission import Grant
+from memwarden.commands.tokens import TokenState
 
 GATE_VERSION = "gate/0.2.0"
 
@@ -135,6 +136,7 @@ class GateState:
     ``quarantine``: reviews by command id. ``sources``: cited source records of derived commands.
     ``review_target``: for ``ApproveQuarantined``, the quarantined command, its plaintext and digest.
     ``holds``: legal holds by id. ``deferred``: forgets waiting for holds, by command id.
+    ``tokens``: gateway bearer tokens by token id (the ones the batch names, by id or hash).
     """
 
     prior: PriorDecision | None = None
@@ -151,6 +153,7 @@ class GateState:
     review_target: tuple[Command, str | None, str | None] | None = None
     holds: Mapping[str, HoldState] = field(default_factory=dict)
     deferred: Mapping[str, DeferredForget] = field(default_factory=dict)
+    tokens: Mapping[str, TokenState] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +29,17 @@ def read_audited(digest_key: bytes, principal: str, purpose: str, query: str, fo
                       for m in found],
         "policy_version": READ_POLICY_VERSION, "as_of": as_of, "known_at": known_at, "read_at": now,
     }
+
+
+def history_audited(digest_key: bytes, principal: str, purpose: str, memory_id: str,
+                    versions: Sequence[Mapping[str, Any]], now: datetime) -> dict[str, Any]:
+    """The ``ReadAudited`` record of one history lookup (``POST /history``): the query is the keyed
+    hash of ``history:<memory id>``; ``returned`` names the memory when a text was shown, with the
+    ledger positions of the versions shown (``versions`` as :func:`memwarden.read_api.history.version_json`
+    gives them)."""
+    shown = [v for v in versions if v.get("text") is not None]
+    record = read_audited(digest_key, principal, purpose, f"history:{memory_id}", [], None, None, now)
+    return {**record, "returned": [memory_id] if shown else [], "positions": [dict(v["position"]) for v in shown]}
 
 
 def used_event(batch: Sequence[Usage]) -> dict[str, Any]:

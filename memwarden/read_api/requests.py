@@ -62,6 +62,33 @@ def recall_request(body: Any) -> RecallRequest:
                          body.get("freshness", True) is not False, body.get("include_untrusted", False) is True, mode)
 
 
+@dataclass(frozen=True)
+class HistoryRequest:
+    """A validated history lookup: who reads, which memory, for which purpose, untrusted text or not."""
+
+    principal: str
+    memory_id: str
+    purpose: str
+    include_untrusted: bool
+
+
+def history_request(body: Any) -> HistoryRequest:
+    """The history lookup a JSON body asks for (``principal``, ``memory_id`` (a UUID), ``purpose``,
+    ``include_untrusted``; ``auth`` and ``signed_at_ms`` are read by authentication). Raises
+    ``ValidationError`` naming the field."""
+    body = _object(body)
+    principal, purpose = body.get("principal"), body.get("purpose") or DEFAULT_PURPOSE
+    if not isinstance(principal, str) or not principal.strip():
+        raise ValidationError("principal", "must be a non-empty string")
+    if not isinstance(purpose, str) or not purpose.strip() or purpose == "*":
+        raise ValidationError("purpose", "must name one purpose")
+    try:
+        memory_id = str(uuid.UUID(str(body.get("memory_id"))))
+    except ValueError:
+        raise ValidationError("memory_id", "must be a UUID") from None
+    return HistoryRequest(principal, memory_id, purpose, body.get("include_untrusted", False) is True)
+
+
 def decision_ids(body: Any) -> list[str]:
     """The command ids of a decisions lookup (``{"command_ids": [...]}``, UUIDs, at most
     :data:`MAX_LOOKUP_IDS`). Raises ``ValidationError`` naming the field."""

@@ -37,12 +37,14 @@ from memwarden.commands.gate import (
     ProtectionSet,
     QuarantineSet,
     QuarantineState,
+    TokenSet,
 )
 from memwarden.commands.policy import WritePolicy, default_policy, parse_policy
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.epoch import to_ms
 from memwarden.stores.records import grant_from_json, grant_to_json, principal_from_json, principal_to_json
+from memwarden.stores.tokens import store_token
 
 
 async def load_grants(cur: psycopg.AsyncCursor, grantees: Sequence[str] | None = None) -> tuple[Grant, ...]:
@@ -77,12 +79,13 @@ async def load_policy(cur: psycopg.AsyncCursor) -> WritePolicy:
     return default_policy() if row is None else parse_policy(row[2], row[0], row[1])
 
 
-_MEMORY_COLUMNS = ("memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute,"
+MEMORY_COLUMNS = ("memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute,"
                    " key_ids::text[], store_kind, tags, observed_ms, expires_ms, sources, writers, signer_keys,"
                    " derived_from::text[], admitted_ms")
 
 
-def _memory(r: Sequence[Any]) -> MemoryState:
+def memory_from_row(r: Sequence[Any]) -> MemoryState:
+    """A ``gate_memories`` row selected with :data:`MEMORY_COLUMNS` as the gate's :class:`MemoryState`."""
     return MemoryState(r[0], r[1], r[2], r[3], r[4], r[5], (r[1], r[6], r[7]) if r[6] is not None else None,
                        tuple(r[8] or ()), r[9], tuple(r[10] or ()), int(r[11]), r[12], tuple(r[13] or ()),
                        tuple(r[14] or ()), tuple(r[15] or ()), tuple(r[16] or ()), int(r[17] or 0))
@@ -92,9 +95,9 @@ async def load_memories(cur: psycopg.AsyncCursor, ids: Sequence[str]) -> dict[st
     """Gate state of the memories ``ids`` (unknown ids are absent)."""
     if not ids:
         return {}
-    await cur.execute(f"SELECT {_MEMORY_COLUMNS} FROM gate_memories WHERE memory_id = ANY(%s::uuid[])",  # noqa: S608
+    await cur.execute(f"SELECT {MEMORY_COLUMNS} FROM gate_memories WHERE memory_id = ANY(%s::uuid[])",  # noqa: S608
                       (list(ids),))
-    return {r[0]: _memory(r) for r in await cur.fetchall()}
+    return {r[0]: memory_from_row(r) for r in await cur.fetchall()}
 
 
 async def load_selected(cur: psycopg.AsyncCursor, selectors: Sequence[ForgetSelector]) -> dict[str, MemoryState]:
@@ -143,9 +146,9 @@ async def load_lineage(cur: psycopg.AsyncCursor, roots: Sequence[str]) -> dict[s
         return {}
     await cur.execute(
         "WITH RECURSIVE lineage(memory_id) AS (SELECT unnest(%s::uuid[]) UNION SELECT m.memory_id FROM gate_memories m"
-        f" JOIN lineage l ON m.derived_from @> ARRAY[l.memory_id] WHERE NOT m.forgotten) SELECT {_MEMORY_COLUMNS}"
+        f" JOIN lineage l ON m.derived_from @> ARRAY[l.memory_id] WHERE NOT m.forgotten) SELECT {MEMORY_COLUMNS}"
         " FROM gate_memories WHERE memory_id IN (SELECT memory_id FROM lineage)", (list(roots),))
-    return {r[0]: _memory(r) for r in await cur.fetchall()}
+    return {r[0]: memory_from_row(r) for r in await cur.fetchall()}
 
 
 async def load_holds(cur: psycopg.AsyncCursor) -> tuple[dict[str, HoldState], dict[str, DeferredForget]]:
@@ -226,7 +229,11 @@ async def _store_protection(cur: psycopg.AsyncCursor, effect: ProtectionSet) -> 
                           " AND attribute = %s", (subject, entity, attribute))
 
 
-async def _store_hold(cur: psycopg.AsyncCursor, effect: HoldSet | DeferredSet) -> None:
+async def _store_hold(cur: psycopg.AsyncCursor, effect: HoldSet | DeferredSet | TokenSet) -> None:
+    """A legal hold, a forget waiting for one, or a gateway token (:mod:`memwarden.stores.tokens`)."""
+    if isinstance(effect, TokenSet):
+        await store_token(cur, effect.state)
+        return
     if isinstance(effect, HoldSet):
         h = effect.state
         await cur.execute("INSERT INTO gate_holds VALUES (%s, %s, %s, %s) ON CONFLICT (hold_id) DO UPDATE SET"
@@ -280,7 +287,7 @@ async def store_effects(cur: psycopg.AsyncCursor, effects: Iterable[tuple[Effect
             if effect.digest is not None:
                 await cur.execute("INSERT INTO gate_twins VALUES (%s, %s, %s) ON CONFLICT (subject, digest) DO UPDATE"
                                   " SET memory_id = EXCLUDED.memory_id", (*effect.digest, effect.memory_id))
-        elif isinstance(effect, HoldSet | DeferredSet):
+        elif isinstance(effect, HoldSet | DeferredSet | TokenSet):
             await _store_hold(cur, effect)
         elif isinstance(effect, QuarantineSet):
             q = effect.state

@@ -8,6 +8,7 @@ the vectors are reused, not embedded again."""
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 
 from memwarden.bootstrap import Container, drop_projections, namespace_digests
 from memwarden.commands.signing import Signer
+from memwarden.commands.tokens import make_token, token_hash
 from memwarden.errors import ValidationError
 from memwarden.keystore import admin_signer
 from memwarden.ops.progress import wait_caught_up
@@ -84,6 +86,10 @@ def _workload(ns: Settings, client: MemwardenClient, w: WorkerProcess) -> dict[s
     _decide(client, [again, grant])
     client.recall(bob, "where does alice live?")
     client.revoke_access(grant.memory_id, by=alice, grantee=bob)
+    issued = client.issue_token(bob, by=ns.admin_principal,
+                                token_sha256=token_hash(make_token(secrets.token_bytes(32))))
+    _decide(client, [issued])
+    client.revoke_token(issued.memory_id, by=bob, principal=bob)  # the REST API's tokens fold on replay too
     new_key = Signer.generate(bob, f"{bob}#2")
     rotated = client.rotate_key(bob, by=bob, public_key=new_key.public_key, key_id=new_key.key_id)
     _decide(client, [rotated])

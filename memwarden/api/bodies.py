@@ -1,0 +1,149 @@
+"""Request bodies of the REST API: pydantic models that refuse unknown fields, take strict strings,
+integers and booleans (``"k": "5"`` is a wrong type, not 5), timezone-aware times only (a naive time
+names its field), and bound every list and text. A body that breaks any of it is a 400 naming the
+field (:mod:`memwarden.api.errors`) and nothing is published.
+
+``principal`` may be given in any body; it must then be the token's principal (else 403
+``PRINCIPAL_MISMATCH``): a token acts for one principal only. Envelope fields have the client's
+defaults (:data:`memwarden.producers.building.ENVELOPE_DEFAULTS`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from uuid import UUID
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, MAX_K, MAX_QUERY_CHARS
+from memwarden.commands.vocabulary import EpistemicStatus, FactCardinality, Right, Sensitivity, SourceKind, StoreKind
+
+Name = Annotated[StrictStr, Field(min_length=1, max_length=256)]
+Names = Annotated[list[Name], Field(max_length=64)]
+Reason = Annotated[StrictStr, Field(max_length=1000)]
+
+
+class Body(BaseModel):
+    """Base of every body: unknown fields refused, frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FactBody(Body):
+    """A typed fact (entity, attribute, value); the server seals the value with the memory's data key."""
+
+    entity: Name
+    attribute: Name
+    value: Annotated[StrictStr, Field(min_length=1, max_length=4096)]
+    cardinality: FactCardinality = FactCardinality.SINGLE
+
+
+class EnvelopeBody(Body):
+    """The write envelope a caller may set (seed 004 "The write boundary"); the rest is the server's:
+    command id (unless given, for an idempotent retry), issue time, signature, gateway attributes."""
+
+    principal: Name | None = Field(None, description="must be the token's principal when given")
+    subject: Name | None = Field(None, description="whom the memory concerns (default: the principal)")
+    scope: Name = "account:default"
+    store_kind: StoreKind = StoreKind.PROFILE
+    source_kind: SourceKind = SourceKind.USER_STATEMENT
+    source_ref: Annotated[StrictStr, Field(min_length=1, max_length=1024)] | None = None
+    source_uri: Annotated[StrictStr, Field(min_length=1, max_length=4096)] | None = None
+    derived_from: Annotated[list[UUID], Field(max_length=64)] = []
+    quoted_span: Annotated[StrictStr, Field(min_length=1, max_length=20_000)] | None = None
+    observed_at: AwareDatetime | None = None
+    effective_from: AwareDatetime | None = None
+    effective_to: AwareDatetime | None = None
+    expires_at: AwareDatetime | None = None
+    epistemic_status: EpistemicStatus = EpistemicStatus.QUOTED
+    sensitivity: Sensitivity = Sensitivity.INTERNAL
+    purposes: Names = []
+    command_id: UUID | None = Field(None, description="idempotency key: a retry with the same id is a DUPLICATE")
+
+
+class RecordBody(EnvelopeBody):
+    """``POST /v1/memories``: a new memory (its text, optional id, typed fact and tags)."""
+
+    text: Annotated[StrictStr, Field(min_length=1)]
+    memory_id: UUID | None = None
+    fact: FactBody | None = None
+    tags: Names = []
+
+
+class SupersedeBody(EnvelopeBody):
+    """``POST /v1/memories/{id}/supersede``: a new version (the prior one closes), with evidence."""
+
+    text: Annotated[StrictStr, Field(min_length=1)]
+    fact: FactBody | None = None
+    evidence: Annotated[list[Annotated[StrictStr, Field(min_length=1, max_length=4096)]], Field(max_length=16)] = []
+
+
+class RecallBody(Body):
+    """``POST /v1/recall``: SSGM Eq. 5's ``recall(principal, query, k, as_of, known_at, purpose)``."""
+
+    principal: Name | None = None
+    query: Annotated[StrictStr, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+    k: Annotated[StrictInt, Field(ge=1, le=MAX_K)] = 10
+    as_of: AwareDatetime | None = None
+    known_at: AwareDatetime | None = None
+    purpose: Name = DEFAULT_PURPOSE
+    mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
+    include_untrusted: StrictBool = False
+    freshness: StrictBool = True
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+class GrantBody(Body):
+    """``POST /v1/grants``: an ABAC grant by the token's principal (its own memories, unless admin)."""
+
+    principal: Name | None = None
+    grant_id: Name | None = None
+    grantee: Name
+    rights: Annotated[list[Right], Field(min_length=1, max_length=8)]
+    scopes: Annotated[list[Name], Field(min_length=1, max_length=64)]
+    subjects: Names = []
+    purposes: Names = []
+    store_kinds: Annotated[list[StoreKind], Field(max_length=8)] = []
+    sensitivity_ceiling: Sensitivity = Sensitivity.INTERNAL
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    relationship: Name | None = None
+
+
+class ForgetBody(Body):
+    """``POST /v1/forget``: ``subject`` alone forgets everything about it (the right to erasure);
+    otherwise every memory matching all the criteria given (AND across, OR within a list) that the
+    principal may forget, with derivatives when ``cascade``; ``query`` is resolved by a read, never
+    sent to the ledger. ``dry_run`` lists and forgets nothing. No criterion at all is refused."""
+
+    principal: Name | None = None
+    subject: Name | None = None
+    subjects: Names = []
+    scopes: Names = []
+    source_references: Names = []
+    writers: Names = []
+    key_ids: Names = []
+    tags: Names = []
+    memory_ids: Annotated[list[UUID], Field(max_length=1000)] = []
+    observed_from: AwareDatetime | None = None
+    observed_to: AwareDatetime | None = None
+    admitted_from: AwareDatetime | None = None
+    admitted_to: AwareDatetime | None = None
+    query: Annotated[StrictStr, Field(min_length=1, max_length=MAX_QUERY_CHARS)] | None = None
+    reason: Reason = ""
+    dry_run: StrictBool = False
+    cascade: StrictBool = True
+
+    def criteria(self) -> bool:
+        """Whether any selector criterion besides ``subject`` is given."""
+        return any((self.subjects, self.scopes, self.source_references, self.writers, self.key_ids, self.tags,
+                    self.memory_ids, self.observed_from, self.observed_to, self.admitted_from, self.admitted_to,
+                    self.query))
+
+
+__all__ = ["EnvelopeBody", "FactBody", "ForgetBody", "GrantBody", "RecallBody", "RecordBody", "SupersedeBody"]

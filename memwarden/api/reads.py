@@ -1,0 +1,99 @@
+"""The read routes: recall, the history of a memory, the gate's decision of a command, the forensic
+audit of a memory, health. Recall and history go through the worker's read API, signed with the
+caller's key (filtered inside the search, audited there: SSGM Eq. 5); decisions are the read API's
+public lookup, shown to the command's principal or subject (or an admin); the audit is the ledger's
+forensic timeline of a memory (:mod:`memwarden.ops.forensics_report`), never content, shown to an
+admin or auditor or to a principal that wrote or is the subject of one of its commands."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from memwarden.commands.principals import ADMIN_ROLE
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE
+from memwarden.ops.forensics import read_ledger
+from memwarden.ops.forensics_report import audit_memory
+from memwarden.ops.worker_process import worker_health
+
+from .answers import decision_json, decision_url, with_status
+from .auth import Authenticated, Served
+from .bodies import Name, RecallBody
+from .errors import ApiError
+
+router = APIRouter(prefix="/v1")
+#: Roles that may read the forensic audit of any memory.
+AUDIT_ROLES = (ADMIN_ROLE, "auditor")
+
+
+def _unknown_memory(memory_id: str) -> ApiError:
+    return ApiError(404, "UNKNOWN_MEMORY", f"no memory {memory_id} you may read", "memory_id")
+
+
+@router.post("/recall", tags=["reads"])
+def recall(body: RecallBody, who: Authenticated, gw: Served) -> dict[str, Any]:
+    """Top-``k`` memories the token's principal may read for ``purpose`` and ``query``, valid at
+    ``as_of`` as the ledger knew them at ``known_at`` (SSGM Eq. 5; audited by ids)."""
+    gw.same_principal(who, body.principal)
+    found = gw.client.recall(who.principal, body.query, k=body.k, as_of=body.as_of, known_at=body.known_at,
+                             purpose=body.purpose, freshness=body.freshness,
+                             include_untrusted=body.include_untrusted, mode=body.mode)
+    return {"memories": [m.to_json() for m in found]}
+
+
+@router.get("/memories/{memory_id}", tags=["memories"])
+def history(memory_id: UUID, who: Authenticated, gw: Served,
+            purpose: Annotated[Name, Query(description="the purpose of the read")] = DEFAULT_PURPOSE,
+            include_untrusted: bool = False) -> dict[str, Any]:
+    """The current version and every version the caller may read: validity intervals, statuses,
+    provenance, ledger positions, and the text where it may be shown (audited like a recall)."""
+    found = gw.client.history(who.principal, str(memory_id), purpose=purpose, include_untrusted=include_untrusted)
+    if found is None:
+        raise _unknown_memory(str(memory_id))
+    return found
+
+
+@router.get("/commands/{command_id}", tags=["decisions"])
+def command(command_id: UUID, who: Authenticated, gw: Served) -> JSONResponse:
+    """The gate's decision of a command with its reason codes, and ``http_status``: the status its write
+    would have had with ``?wait=true``. 404 ``NOT_DECIDED`` while there is none (or it is not the
+    caller's: its principal, its subject, or an admin)."""
+    found = gw.client.decision(str(command_id))
+    mine = found is not None and (who.principal in (found.get("principal"), found.get("subject"))
+                                  or who.record.has_role(ADMIN_ROLE))
+    if found is None or not mine:
+        raise ApiError(404, "NOT_DECIDED", f"no decision of command {command_id} (not yet on the ledger, or not"
+                       " yours)", "command_id")
+    decided = decision_json(found)
+    creates = decided["command_type"] in ("RecordMemory", "SupersedeMemory", "GrantAccess", "IssueToken")
+    status, body = with_status(decided, creates)
+    return JSONResponse({"command_id": str(command_id), **body, "http_status": status,
+                         "decision_url": decision_url(str(command_id))})
+
+
+@router.get("/audit/memories/{memory_id}", tags=["audit"])
+def audit(memory_id: UUID, who: Authenticated, gw: Served) -> dict[str, Any]:
+    """The lineage of a memory read from the ledger: every command about it with its decision and
+    events, every audited read that returned it, its erasure receipts; never content."""
+    report = audit_memory(gw.settings, read_ledger(gw.settings, gw.codec, gw.kek), str(memory_id))
+    involved = {who.principal} & {p for e in report["timeline"] for p in (e["command"]["principal"],
+                                                                         e["command"]["subject"])}
+    if not report["timeline"] or not (involved or who.record.has_role(*AUDIT_ROLES)):
+        raise _unknown_memory(str(memory_id))
+    return report
+
+
+@router.get("/health", tags=["health"])
+def health(gw: Served) -> JSONResponse:
+    """Whether the namespace's worker answers (no token needed; no data): 200, else 503."""
+    worker = worker_health(gw.settings)
+    ok = worker is not None and worker.get("prefix") == gw.settings.topic_prefix
+    return JSONResponse({"ok": ok, "namespace": gw.settings.topic_prefix,
+                         "worker": {"url": gw.settings.worker_url, "answers": ok,
+                                    "roles": (worker or {}).get("roles", [])}}, status_code=200 if ok else 503)
+
+
+__all__ = ["AUDIT_ROLES", "router"]

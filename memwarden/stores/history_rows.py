@@ -1,0 +1,29 @@
+"""Every projected version of one memory (``memory_versions``), oldest first: what the read API's
+history lookup (``POST /history``) filters by permission and opens. Read only, one short transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+_COLUMNS = ("memory_id", "version", "command_id", "principal", "subject", "scope", "store_kind", "source_kind",
+            "source_ref", "sensitivity", "purposes", "epistemic_status", "observed_at", "valid_from", "valid_to",
+            "expires_at", "status", "superseded_by", "forgotten_by", "closed_at", "ledger_topic", "ledger_partition",
+            "ledger_offset", "decided_at", "tags", "unverified", "approved_by", "content_key_id", "content_nonce",
+            "content_sealed")
+_CAST = {"memory_id": "memory_id::text", "command_id": "command_id::text", "superseded_by": "superseded_by::text",
+         "forgotten_by": "forgotten_by::text", "content_key_id": "content_key_id::text"}
+
+
+async def versions_of(conn: psycopg.AsyncConnection, memory_id: str) -> list[dict[str, Any]]:
+    """The rows of ``memory_id``'s versions by version number, as dicts of :data:`_COLUMNS` (times as
+    aware datetimes, the text still sealed: ``content_nonce``/``content_sealed``, ``None`` once
+    forgotten). Empty when the memory has no projected version."""
+    columns = ", ".join(_CAST.get(c, c) for c in _COLUMNS)
+    async with conn.cursor() as cur:
+        await cur.execute(f"SELECT {columns} FROM memory_versions WHERE memory_id = %s::uuid"  # noqa: S608
+                          " ORDER BY version", (memory_id,))
+        rows = await cur.fetchall()
+    await conn.commit()
+    return [dict(zip(_COLUMNS, r, strict=True)) for r in rows]

@@ -1,0 +1,62 @@
+"""Lookups from the client (issue 10): the history of one memory (every version the principal may
+read, with validity intervals, statuses and ledger positions, from the read API's ``POST /history``,
+signed like a recall and audited) and the gate's decision of one command, if taken (``POST
+/decisions``, without waiting). A mixin of :class:`~memwarden.producers.client.MemwardenClient`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from memwarden.commands.read_auth import sign_request
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE
+from memwarden.commands.signing import Signer
+from memwarden.epoch import now_ms
+from memwarden.errors import MemwardenError, ValidationError
+
+
+class LookupCalls:
+    """The lookups of the client (it posts through the client's ``_post`` and signs with the signer it
+    holds for the principal)."""
+
+    _signers: dict[str, Signer]
+
+    def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        raise NotImplementedError
+
+    def _lookup(self, command_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        raise NotImplementedError
+
+    def decision(self, command_id: str) -> dict[str, Any] | None:
+        """The gate's decision of ``command_id`` as :meth:`MemwardenClient.decided` gives it, or ``None``
+        when it has not decided it (yet, or no such command reached the ledger). Does not wait.
+        Raises ``StackUnavailable`` when the worker does not answer."""
+        return self._lookup([command_id]).get(command_id)
+
+    def history(self, principal: str, memory_id: str, purpose: str = DEFAULT_PURPOSE,
+                include_untrusted: bool = False) -> dict[str, Any] | None:
+        """``{"memory_id", "current", "versions": [...]}`` of ``memory_id`` as ``principal`` may read it
+        for ``purpose`` (each version: ``version``, ``status``, ``valid_from``/``valid_to`` (ISO 8601),
+        writer, provenance, ``position`` on the ledger, ``text`` or ``withheld``), or ``None`` when it
+        may read no version of it. Raises ``ValidationError`` for a bad argument or a refused
+        signature (field ``auth``), ``StackUnavailable`` when the worker does not answer."""
+        body: dict[str, Any] = {"principal": principal, "memory_id": memory_id, "purpose": purpose,
+                                "include_untrusted": include_untrusted}
+        signer = self._signers.get(principal)
+        if signer is not None:
+            body = sign_request(body, signer, now_ms())
+        response = self._post("/history", body)
+        data = response.json()
+        if response.status_code == 404:
+            return None
+        if response.status_code in (400, 401):
+            raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
+        if response.status_code != 200:
+            raise MemwardenError(f"history failed with HTTP {response.status_code}: {data}")
+        found: dict[str, Any] = data
+        return found
+
+
+__all__ = ["LookupCalls"]
