@@ -12,11 +12,31 @@ BM25 split in two halves so that the vector engine can do the corpus-dependent p
 
 The dot product of a query and a document vector under the IDF modifier is then the Okapi BM25 score.
 
-Tokens: NFKC normalisation, ``casefold``, Unicode word runs (``\\w+``, underscores split), English
-stopwords and one-character tokens dropped, a light suffix stemmer (:func:`stem`). Term ids are the
-first 4 bytes of BLAKE2b of the token (unsigned 32-bit, big-endian): stable across processes and
-versions, no vocabulary file; two terms may share an id (about one pair per 100k distinct terms),
-which only merges their counts.
+Tokens (:func:`tokens`): NFKC normalisation, ``casefold``, then word runs (letters and digits, with
+the combining marks that follow them; underscores split). How a run becomes terms depends on its script:
+
+* **Han, kana and Hangul** (Chinese, Japanese, Korean; :data:`CJK`) do not mark word boundaries with
+  spaces (and Korean glues particles to its words: ``도서관에서`` = library + "at"), so a run of them
+  gives every character (**unigram**) and every pair of adjacent characters (**bigram**), as the
+  dictionary-free CJK analysers of search engines do: ``紅葉を`` -> ``紅``, ``紅葉``, ``葉``, ``葉を``, ``を``.
+  A query matches a text that contains its characters in the same order, whatever the segmentation;
+  frequent characters and particles (``の``, ``은``) weigh little by IDF, a shared bigram much more.
+* **Thai, Lao, Khmer, Myanmar** and the other Southeast Asian scripts written without spaces
+  (:data:`SOUTHEAST_ASIAN`) are alphabetic, a single letter says little: a run of them gives the
+  bigrams of its grapheme clusters (a letter with its combining vowel and tone marks), or its one
+  cluster.
+* **Every other script** (Latin, Cyrillic, Greek, Arabic, Hebrew, Devanagari, ...) separates words
+  with spaces: a run is a word; English stopwords and one-character words are dropped, and a light
+  English suffix stemmer (:func:`stem`) applied. For ASCII text this is exactly the tokenisation of
+  the first version (``[^\\W_]+`` runs), so stored English vectors and the LoCoMo figures do not
+  move. Combining marks now stay inside their word: that changes the scripts that write vowels or
+  vowel points as marks (Devanagari and the other Indic scripts, whose words the first version cut
+  at every vowel sign; vocalised Arabic and Hebrew), not Latin text, which NFKC composes.
+
+No segmentation dictionary or model is needed (nothing is downloaded; the ranges are code points of
+Unicode 14). Term ids are the first 4 bytes of BLAKE2b of the token (unsigned 32-bit, big-endian):
+stable across processes and versions, no vocabulary file; two terms may share an id (about one pair
+per 100k distinct terms), which only merges their counts.
 
 Ties: without length normalisation (the default ``b = 0``) every text matching the same query terms
 once scores exactly the same, and an engine cuts such ties at a prefetch boundary in its own storage
@@ -30,6 +50,7 @@ Everything here is pure and deterministic.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 import unicodedata
@@ -39,7 +60,8 @@ from dataclasses import dataclass
 from memwarden.errors import ValidationError
 from memwarden.projections.vector_index import SparseVector
 
-__all__ = ["AVG_LEN", "B", "K1", "STOPWORDS", "TIEBREAK", "Bm25Encoder", "stem", "term_id", "tokens"]
+__all__ = ["AVG_LEN", "B", "CJK", "K1", "SOUTHEAST_ASIAN", "STOPWORDS", "TIEBREAK", "Bm25Encoder", "stem",
+           "term_id", "tokens"]
 
 #: BM25 term-frequency saturation (dimensionless).
 K1 = 1.2
@@ -90,11 +112,105 @@ def stem(token: str) -> str:
     return token
 
 
+#: Code point ranges (inclusive) of the scripts whose runs give character unigrams and bigrams: Hangul
+#: jamo, the ideographic iteration/closing marks and numerals, hiragana, katakana, bopomofo, Hangul
+#: compatibility jamo, CJK ideographs (extension A, unified, compatibility, extensions B-H), Hangul
+#: syllables and jamo extensions, half-width katakana and Hangul, the kana supplements.
+CJK: tuple[tuple[int, int], ...] = (
+    (0x1100, 0x11FF), (0x3005, 0x3007), (0x3021, 0x3029), (0x3031, 0x3035), (0x3038, 0x303C),
+    (0x3040, 0x30FF), (0x3100, 0x312F), (0x3130, 0x318F), (0x31A0, 0x31BF), (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xA960, 0xA97F), (0xAC00, 0xD7FF), (0xF900, 0xFAFF),
+    (0xFF66, 0xFFDC), (0x1B000, 0x1B16F), (0x20000, 0x323AF),
+)
+#: Code point ranges of the Southeast Asian scripts written without spaces, whose runs give bigrams of
+#: grapheme clusters: Thai, Lao, Myanmar, Khmer, Tai Le, New Tai Lue, Khmer symbols, Tai Tham,
+#: Balinese, Javanese, Myanmar extensions B and A, Tai Viet.
+SOUTHEAST_ASIAN: tuple[tuple[int, int], ...] = (
+    (0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF), (0x1950, 0x19FF), (0x1A20, 0x1AAF),
+    (0x1B00, 0x1B7F), (0xA980, 0xA9FF), (0xAA60, 0xAADF),
+)
+
+_OTHER, _CJK, _SEA = 0, 1, 2
+_RANGES = sorted([(lo, hi, _CJK) for lo, hi in CJK] + [(lo, hi, _SEA) for lo, hi in SOUTHEAST_ASIAN])
+_STARTS = [lo for lo, _, _ in _RANGES]
+
+
+def _script(ch: str) -> int:
+    """``_CJK``, ``_SEA`` or ``_OTHER`` for one character."""
+    i = bisect.bisect_right(_STARTS, ord(ch)) - 1
+    return _RANGES[i][2] if i >= 0 and ord(ch) <= _RANGES[i][1] else _OTHER
+
+
+def _word(w: str) -> list[str]:
+    """A space-delimited script's word as its term (none for a stopword or a single character)."""
+    return [stem(w)] if len(w) > 1 and w not in STOPWORDS else []
+
+
+def _grams(units: list[str], script: int) -> list[str]:
+    """The terms of a run of ``script`` units (characters with their combining marks), in order: for
+    CJK each unit and each adjacent pair, for the Southeast Asian scripts each pair (one unit alone)."""
+    if script == _SEA and len(units) > 1:
+        return [a + b for a, b in zip(units, units[1:], strict=False)]
+    out: list[str] = []
+    for i, unit in enumerate(units):
+        out.append(unit)
+        if i + 1 < len(units):
+            out.append(unit + units[i + 1])
+    return out
+
+
+def _segment(run: str) -> list[str]:
+    """The terms of one word run that holds a combining mark or a CJK/Southeast Asian character: split
+    into maximal pieces of one script class (a mark belongs to the character before it)."""
+    out: list[str] = []
+    units: list[str] = []  # characters with their marks, of the current piece
+    current = _OTHER
+    for ch in run:
+        if not ch.isalnum():  # a combining mark: part of the unit before it
+            units[-1] += ch
+            continue
+        script = _script(ch)
+        if script != current and units:
+            out += _word("".join(units)) if current == _OTHER else _grams(units, current)
+            units = []
+        current = script
+        units.append(ch)
+    if units:
+        out += _word("".join(units)) if current == _OTHER else _grams(units, current)
+    return out
+
+
+def _runs(normal: str) -> list[str]:
+    """Word runs of non-ASCII text: letters and digits (``str.isalnum``, the same set as ``[^\\W_]``)
+    with the combining marks that follow them."""
+    runs: list[str] = []
+    start = -1
+    for i, ch in enumerate(normal):
+        if ch.isalnum() or (start >= 0 and unicodedata.category(ch)[0] == "M"):
+            if start < 0:
+                start = i
+        elif start >= 0:
+            runs.append(normal[start:i])
+            start = -1
+    if start >= 0:
+        runs.append(normal[start:])
+    return runs
+
+
 def tokens(text: str) -> list[str]:
-    """Index terms of ``text`` in order: NFKC + casefold, Unicode word runs, stopwords and
-    one-character tokens dropped, :func:`stem` applied."""
+    """Index terms of ``text`` in order (see the module notes): NFKC + casefold, word runs; a CJK run
+    gives its character unigrams and bigrams, a Southeast Asian run its cluster bigrams, any other run
+    is a word (stopwords and one-character words dropped, :func:`stem` applied)."""
     normal = unicodedata.normalize("NFKC", text).casefold()
-    return [stem(w) for w in _WORD.findall(normal) if len(w) > 1 and w not in STOPWORDS]
+    if normal.isascii():  # the fast path, and the first version's tokens exactly
+        return [t for w in _WORD.findall(normal) for t in _word(w)]
+    out: list[str] = []
+    for run in _runs(normal):
+        if run.isalnum() and not any(_script(ch) for ch in run):
+            out += _word(run)
+        else:
+            out += _segment(run)
+    return out
 
 
 def term_id(term: str) -> int:
