@@ -301,8 +301,10 @@ def _forget_commands() -> None:
 
 def _api_commands() -> None:
     from memwarden import cli_api
+    from memwarden.mcp.command import mcp
 
     app.command("serve")(cli_api.serve)
+    app.command("mcp")(mcp)
     app.add_typer(cli_api.token_app, name="token")
 
 

@@ -1,0 +1,237 @@
+"""The MCP server's tools over one namespace (see :mod:`memwarden.mcp`). Each tool authenticates the
+server's token again (a revoked or expired token stops the next call), calls the REST API's route
+function with a body built from its arguments, and maps the answer to a tool result
+(:mod:`.answers`): the same checks, signer lookup, pre-checks and decision mapping as ``memwarden
+serve``, with ``gateway = "mcp"`` on the commands it signs. Writes always wait for the decision."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from fastapi.responses import JSONResponse
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult
+from pydantic import Field
+from pydantic import ValidationError as PydanticValidationError
+
+from memwarden import __version__
+from memwarden.api import reads, writes
+from memwarden.api.bodies import RecallBody, RecordBody, SupersedeBody
+from memwarden.api.errors import ApiError
+from memwarden.api.gateway import Caller, Gateway
+from memwarden.api.serve import prepare
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, MAX_K
+from memwarden.commands.vocabulary import EpistemicStatus, Sensitivity, SourceKind, StoreKind
+from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
+from memwarden.settings import Settings
+
+from .answers import GATEWAY, forget_call, given, invalid, refusal, result, token_from_env, why_of
+
+log = logging.getLogger("memwarden.mcp")
+#: The "method" and "route" of MCP calls in the gateway's audit of refusals.
+METHOD = "MCP"
+
+INSTRUCTIONS = """Governed long-term memory. Everything you write is a signed command that a write gate
+decides (it may refuse or quarantine it for review: the result is then an error with reason codes);
+everything you read is filtered by what your principal may read and is audited. Use `remember` for a new
+fact, `supersede` when a fact changed (keeps its history), `forget` when it must go (irreversible),
+`recall` to look things up, `history` for a memory's versions, `why` for where it came from and what the
+gate decided."""
+
+MemoryId = Annotated[UUID, Field(description="the memory's id (memory_id of remember or recall)")]
+Time = Annotated[datetime | None, Field(description="ISO 8601 with a timezone, e.g. 2026-03-01T12:00:00Z")]
+Labels = Annotated[list[str] | None, Field(description="short labels")]
+
+
+class McpCaller(Caller):
+    """The token's principal, marking the commands it signs ``gateway = "mcp"``."""
+
+    @property
+    def attributes(self) -> dict[str, str]:
+        return {"gateway": GATEWAY, "gateway_token": self.token_id}
+
+
+def authenticate(gateway: Gateway, token: str, tool: str) -> McpCaller:
+    """The principal of ``token`` (the REST API's check: known, not revoked, not expired, a signing key
+    on this host); raises :class:`ApiError` (audited by the gateway) otherwise."""
+    who = gateway.authenticate(f"Bearer {token}", METHOD, f"mcp:{tool}")
+    return McpCaller(who.principal, who.token_id, who.record, who.method, who.route)
+
+
+def answered(out: Any) -> CallToolResult:
+    """A route's return value as a tool result: a ``JSONResponse`` keeps its status, a dict is 200."""
+    if isinstance(out, JSONResponse):
+        return result(out.status_code, json.loads(bytes(out.body)))
+    return result(200, out)
+
+
+def guarded(gateway: Gateway, token: str, tool: str, call: Callable[[McpCaller], Any]) -> CallToolResult:
+    """Authenticate, run ``call`` and map what it answers or raises to a tool result."""
+    try:
+        return answered(call(authenticate(gateway, token, tool)))
+    except ApiError as exc:
+        return refusal(exc.status, exc.code, exc.message, exc.field, exc.extra)
+    except PydanticValidationError as exc:
+        return invalid(exc)
+    except ValidationError as exc:
+        return refusal(400, "INVALID_FIELD", str(exc), exc.field)
+    except StackUnavailable as exc:
+        return refusal(503, "STACK_UNAVAILABLE", str(exc).splitlines()[0] if str(exc) else "stack unavailable")
+
+
+def build_server(gateway: Gateway, token: str) -> MCPServer:
+    """The MCP server with memwarden's tools, acting for ``token``'s principal."""
+    server: MCPServer = MCPServer(name="memwarden", version=__version__, instructions=INSTRUCTIONS)
+
+    def run(tool: str, call: Callable[[McpCaller], Any]) -> CallToolResult:
+        return guarded(gateway, token, tool, call)
+
+    @server.tool()
+    def remember(
+        text: Annotated[str, Field(description="the memory, one self-contained statement")],
+        subject: Annotated[str | None, Field(description="whom it concerns (default: your principal)")] = None,
+        scope: Annotated[str | None, Field(description="where it belongs (default account:default)")] = None,
+        tags: Labels = None,
+        source_ref: Annotated[str | None, Field(description="where it was said, e.g. chat:42")] = None,
+        source_kind: Annotated[SourceKind | None, Field(description="how it was learnt")] = None,
+        store_kind: Annotated[StoreKind | None, Field(description="which store (default PROFILE)")] = None,
+        epistemic_status: Annotated[EpistemicStatus | None, Field(description="quoted, inferred ...")] = None,
+        sensitivity: Annotated[Sensitivity | None, Field(description="default INTERNAL")] = None,
+        purposes: Labels = None,
+        observed_at: Time = None,
+        effective_from: Time = None,
+        effective_to: Time = None,
+    ) -> CallToolResult:
+        """Record a new memory. Waits for the write gate: accepted → its memory_id; refused or
+        quarantined → an error with the reason codes (nothing is stored)."""
+        args = given(text=text, subject=subject, scope=scope, tags=tags, source_ref=source_ref,
+                     source_kind=source_kind, store_kind=store_kind, epistemic_status=epistemic_status,
+                     sensitivity=sensitivity, purposes=purposes, observed_at=observed_at,
+                     effective_from=effective_from, effective_to=effective_to)
+        return run("remember", lambda who: writes.record(RecordBody.model_validate(args), who, gateway, wait=True))
+
+    @server.tool()
+    def recall(
+        query: Annotated[str, Field(description="what you want to know, in plain words")],
+        k: Annotated[int, Field(ge=1, le=MAX_K, description="how many memories at most")] = 10,
+        mode: Annotated[Literal["hybrid", "dense", "lexical"], Field(description="search mode")] = "hybrid",
+        as_of: Annotated[datetime | None, Field(description="memories valid at this time (ISO 8601, with a"
+                                                 " timezone; default now)")] = None,
+        known_at: Annotated[datetime | None, Field(description="as the ledger knew them at this time")] = None,
+        purpose: Annotated[str, Field(description="why you read (grants may be limited to purposes)")]
+        = DEFAULT_PURPOSE,
+        include_untrusted: Annotated[bool, Field(description="also unverified memories")] = False,
+    ) -> CallToolResult:
+        """Look up the memories your principal may read that best match ``query``; each with its text,
+        memory_id, validity, provenance and score. Audited."""
+        args = given(query=query, k=k, mode=mode, as_of=as_of, known_at=known_at, purpose=purpose,
+                     include_untrusted=include_untrusted)
+        return run("recall", lambda who: reads.recall(RecallBody.model_validate(args), who, gateway))
+
+    @server.tool()
+    def supersede(
+        memory_id: MemoryId,
+        text: Annotated[str, Field(description="the new version of the memory")],
+        evidence: Annotated[list[str] | None, Field(description="why it changed (quotes, references)")] = None,
+        source_ref: Annotated[str | None, Field(description="where the change was said")] = None,
+    ) -> CallToolResult:
+        """Replace a memory with a new version (the old one stays in its history, closed). Waits for
+        the gate's decision; a refusal (not yours, unknown, forgotten ...) is an error with codes."""
+        args = given(text=text, evidence=evidence, source_ref=source_ref)
+        return run("supersede", lambda who: writes.supersede(memory_id, SupersedeBody.model_validate(args), who,
+                                                             gateway, wait=True))
+
+    @server.tool()
+    def forget(
+        memory_id: Annotated[UUID | None, Field(description="forget this memory (every version)")] = None,
+        subject: Annotated[str | None, Field(description="alone: forget everything about this subject")] = None,
+        scopes: Labels = None,
+        tags: Labels = None,
+        source_references: Labels = None,
+        memory_ids: Annotated[list[UUID] | None, Field(description="several memories")] = None,
+        query: Annotated[str | None, Field(description="memories matching this search")] = None,
+        reason: Annotated[str, Field(description="why (kept on the ledger)")] = "",
+        dry_run: Annotated[bool, Field(description="only list what would be forgotten")] = False,
+    ) -> CallToolResult:
+        """Forget memories irreversibly (their keys are shredded, derivatives follow): one memory_id, a
+        subject alone, or selector criteria (all must match). Waits for the decision: memory_ids names
+        what was (or, with dry_run, would be) forgotten; a refusal is an error with codes."""
+        selector = {"scopes": scopes, "tags": tags, "source_references": source_references,
+                    "memory_ids": memory_ids, "query": query}
+
+        def call(who: McpCaller) -> Any:
+            what = forget_call(memory_id, subject, selector, reason, dry_run)
+            if isinstance(what, UUID):
+                return writes.forget(what, who, gateway, wait=True, reason=reason)
+            return writes.forget_many(what, who, gateway, wait=True)
+
+        return run("forget", call)
+
+    @server.tool()
+    def history(
+        memory_id: MemoryId,
+        purpose: Annotated[str, Field(description="why you read")] = DEFAULT_PURPOSE,
+    ) -> CallToolResult:
+        """Every version of a memory you may read: validity intervals, status, writer, provenance,
+        ledger position, and the text where it may be shown. Audited."""
+        return run("history", lambda who: reads.history(memory_id, who, gateway, purpose=purpose))
+
+    @server.tool()
+    def why(memory_id: MemoryId) -> CallToolResult:
+        """Where a memory came from and what the write gate decided: each command about it (writer,
+        subject, source, when, signing key) with the decision's outcome and reason codes, and its
+        erasure receipts. Never content."""
+        return run("why", lambda who: why_of(reads.audit(memory_id, who, gateway)))
+
+    return server
+
+
+def _exit(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def serve(settings: Settings, transport: Literal["stdio", "http"] = "stdio", host: str = "127.0.0.1",
+          port: int = 8090, say: Callable[[str], None] | None = None) -> None:
+    """Run the MCP server until its client leaves (stdio) or it is interrupted (http). Before that, in
+    one line each: the token is set, the stack answers, a worker of the namespace answers (started as a
+    child when none does, as ``memwarden serve`` does), the token is valid. Raises ``MemwardenError``
+    (one line) otherwise. Nothing but the protocol goes to stdout."""
+    def err(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    say = say or err
+    token = token_from_env(os.environ)
+    # stdio listens on no port of ours: port 0 always binds, so only the stack and worker are checked
+    worker = prepare(settings, host, port if transport == "http" else 0, True, say)
+    gateway = None
+    signal.signal(signal.SIGTERM, _exit)
+    try:
+        gateway = Gateway(settings)
+        try:
+            who = authenticate(gateway, token, "start")
+        except ApiError as exc:
+            raise MemwardenError(f"the token in MEMWARDEN_MCP_TOKEN is refused: {exc.code} ({exc.message})") from None
+        server = build_server(gateway, token)
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per read API call otherwise
+        if transport == "http":
+            say(f"memwarden MCP server for {who.principal} on http://{host}:{port}/mcp")
+            server.run("streamable-http", host=host, port=port)
+        else:
+            say(f"memwarden MCP server for {who.principal} on stdio")
+            server.run("stdio")
+    finally:
+        if gateway is not None:
+            gateway.close()
+        if worker is not None:
+            worker.stop()
+
+
+__all__ = ["INSTRUCTIONS", "McpCaller", "authenticate", "build_server", "guarded", "serve"]

@@ -1,0 +1,174 @@
+"""The MCP server against the running stack (issue 10, item 2), through the ``mcp`` SDK's own client
+over stdio: ``memwarden mcp`` spawned as a subprocess with the environment of the test namespace (a real
+worker, Kafka, PostgreSQL). The tools are listed; remember → recall returns it, with history and why;
+the commands it signs carry ``gateway = "mcp"``; a forget of another principal's memory is an error
+result with ``NOT_OWNER``; without a (valid) token the server does not start and says why in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.types import CallToolResult
+
+from memwarden.mcp.answers import TOKEN_ENV
+from memwarden.ops.worker_process import WorkerProcess, settings_env
+from memwarden.producers.client import MemwardenClient
+from memwarden.schemas.codec import default_codec
+from memwarden.settings import Settings
+from tests.integration.conftest import read_topic
+from tests.integration.rest_fixtures import fresh, issue, register
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+MEMWARDEN = str(Path(sys.executable).parent / "memwarden")
+TOOLS = {"remember", "recall", "supersede", "forget", "history", "why"}
+
+
+@pytest.fixture(scope="module")
+def users(namespace: Settings, worker: WorkerProcess, client: MemwardenClient) -> dict[str, tuple[str, str]]:
+    """alice and bob, registered with key files here, and a token each: ``name -> (principal, token)``."""
+    out = {}
+    for name in ("alice", "bob"):
+        principal = register(client, namespace, f"user:{fresh(name)}")
+        out[name] = (principal, issue(client, namespace, principal)[1])
+    return out
+
+
+def _env(settings: Settings, token: str | None) -> dict[str, str]:
+    env = settings_env(settings)
+    env.pop(TOKEN_ENV, None)
+    if token is not None:
+        env[TOKEN_ENV] = token
+    return env
+
+
+def session(settings: Settings, token: str, body: Callable[[Client], Awaitable[None]]) -> None:
+    """Spawn ``memwarden mcp`` for ``token`` and run ``body`` with an SDK client connected over stdio."""
+    params = StdioServerParameters(command=MEMWARDEN, args=["mcp"], env=_env(settings, token))
+
+    async def main() -> None:
+        with anyio.fail_after(180):
+            async with Client(params, read_timeout_seconds=90) as c:
+                await body(c)
+
+    anyio.run(main)
+
+
+def structured(r: CallToolResult) -> dict[str, Any]:
+    assert isinstance(r.structured_content, dict), r.content
+    return r.structured_content
+
+
+def test_the_tools_remember_recall_history_why_over_stdio(namespace: Settings, users: dict[str, Any]) -> None:
+    alice, token = users["alice"]
+    text = f"Alice keeps her bicycle in shed {uuid.uuid4().hex[:6]}"
+    seen: dict[str, Any] = {}
+
+    async def body(c: Client) -> None:
+        listed = await c.list_tools()
+        assert {t.name for t in listed.tools} == TOOLS
+        assert all(t.description for t in listed.tools)
+        assert "principal" not in listed.tools[0].input_schema.get("properties", {})
+        wrote = await c.call_tool("remember", {"text": text, "source_ref": "chat:mcp", "tags": ["bike"]})
+        assert not wrote.is_error, wrote.content
+        seen["remember"] = structured(wrote)
+        found: list[str] = []
+        deadline = time.monotonic() + 60
+        while not found and time.monotonic() < deadline:  # the projection follows the decision
+            got = await c.call_tool("recall", {"query": "where is alice's bicycle?", "k": 5})
+            assert not got.is_error, got.content
+            found = [m["text"] for m in structured(got)["memories"] if m.get("memory_id") == seen["remember"]
+                     ["memory_id"]]
+            if not found:
+                await anyio.sleep(0.5)
+        seen["recall"] = found
+        seen["history"] = await c.call_tool("history", {"memory_id": seen["remember"]["memory_id"]})
+        seen["why"] = await c.call_tool("why", {"memory_id": seen["remember"]["memory_id"]})
+        seen["bad"] = await c.call_tool("recall", {"query": "   "})
+
+    session(namespace, token, body)
+    assert seen["remember"]["outcome"] == "ACCEPTED" and seen["remember"]["status"] == 201
+    assert seen["recall"] == [text]
+    assert not seen["history"].is_error and structured(seen["history"])["memory_id"] == seen["remember"]["memory_id"]
+    why = structured(seen["why"])
+    assert not seen["why"].is_error
+    (step,) = [s for s in why["timeline"] if s["command"]["command_id"] == seen["remember"]["command_id"]]
+    assert step["decision"]["outcome"] == "ACCEPTED" and step["command"]["principal"] == alice
+    assert step["command"]["source_ref"] == "chat:mcp"
+    assert seen["bad"].is_error and structured(seen["bad"])["code"] == "INVALID_FIELD"
+    assert structured(seen["bad"])["field"] == "query"
+    codec = default_codec()
+    envs = [codec.decode(m.value())[1]["envelope"] for m in read_topic(namespace, "commands")]
+    (env,) = [e for e in envs if e["command_id"] == seen["remember"]["command_id"]]
+    assert env["attributes"]["gateway"] == "mcp" and env["attributes"]["gateway_token"].startswith("tok_")
+    assert env["principal"] == alice and env["signature"] is not None
+
+
+def test_a_forget_of_another_principals_memory_is_an_error_with_its_code(
+        namespace: Settings, users: dict[str, Any], client: MemwardenClient) -> None:
+    bob, _ = users["bob"]
+    _, token = users["alice"]
+    r = client.record(principal=bob, subject=bob, text="Bob's locker code is not alice's business")
+    assert client.decisions([r.command_id])[r.command_id] == "ACCEPTED"
+    seen: dict[str, CallToolResult] = {}
+
+    async def body(c: Client) -> None:
+        seen["forget"] = await c.call_tool("forget", {"memory_id": r.memory_id, "reason": "mine now"})
+        seen["supersede"] = await c.call_tool("supersede", {"memory_id": r.memory_id, "text": "changed"})
+
+    session(namespace, token, body)
+    for name in ("forget", "supersede"):
+        assert seen[name].is_error, (name, seen[name].content)
+        out = structured(seen[name])
+        assert out["code"] == "NOT_OWNER" and "NOT_OWNER" in out["codes"] and out["status"] == 403
+    assert client.history(bob, r.memory_id) is not None  # still there
+
+
+@pytest.mark.parametrize("token", [None, "mwt_not-a-token-" + "x" * 20])
+def test_without_a_valid_token_the_server_refuses_to_start_in_one_line(namespace: Settings, worker: WorkerProcess,
+                                                                      token: str | None) -> None:
+    done = subprocess.run([MEMWARDEN, "mcp"], env=_env(namespace, token), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stdout == ""  # stdout is the protocol's
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "MEMWARDEN_MCP_TOKEN" in last
+    if token is not None:
+        assert "UNKNOWN_TOKEN" in last or "TOKEN_MALFORMED" in last
+
+
+def test_streamable_http_transport(namespace: Settings, users: dict[str, Any]) -> None:
+    from memwarden.ops.pidfiles import free_port, port_answers
+
+    _, token = users["alice"]
+    port = free_port()
+    proc = subprocess.Popen([MEMWARDEN, "mcp", "--transport", "http", "--port", str(port)], env=_env(namespace, token),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seen: dict[str, Any] = {}
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as c:
+                seen["tools"] = {t.name for t in (await c.list_tools()).tools}
+                seen["remember"] = await c.call_tool("remember", {"text": "Alice reads over http"})
+
+    try:
+        deadline = time.monotonic() + 60
+        while not port_answers(port) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert seen["tools"] == TOOLS
+    assert not seen["remember"].is_error and structured(seen["remember"])["outcome"] == "ACCEPTED"
