@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 from confluent_kafka import KafkaException
 
 from memwarden.errors import StackUnavailable
 from memwarden.settings import Settings
-from memwarden.stores.ledger import end_offsets
+from memwarden.stores.ledger import end_offsets, read
 from memwarden.stores.offsets import consumer_offsets
 from memwarden.stores.pg import connect
 
@@ -25,6 +26,24 @@ def lag(settings: Settings, index_label: str = "edge") -> dict[str, int]:
         done = consumer_offsets(conn)
     return {stage: sum(max(0, high - done.get(stage, {}).get(p, 0)) for p, high in ends[topic].items())
             for stage, topic in stages.items()}
+
+
+def backlog(settings: Settings, index_label: str = "edge", timeout_s: float = 3.0) -> dict[str, Any]:
+    """The lag per stage (:func:`lag`) and ``oldest_undecided_s``: the age in seconds of the oldest
+    command the gate has not decided (its broker timestamp; ``None`` when none waits). Raises
+    ``StackUnavailable`` or ``psycopg.OperationalError`` when the broker or the database is down."""
+    current = lag(settings, index_label)
+    oldest: float | None = None
+    if current.get("gate"):
+        with connect(settings) as conn:
+            done = consumer_offsets(conn).get("gate", {})
+        ends = end_offsets(settings, "commands", timeout_s)
+        waiting = {p: done.get(p, 0) for p, end in ends.items() if done.get(p, 0) < end}
+        stamps = [r.timestamp_ms for r in read(settings, "commands", {p: o + 1 for p, o in waiting.items()}, waiting,
+                                               timeout_s)]
+        if stamps:
+            oldest = max(0.0, time.time() - min(stamps) / 1000.0)
+    return {"lag": current, "oldest_undecided_s": oldest}
 
 
 def wait_caught_up(settings: Settings, index_label: str = "edge", timeout_s: float = 600.0,

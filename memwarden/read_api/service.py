@@ -30,7 +30,8 @@ from memwarden.commands.readmodel.query import RecalledMemory
 from memwarden.commands.readmodel.usage import UsageBatcher
 from memwarden.commands.reasons import Reason
 from memwarden.epoch import now_ms
-from memwarden.errors import ValidationError
+from memwarden.errors import StackUnavailable, ValidationError
+from memwarden.ops.progress import backlog
 from memwarden.projections.recall import Recaller
 from memwarden.read_api.audit import history_audited, read_audited, used_records
 from memwarden.read_api.history import lookup_history
@@ -50,6 +51,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+#: A command undecided for longer than this (seconds) makes the worker not ready: it cannot do its job.
+MAX_UNDECIDED_S = 60.0
 #: Seconds a caller is told to wait (``Retry-After``) when a dependency is down.
 RETRY_AFTER_S = 2
 #: Errors of a lost or refused database connection.
@@ -259,15 +262,25 @@ class ReadService:
         return Reply(200, {"ok": True, "roles": list(roles), "prefix": self._c.settings.topic_prefix})
 
     async def ready(self, roles: Sequence[str], agents: Mapping[str, Mapping[str, Any]]) -> Reply:
-        """``GET /ready`` (readiness): 200 only when the database answers, the broker answers and
-        every agent of the worker's roles is running (``agents``: name -> ``{"state": "running" |
-        "retrying", "since", "reason"}``); 503 with what is not, and ``Retry-After``."""
+        """``GET /ready`` (readiness): 200 only when the database answers, the broker answers, every
+        agent of the worker's roles is running (``agents``: name -> ``{"state": "running" |
+        "retrying", "since", "reason"}``) and no command has waited for the gate longer than
+        ``MAX_UNDECIDED_S``; the body also gives the ``lag`` per stage (records) and
+        ``oldest_undecided_s``. 503 with what is not, and ``Retry-After``."""
         s = self._c.settings
         checks: dict[str, Any] = {"database": await _database_answers(s), "broker": await _broker_answers(s)}
         states = {name: dict(agents.get(name, {"state": "starting"})) for name in roles}
         ready = checks["database"] is True and checks["broker"] is True and all(
             a["state"] == "running" for a in states.values())
-        body = {"ready": ready, **checks, "agents": states, "roles": list(roles), "prefix": s.topic_prefix}
+        work: dict[str, Any] = {"lag": None, "oldest_undecided_s": None}
+        if ready:
+            try:
+                work = await asyncio.wait_for(asyncio.to_thread(backlog, s, self._c.index_label), 8.0)
+            except (*DB_ERRORS, StackUnavailable, TimeoutError) as exc:
+                work["error"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            oldest = work.get("oldest_undecided_s")
+            ready = "error" not in work and (oldest is None or oldest <= MAX_UNDECIDED_S)
+        body = {"ready": ready, **checks, "agents": states, **work, "roles": list(roles), "prefix": s.topic_prefix}
         return Reply(200, body) if ready else Reply(503, body, {"Retry-After": str(RETRY_AFTER_S)})
 
 

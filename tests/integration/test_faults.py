@@ -114,3 +114,19 @@ def test_a_broker_restart_under_load_loses_nothing_and_the_worker_recovers(names
         found = {m.memory_id for q in ("before the broker restart", "after the broker restart")
                  for m in client.recall(who, q, k=50, mode="lexical")}
         assert {r.memory_id for r in everything} <= found
+
+
+def test_ready_reports_the_gate_backlog_and_the_age_of_the_oldest_undecided_command(namespace: Settings) -> None:
+    who = f"user:r{uuid.uuid4().hex[:6]}"
+    with MemwardenClient(namespace) as client:
+        with WorkerProcess(namespace) as w:
+            enroll_ids(client, namespace, who)
+            answer = httpx.get(f"{namespace.worker_url}/ready", timeout=20.0).json()
+            assert answer["ready"] and answer["lag"]["gate"] == 0 and answer["oldest_undecided_s"] is None
+            w.stop()
+        with WorkerProcess(namespace, roles=("projector",)):  # nobody decides: the backlog shows
+            waiting = [client.record(principal=who, subject=who, text=f"waiting {i}") for i in range(3)]
+            time.sleep(1.5)
+            answer = httpx.get(f"{namespace.worker_url}/ready", timeout=20.0).json()
+            assert answer["lag"]["gate"] >= len(waiting)
+            assert answer["oldest_undecided_s"] is not None and answer["oldest_undecided_s"] >= 1.0
