@@ -186,7 +186,7 @@ def principal_register(
         signer = load_or_create_signer(key_path(s.data_dir, principal_id), principal_id)
         with MemwardenClient(s, signers=[admin_signer(s)]) as client:
             r = client.register_principal(principal_id, by=s.admin_principal, kind=kind.upper(), roles=role or (),
-                                          public_key=signer.public_key, key_id=signer.key_id)
+                                          public_key=signer.public_key, key_id=signer.key_id, wait=False)
             outcome = client.decisions([r.command_id])[r.command_id]
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         _fail(exc)
@@ -230,7 +230,7 @@ def _review(command_id: str, by: str, note: str, approve: bool) -> None:
             raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
         with MemwardenClient(s, signers=[load_or_create_signer(path, by)]) as client:
             act = client.approve_quarantined if approve else client.reject_quarantined
-            r = act(command_id, by=by, subject=subject, note=note)
+            r = act(command_id, by=by, subject=subject, note=note, wait=False)
             outcome = client.decisions([r.command_id])[r.command_id]
     except Exception as exc:  # noqa: BLE001
         _fail(exc)

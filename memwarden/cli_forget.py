@@ -94,14 +94,14 @@ def forget(
         with MemwardenClient(s, signers=[signer]) as client:
             who = signer.principal_id
             if subject is not None and not any(criteria):
-                receipt = client.forget_subject(subject, principal=who, reason=reason, dry_run=dry_run)
+                receipt = client.forget_subject(subject, principal=who, reason=reason, dry_run=dry_run, wait=False)
             else:
                 receipt = client.forget_matching(
                     principal=who, subjects=[subject] if subject else [], scopes=scope or [], tags=tag or [],
                     source_references=source_ref or [], writers=writer or [], key_ids=key_id or [],
                     memory_ids=memory or [], observed_from=_when(since, "--from"), observed_to=_when(until, "--to"),
                     expired_before=datetime.now(UTC) if expired else None, query=query, reason=reason,
-                    dry_run=dry_run)
+                    dry_run=dry_run, wait=False)
             _report(client, receipt, as_json)
     except MemwardenError as exc:
         fail(exc)
@@ -127,7 +127,7 @@ def place(
         admin = _signer(s, None)
         with MemwardenClient(s, signers=[admin]) as client:
             receipt = client.place_hold(hold_id, by=admin.principal_id, subjects=subject or [], scopes=scope or [],
-                                        reason=reason)
+                                        reason=reason, wait=False)
             _report(client, receipt, as_json)
     except MemwardenError as exc:
         fail(exc)
@@ -148,7 +148,7 @@ def lift(
         s = namespace_settings(namespace)
         admin = _signer(s, None)
         with MemwardenClient(s, signers=[admin]) as client:
-            _report(client, client.lift_hold(hold_id, by=admin.principal_id, reason=reason), as_json)
+            _report(client, client.lift_hold(hold_id, by=admin.principal_id, reason=reason, wait=False), as_json)
     except MemwardenError as exc:
         fail(exc)
 

@@ -1,9 +1,13 @@
 """One root error class for bugs and infrastructure failures.
 
-A refusal by a gate is *not* an exception: it is a decision event on the ledger (STYLE habit 4).
+A refusal by a gate is *not* an exception inside memwarden: it is a decision event on the ledger
+(STYLE habit 4). The client turns it into :class:`Refused` for its caller when it waited for the
+decision, so a refusal never looks like success.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class MemwardenError(Exception):
@@ -41,3 +45,21 @@ class PrerequisiteMissing(MemwardenError):
 
 class StackUnavailable(MemwardenError):
     """A service of the stack (Kafka, PostgreSQL, the worker) does not answer in time."""
+
+
+class Refused(MemwardenError):
+    """The gate refused a command the caller waited for (``REJECTED``; a supersede also when
+    ``QUARANTINED``): ``outcome``, the reason ``codes`` in order, the whole ``reasons`` (dicts with
+    ``code``, ``message``, ``field``) and the ``command_id`` (its decision stays on the ledger)."""
+
+    def __init__(self, outcome: str, codes: tuple[str, ...], reasons: tuple[dict[str, Any], ...],
+                 command_id: str) -> None:
+        detail = "; ".join(f"{r.get('code')}: {r.get('message', '')}" for r in reasons) or "no reason given"
+        super().__init__(f"command {command_id} {outcome}: {detail}")
+        self.outcome = outcome
+        self.codes = tuple(codes)
+        self.reasons = tuple(reasons)
+        self.command_id = command_id
+
+    def __reduce__(self) -> tuple[type, tuple[str, tuple[str, ...], tuple[dict[str, Any], ...], str]]:
+        return type(self), (self.outcome, self.codes, self.reasons, self.command_id)

@@ -57,7 +57,7 @@ def prune(settings: Settings, theta: float, grace_s: float, kinds: Sequence[str]
     admin = admin_signer(settings)
     with MemwardenClient(settings, signers=[admin]) as client:
         receipt = client.forget_matching(principal=admin.principal_id, memory_ids=found["forget"], cascade=False,
-                                         reason=PRUNE_REASON)
+                                         reason=PRUNE_REASON, wait=False)
         out["command_id"] = receipt.command_id
         out["decision"] = client.decided([receipt.command_id], timeout_s=120)[receipt.command_id]
     return out

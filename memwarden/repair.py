@@ -220,7 +220,7 @@ def repair(settings: Settings, target: RepairTarget, *, dry_run: bool = False, r
         receipt = client.forget_matching(
             principal=admin.principal_id, source_references=sel.source_references, key_ids=sel.key_ids,
             writers=sel.writers, admitted_from=sel.admitted_from, admitted_to=sel.admitted_to,
-            reason=reason or f"repair: {target.describe()}", dry_run=dry_run, cascade=True)
+            reason=reason or f"repair: {target.describe()}", dry_run=dry_run, cascade=True, wait=False)
         decision = client.decided([receipt.command_id], timeout_s=timeout_s)[receipt.command_id]
     decided = time.monotonic()
     report = RepairReport(target, dry_run, receipt.command_id, f"commands:{receipt.partition}:{receipt.offset}",

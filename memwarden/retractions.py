@@ -18,6 +18,6 @@ def retract(live: Settings, findings: list[Finding]) -> list[str]:
     by_memory = {f.memory_id: f for f in findings}
     with MemwardenClient(live, signers=[admin]) as client:
         receipts = [client.forget(f.memory_id, principal=admin.principal_id, subject=f.subject,
-                                  reason="regate: " + ",".join(f.reasons)) for f in by_memory.values()]
+                                  reason="regate: " + ",".join(f.reasons), wait=False) for f in by_memory.values()]
         client.decisions([r.command_id for r in receipts], timeout_s=120)
     return [r.command_id for r in receipts]

@@ -15,6 +15,13 @@ unsigned command on purpose, which the gate rejects).
 
 Reads go to the read API served by the projector worker: ``recall`` (signed, audited) and
 ``decisions`` (what the gate decided of given commands, with reasons).
+
+Decisions: ``record``/``record_many`` return once the ledger holds the command (bulk ingest; read the
+decisions with :meth:`MemwardenClient.decided`). ``supersede``, the forgets and the governance calls
+wait for the gate's decision by default and raise :class:`~memwarden.errors.Refused` (outcome, reason
+codes, command id) when refused, returning a ``DecidedReceipt`` (``receipt.decision``) when not;
+``wait=False`` opts out. :func:`connect` gives a client from the environment's settings with the
+local keystore's signers of the principals named.
 """
 
 from __future__ import annotations
@@ -37,15 +44,15 @@ from memwarden.commands.model import (
     to_avro,
 )
 from memwarden.commands.read_auth import sign_request
-from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, RecalledMemory, RecallMode, check_query
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecallMode, check_query
 from memwarden.commands.signing import Signer
 from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key, seal_span
 from memwarden.epoch import now_ms
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
-from memwarden.keystore import signed_command
+from memwarden.keystore import key_path, load_or_create_signer, signed_command
 from memwarden.producers.building import Receipt, build, build_fact, check_text, envelope, names, seal_fact
 from memwarden.producers.forgetting import ForgetCalls
-from memwarden.producers.governance import GovernanceCalls
+from memwarden.producers.governance import REFUSED_WRITE, DecidedReceipt, GovernanceCalls
 from memwarden.producers.lookups import LookupCalls
 from memwarden.producers.sending import producer, send
 from memwarden.schemas.codec import AvroCodec, default_codec
@@ -131,31 +138,38 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
     def record(self, sign: bool = True, **kwargs: Any) -> Receipt:
         """Publish one ``RecordMemory``; see :meth:`build_record` for the arguments.
 
-        Returns the ``Receipt`` once the broker acknowledged it (acks=all). Raises
+        Returns the ``Receipt`` once the broker acknowledged it (acks=all), without waiting for the
+        gate's decision (writes are bulk work: read them with :meth:`decided`). Raises
         ``ValidationError`` for bad arguments, ``StackUnavailable`` if Kafka does not acknowledge.
         """
         return self.record_many([kwargs], sign)[0]
 
     def record_many(self, items: Iterable[Mapping[str, Any]], sign: bool = True) -> list[Receipt]:
         """Validate every item first (nothing is published if one is bad), then publish all data keys,
-        wait for them, publish all commands and wait: two round trips for a whole batch."""
+        wait for them, publish all commands and wait: two round trips for a whole batch. Does not wait
+        for the gate's decisions (see :meth:`decided`)."""
         built = [self.build_record(**dict(item)) for item in items]
         return self._publish([(c, c.memory_id, k) for c, k in built], sign)
 
     def supersede(self, memory_id: str, *, principal: str, subject: str, text: str,
                   evidence: Sequence[str] = (), fact: Mapping[str, str] | None = None, sign: bool = True,
-                  **envelope: Any) -> Receipt:
-        """Publish a ``SupersedeMemory``: a new version of ``memory_id`` with ``text``."""
+                  wait: bool = True, **envelope: Any) -> DecidedReceipt:
+        """Publish a ``SupersedeMemory``: a new version of ``memory_id`` with ``text``.
+
+        Waits for the gate's decision and raises ``Refused`` when it is ``REJECTED`` or
+        ``QUARANTINED`` (held for review: not the new version asked for); ``wait=False`` returns at
+        once (bulk work that reads the decisions with :meth:`decided`)."""
         fields = {"fact": build_fact(fact), "evidence": names(evidence, "evidence")}
         command, data_key = self._write(SupersedeMemory, principal, subject, text, fields, envelope, memory_id)
-        return self._publish([(command, command.memory_id, data_key)], sign)[0]
+        return self._settled(self._publish([(command, command.memory_id, data_key)], sign)[0], wait, REFUSED_WRITE)
 
     def forget(self, memory_id: str, *, principal: str, subject: str, reason: str = "", sign: bool = True,
-               **given: Any) -> Receipt:
-        """Publish a ``ForgetMemory`` for every version of ``memory_id``."""
+               wait: bool = True, **given: Any) -> DecidedReceipt:
+        """Publish a ``ForgetMemory`` for every version of ``memory_id``; waits for the decision and
+        raises ``Refused`` when it is ``REJECTED`` (e.g. ``NOT_OWNER``), unless ``wait=False``."""
         command = build(ForgetMemory, {"envelope": envelope(principal, subject, given), "memory_id": memory_id,
                                        "reason": reason})
-        return self._publish([(command, command.memory_id, None)], sign)[0]
+        return self._settled(self._publish([(command, command.memory_id, None)], sign)[0], wait)
 
     def publish_raw(self, key: bytes | None, value: bytes | None) -> Receipt:
         """Publish arbitrary bytes to the commands topic (tests and tools; no validation at all)."""
@@ -233,23 +247,27 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         decisions: dict[str, dict[str, Any]] = response.json()["decisions"]
         return decisions
 
-    def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
+    def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,  # type: ignore[override]
                known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
                freshness: bool = True, include_untrusted: bool = False,
-               mode: RecallMode = "hybrid") -> list[RecalledMemory]:
+               mode: RecallMode = "hybrid", min_score: float = 0.0) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now), as the ledger knew them at ``known_at`` (default now). Every call is audited
         (ids only) on the audit topic. ``freshness=False`` skips the Eq. 3 horizon (evaluations on old
         data); ``include_untrusted=True`` also returns content from untrusted sources (tagged);
         ``mode`` is the retrieval path (``"hybrid"``, ``"dense"`` or ``"lexical"``), the read filter
-        being the same on each.
+        being the same on each. Each memory carries its ``relevance`` in [0, 1] (one scale for every
+        query); ``min_score`` (0 = none; the README recommends 0.35) drops those below it: the result
+        is a list with ``below_floor`` (how many were dropped) and ``nothing_relevant`` (hits were
+        found, none reached the floor).
 
         Raises ``ValidationError`` for bad arguments, ``StackUnavailable`` if the worker is down.
         """
-        check_query(principal, query, k, as_of, known_at, purpose, mode)
+        check_query(principal, query, k, as_of, known_at, purpose, mode, min_score)
         body = {"principal": principal, "query": query, "k": k, "as_of": as_of.isoformat() if as_of else None,
                 "known_at": known_at.isoformat() if known_at else None, "purpose": purpose,
-                "freshness": freshness, "include_untrusted": include_untrusted, "mode": mode}
+                "freshness": freshness, "include_untrusted": include_untrusted, "mode": mode,
+                "min_score": min_score}
         signer = self._signers.get(principal)
         if signer is not None:  # authenticated read (commands.read_auth)
             body = sign_request(body, signer, now_ms())
@@ -259,7 +277,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
             raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
         if response.status_code != 200:
             raise MemwardenError(f"recall failed with HTTP {response.status_code}: {data}")
-        return [RecalledMemory.from_json(m) for m in data["memories"]]
+        return Recalled.from_json(data)
 
     def close(self) -> None:
         """Flush pending records and close connections."""
@@ -267,4 +285,23 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         self._http.close()
 
 
-__all__ = ["MemwardenClient", "Receipt", "ValidationError", "WriteAuthority", "Source", "check_text"]
+def connect(*principals: str, settings: Settings | None = None) -> MemwardenClient:
+    """A connected client of ``settings`` (default: ``Settings()``, from the environment) holding the
+    signing keys of ``principals`` from the local keystore (``<data>/keys/principals/``, where
+    ``memwarden principal register`` writes them; the root admin's too when named).
+
+    Raises ``ValidationError`` (field ``principals``) when a principal has no key file here.
+    """
+    s = settings or Settings()
+    signers = []
+    for principal in principals:
+        path = key_path(s.data_dir, principal)
+        if not path.exists():
+            raise ValidationError("principals", f"no signing key for {principal!r} at {path}; register it with"
+                                  " `memwarden principal register`")
+        signers.append(load_or_create_signer(path, principal))
+    return MemwardenClient(s, signers=signers)
+
+
+__all__ = ["DecidedReceipt", "MemwardenClient", "Receipt", "ValidationError", "WriteAuthority", "Source", "check_text",
+           "connect"]

@@ -24,7 +24,8 @@ def enroll(client: MemwardenClient, admin: Signer, principals: Iterable[tuple[st
         client.add_signer(signer)
         receipts.append(client.register_principal(
             principal_id, by=admin.principal_id, kind=kind, roles=roles,
-            attributes=(attributes or {}).get(principal_id), public_key=signer.public_key, key_id=signer.key_id))
+            attributes=(attributes or {}).get(principal_id), public_key=signer.public_key, key_id=signer.key_id,
+            wait=False))
     outcomes = client.decisions([r.command_id for r in receipts], timeout_s)
     refused = {cid: o for cid, o in outcomes.items() if o != "ACCEPTED"}
     if refused:

@@ -1,7 +1,9 @@
 """Forgetting from the client (issue 14 part 3): by selector, by subject (the right to erasure), by
 query, and the legal hold. Each call publishes one signed command; the gate decides it
 (:mod:`memwarden.commands.gate.forgetting`) and its decision lists the memories forgotten
-(``GateDecided.memory_ids``; for a dry run, the memories that would go)."""
+(``GateDecided.memory_ids``; for a dry run, the memories that would go). Each call waits for that
+decision by default and raises :class:`~memwarden.errors.Refused` when it is ``REJECTED`` (a
+``DEFERRED`` forget, waiting for a legal hold, is returned); ``wait=False`` returns at once."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector, F
 from memwarden.commands.readmodel.query import MAX_K
 from memwarden.errors import ValidationError
 from memwarden.producers.building import Receipt, build, envelope, governance_envelope, names
+from memwarden.producers.governance import DecidedReceipt, Settling
 
 
 def _folded(text: str) -> str:
@@ -27,7 +30,7 @@ def contains_words(text: str, query: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(_folded(query)) + r"(?!\w)", _folded(text)) is not None
 
 
-class ForgetCalls:
+class ForgetCalls(Settling):
     """The forgetting half of :class:`~memwarden.producers.client.MemwardenClient` (a mixin: it
     publishes through the client's ``_publish`` and resolves a query through its ``recall``)."""
 
@@ -45,7 +48,7 @@ class ForgetCalls:
                         observed_to: datetime | None = None, admitted_from: datetime | None = None,
                         admitted_to: datetime | None = None, expired_before: datetime | None = None,
                         query: str | None = None, reason: str = "", dry_run: bool = False, cascade: bool = True,
-                        sign: bool = True, **given: Any) -> Receipt:
+                        sign: bool = True, wait: bool = True, **given: Any) -> DecidedReceipt:
         """Publish a ``ForgetMatching``: every memory matching all the criteria given (AND across
         criteria, OR within one list) that ``principal`` may forget, with its derivatives when
         ``cascade``. ``query`` is resolved here, never sent: the memories ``principal`` can read whose
@@ -72,7 +75,7 @@ class ForgetCalls:
         command = build(ForgetMatching, {"envelope": envelope(principal, subject or principal, given),
                                          "selector": selector, "reason": reason, "dry_run": dry_run,
                                          "cascade": cascade})
-        return self._publish([(command, "", None)], sign)[0]
+        return self._settled(self._publish([(command, "", None)], sign)[0], wait)
 
     def matching_ids(self, principal: str, query: str) -> list[str]:
         """Ids of the memories ``principal`` can read now whose text contains ``query`` as whole words
@@ -87,26 +90,27 @@ class ForgetCalls:
         return list(found)
 
     def forget_subject(self, subject: str, *, principal: str, reason: str = "", dry_run: bool = False,
-                       sign: bool = True, **given: Any) -> Receipt:
+                       sign: bool = True, wait: bool = True, **given: Any) -> DecidedReceipt:
         """Publish a ``ForgetSubject``: everything about ``subject`` and every derivative (the right to
         erasure; by the subject itself or an admin)."""
         command = build(ForgetSubject, {"envelope": envelope(principal, subject, given), "reason": reason,
                                         "dry_run": dry_run})
-        return self._publish([(command, "", None)], sign)[0]
+        return self._settled(self._publish([(command, "", None)], sign)[0], wait)
 
     def place_hold(self, hold_id: str, *, by: str, subjects: Sequence[str] = (), scopes: Sequence[str] = (),
-                   reason: str = "", sign: bool = True) -> Receipt:
+                   reason: str = "", sign: bool = True, wait: bool = True) -> DecidedReceipt:
         """``PlaceHold`` (admin): forgets of memories about ``subjects`` or in ``scopes`` wait. The
         receipt's ``memory_id`` is the hold id."""
         command = build(PlaceHold, {"envelope": governance_envelope(by, by, {}), "hold_id": hold_id,
                                     "subjects": names(subjects, "subjects"), "scopes": names(scopes, "scopes"),
                                     "reason": reason})
-        return self._publish([(command, hold_id, None)], sign)[0]
+        return self._settled(self._publish([(command, hold_id, None)], sign)[0], wait)
 
-    def lift_hold(self, hold_id: str, *, by: str, reason: str = "", sign: bool = True) -> Receipt:
+    def lift_hold(self, hold_id: str, *, by: str, reason: str = "", sign: bool = True,
+                  wait: bool = True) -> DecidedReceipt:
         """``LiftHold`` (admin): the forgets the hold kept waiting run now."""
         command = build(LiftHold, {"envelope": governance_envelope(by, by, {}), "hold_id": hold_id, "reason": reason})
-        return self._publish([(command, hold_id, None)], sign)[0]
+        return self._settled(self._publish([(command, hold_id, None)], sign)[0], wait)
 
 
 __all__ = ["ForgetCalls"]

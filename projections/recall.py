@@ -5,7 +5,8 @@ was valid at ``as_of``, what the ledger knew at ``known_at``, expiry, and freshn
 *inside* the vector search (:func:`memwarden.commands.readmodel.read_filter.read_filter`); nothing is
 filtered after ranking. Candidates are then verified against Postgres with the same rules as SQL
 (:func:`memwarden.commands.readmodel.sql.read_filter_sql`) before return, and each result carries
-its score, provenance and ledger position.
+its score, its relevance (one scale for every query; ``min_score`` floors it, issue 12), provenance
+and ledger position.
 
 Grants and roles are read from Postgres on every recall, so a ``RevokeAccess`` holds from the next
 read on. Texts are stored sealed under each version's data key and opened here with the key ring
@@ -23,15 +24,17 @@ from typing import Protocol
 import psycopg
 
 from memwarden.commands.principals import PrincipalRecord
-from memwarden.commands.readmodel.filters import Filter
+from memwarden.commands.readmodel.filters import FieldIn, Filter
 from memwarden.commands.readmodel.permission import ReadContext
-from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, RecalledMemory, RecallMode, check_query
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecalledMemory, RecallMode, check_query
 from memwarden.commands.readmodel.read_filter import read_filter
+from memwarden.commands.readmodel.relevance import coverage
+from memwarden.commands.readmodel.relevance import relevance as score_relevance
 from memwarden.commands.readmodel.sql import read_filter_sql
 from memwarden.crypto import ContentUnreadable, decrypt_text
 from memwarden.epoch import to_ms
 from memwarden.projections.embedder import Embedder
-from memwarden.projections.sparse import Bm25Encoder
+from memwarden.projections.sparse import Bm25Encoder, tokens
 from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, VectorIndex
 from memwarden.stores.profile_rows import verify_candidates
 from memwarden.stores.registry import principal_record, read_context
@@ -74,20 +77,35 @@ class Recaller:
         async with self._lock:
             return await principal_record(self._conn, principal)
 
-    async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode) -> list[Hit]:
-        """Top-``k`` candidates of ``mode`` among the points matching ``where`` (filter inside the search)."""
+    async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode) -> tuple[list[Hit], list[float]]:
+        """Top-``k`` candidates of ``mode`` among the points matching ``where`` (filter inside the
+        search), and the query's dense vector (every mode needs it for the relevance)."""
+        vector: list[float] = (await asyncio.to_thread(self._embedder.embed, [query]))[0].tolist()
         if mode == "lexical":
-            return await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k)
-        vector = (await asyncio.to_thread(self._embedder.embed, [query]))[0]
+            return await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k), vector
         if mode == "dense":
-            return await asyncio.to_thread(self._index.search, vector.tolist(), where, k)
-        return await asyncio.to_thread(self._index.query, vector.tolist(), self._lexical.query(query), where, k,
-                                       PREFETCH_FACTOR * k)
+            return await asyncio.to_thread(self._index.search, vector, where, k), vector
+        return await asyncio.to_thread(self._index.query, vector, self._lexical.query(query), where, k,
+                                       PREFETCH_FACTOR * k), vector
+
+    async def _cosines(self, vector: list[float], hits: list[Hit], where: Filter, mode: RecallMode) -> dict[str, float]:
+        """The dense cosine of the query with each hit, by command id: the hit scores themselves in
+        ``dense`` mode, else one dense search restricted to the hits' command ids (and ``where``)."""
+        if mode == "dense":
+            return {h.payload["command_id"]: h.score for h in hits}
+        ids = tuple(dict.fromkeys(str(h.payload["command_id"]) for h in hits))
+        only = Filter(must=(FieldIn("command_id", ids), where))
+        dense = await asyncio.to_thread(self._index.search, vector, only, len(hits))
+        out: dict[str, float] = {}
+        for h in dense:
+            cid = h.payload["command_id"]
+            out[cid] = max(out.get(cid, 0.0), h.score)
+        return out
 
     async def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
                      known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
                      freshness: bool = True, include_untrusted: bool = False,
-                     mode: RecallMode = "hybrid") -> list[RecalledMemory]:
+                     mode: RecallMode = "hybrid", min_score: float = 0.0) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
         tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
@@ -97,9 +115,15 @@ class Recaller:
         (``VectorIndex.search_lexical``, score = BM25; only memories sharing a term with the query).
         The read filter is the same on every path.
 
+        Each memory also carries its ``relevance`` in [0, 1] (:mod:`memwarden.commands.readmodel.relevance`:
+        the larger of the query/memory cosine and the share of the query's terms the memory holds), the
+        same scale for every query. ``min_score`` drops the memories whose relevance is below it,
+        after the read filter, verification and ranking (it never adds or reorders); the result says
+        how many it dropped (``below_floor``). ``0`` (the default) keeps every memory.
+
         Raises ``ValidationError`` for bad arguments.
         """
-        check_query(principal, query, k, as_of, known_at, purpose, mode)
+        check_query(principal, query, k, as_of, known_at, purpose, mode, min_score)
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
         known = (known_at or now).astimezone(UTC)
@@ -109,9 +133,11 @@ class Recaller:
             grants = tuple(g for g in grants if g.valid_at(to_ms(at)))
         where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants, known_at=known_at,
                             freshness=freshness, include_untrusted=include_untrusted)
-        hits = await self._candidates(query, where, k, mode)
+        hits, vector = await self._candidates(query, where, k, mode)
         if not hits:
-            return []
+            return Recalled(min_score=float(min_score))
+        cosines = await self._cosines(vector, hits, where, mode)
+        query_terms = tokens(query)
         scores = {h.payload["command_id"]: h.score for h in hits}
         sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
                                       include_untrusted)
@@ -123,10 +149,14 @@ class Recaller:
             text = open_text(r[3], r[18], r[19], keys)
             if text is None:  # shredded: forgotten, whether or not the projectors know it yet
                 continue
+            relevance = score_relevance(cosines.get(r[2], 0.0), coverage(query_terms, tokens(text)))
             out.append(RecalledMemory(
                 memory_id=r[0], version=r[1], text=text, score=float(scores[r[2]]), principal=r[4], subject=r[5],
                 scope=r[6], source_kind=r[7], source_ref=r[8], observed_at=r[9].isoformat(),
                 valid_from=r[10].isoformat(), valid_to=r[11].isoformat() if r[11] else None, status=r[12],
                 ledger_topic=r[13], ledger_partition=r[14], ledger_offset=r[15], unverified=r[16], tags=tuple(r[17]),
+                relevance=relevance,
             ))
-        return sorted(out, key=lambda m: (-m.score, m.memory_id))
+        ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
+        kept = [m for m in ranked if m.relevance >= min_score]
+        return Recalled(kept, float(min_score), len(ranked) - len(kept))

@@ -3,6 +3,10 @@ protected core facts (``M_core`` of SSGM Eq. 6) and ABAC grants (Eq. 5's ``ACL``
 
 Each command needs its authority: an admin, the principal itself (its keys), the subject (its core
 facts, grants on its own memories), the grantor (revocation). A refusal is a decision.
+
+Grants: a non-admin grants only on its own memories; one that names no ``subjects`` grants on its own
+memories (``subjects = (grantor,)``), one that names another subject is refused (``NOT_GRANTOR``). An
+admin's grant that names no subjects covers any subject (:func:`grant_subjects`).
 """
 
 from __future__ import annotations
@@ -127,23 +131,34 @@ def _grant(command: GrantAccess, admin: bool, state: GateState) -> Decision:
     env = command.envelope
     if any(g.grant_id == command.grant_id for g in state.grants):
         return reject("GRANT_EXISTS", f"grant {command.grant_id!r} exists; revoke it and grant anew", "grant_id")
-    own = bool(command.subjects) and all(s == env.principal for s in command.subjects)
-    if not admin and not own:
+    if not admin and any(s != env.principal for s in command.subjects):
         return reject("NOT_GRANTOR", "only an admin, or a subject for its own memories, grants access",
                       "envelope.principal")
     problem = _grant_scopes(command, admin, state)
     if problem is not None:
         return problem
-    return accept(granted(command))
+    return accept(granted(command, admin))
 
 
-def granted(command: GrantAccess) -> GrantUpsert:
-    """The grant a ``GrantAccess`` creates, valid from ``valid_from`` (else its issue time), granted
-    by its principal."""
+def grant_subjects(command: GrantAccess, admin: bool) -> tuple[str, ...]:
+    """The subjects a ``GrantAccess`` covers: the ones it names; naming none, the grantor's own
+    memories (``(grantor,)``) for a non-admin, and any subject (``()``) for an admin.
+
+    The default is the gate's rule, not the client's: a subject granting access "to my memories"
+    need not repeat its own id, and the recorded command folds back to the same grant on replay
+    (the grantor's admin role is the registry's at that ledger position, as when it was decided)."""
+    if command.subjects or admin:
+        return tuple(command.subjects)
+    return (command.envelope.principal,)
+
+
+def granted(command: GrantAccess, admin: bool) -> GrantUpsert:
+    """The grant a ``GrantAccess`` by an ``admin`` (or not) creates, on :func:`grant_subjects`, valid
+    from ``valid_from`` (else its issue time), granted by its principal."""
     env = command.envelope
     return GrantUpsert(Grant(
         grant_id=command.grant_id, grantee=command.grantee, rights=frozenset(command.rights), scopes=command.scopes,
-        subjects=command.subjects, purposes=command.purposes, store_kinds=command.store_kinds,
+        subjects=grant_subjects(command, admin), purposes=command.purposes, store_kinds=command.store_kinds,
         sensitivity_ceiling=command.sensitivity_ceiling,
         valid_from_ms=to_ms(command.valid_from or env.issued_at),
         valid_to_ms=to_ms(command.valid_to) if command.valid_to else None, granted_by=env.principal,

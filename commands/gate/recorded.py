@@ -49,7 +49,7 @@ from memwarden.commands.model import (
     SupersedeMemory,
 )
 from memwarden.commands.policy import parse_policy
-from memwarden.commands.principals import PrincipalRecord, kind_from_id
+from memwarden.commands.principals import ADMIN_ROLE, PrincipalRecord, kind_from_id
 from memwarden.commands.reasons import Reason
 from memwarden.epoch import to_ms
 
@@ -116,7 +116,9 @@ def _governance(command: Command, state: GateState, now: datetime) -> Decision |
     if isinstance(command, ProtectFact):
         return Decision(Outcome.ACCEPTED, (), effects=(protection(command),))
     if isinstance(command, GrantAccess):
-        return Decision(Outcome.ACCEPTED, (), effects=(granted(command),))
+        issuer = state.principals.get(command.envelope.principal)  # its role then, as the gate saw it
+        return Decision(Outcome.ACCEPTED, (), effects=(granted(command, issuer is not None
+                                                                 and issuer.has_role(ADMIN_ROLE)),))
     if isinstance(command, RevokeAccess):
         grant = next((g for g in state.grants if g.grant_id == command.grant_id), None)
         return grant_revoked(grant, now) if grant is not None else None

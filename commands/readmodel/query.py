@@ -1,16 +1,19 @@
 """What a recall asks and what it returns: the arguments, their checks, and the result row.
 
-``recall(principal, query, k, as_of, known_at, purpose, mode)`` of SSGM Eq. 5. Pure; the read side
+``recall(principal, query, k, as_of, known_at, purpose, mode, min_score)`` of SSGM Eq. 5 (``min_score``:
+the relevance floor of issue 12, :mod:`memwarden.commands.readmodel.relevance`). Pure; the read side
 (:mod:`memwarden.projections.recall`) runs it, the client validates with the same checks before it
 sends anything.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal, get_args
 
+from memwarden.commands.readmodel.relevance import check_min_score
 from memwarden.errors import ValidationError
 
 DEFAULT_PURPOSE = "general"
@@ -29,8 +32,9 @@ RECALL_MODES: tuple[RecallMode, ...] = get_args(RecallMode)
 
 @dataclass(frozen=True)
 class RecalledMemory:
-    """One recalled memory version: content, fused relevance score (dense + lexical, comparable within
-    one recall only), provenance and ledger position."""
+    """One recalled memory version: content, ``score`` (the ranking score of its mode: fused dense +
+    lexical, comparable within one recall only), ``relevance`` (in [0, 1], the same scale for every
+    query: :mod:`memwarden.commands.readmodel.relevance`), provenance and ledger position."""
 
     memory_id: str
     version: int
@@ -50,6 +54,7 @@ class RecalledMemory:
     ledger_offset: int
     unverified: bool = False
     tags: tuple[str, ...] = ()
+    relevance: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """Plain dict for the HTTP response."""
@@ -61,9 +66,44 @@ class RecalledMemory:
         return cls(**{**data, "tags": tuple(data.get("tags") or ())})
 
 
+class Recalled(list[RecalledMemory]):
+    """The memories of one recall, best first, and how its relevance floor acted: ``min_score`` (the
+    floor asked for, 0 = none) and ``below_floor`` (hits of the ranking the floor dropped). A list, so
+    callers that only iterate the memories see no difference."""
+
+    def __init__(self, memories: Iterable[RecalledMemory] = (), min_score: float = 0.0, below_floor: int = 0) -> None:
+        super().__init__(memories)
+        self.min_score = min_score
+        self.below_floor = below_floor
+
+    @property
+    def nothing_relevant(self) -> bool:
+        """True when hits were found but none reached the floor (the answer is "nothing relevant")."""
+        return not self and self.below_floor > 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The HTTP response body: ``memories``, ``min_score``, ``below_floor`` and, when every hit was
+        below the floor, ``reason: "BELOW_FLOOR"``."""
+        out: dict[str, Any] = {"memories": [m.to_json() for m in self], "min_score": self.min_score,
+                               "below_floor": self.below_floor}
+        if self.nothing_relevant:
+            out["reason"] = "BELOW_FLOOR"
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Recalled:
+        """Inverse of :meth:`to_json` (a response without the floor keys reads as floor 0)."""
+        return cls((RecalledMemory.from_json(m) for m in data["memories"]), float(data.get("min_score") or 0.0),
+                   int(data.get("below_floor") or 0))
+
+
 def check_query(principal: Any, query: Any, k: Any, as_of: datetime | None, known_at: datetime | None = None,
-                purpose: Any = DEFAULT_PURPOSE, mode: Any = "hybrid") -> None:
+                purpose: Any = DEFAULT_PURPOSE, mode: Any = "hybrid", min_score: Any = 0.0) -> None:
     """Validate recall arguments; raises ``ValidationError`` naming the field."""
+    try:
+        check_min_score(min_score)
+    except ValueError as exc:
+        raise ValidationError("min_score", str(exc)) from None
     if mode not in RECALL_MODES:
         raise ValidationError("mode", f"must be one of {', '.join(RECALL_MODES)}, got {mode!r}")
     if not isinstance(purpose, str) or not purpose.strip() or purpose == "*":

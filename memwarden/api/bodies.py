@@ -89,6 +89,9 @@ class RecallBody(Body):
     mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
     include_untrusted: StrictBool = False
     freshness: StrictBool = True
+    min_score: Annotated[float, Field(ge=0.0, le=1.0, strict=False, description=(
+        "relevance floor in [0, 1] (same scale for every query; 0 = none, 0.35 recommended): memories whose "
+        "relevance is below it are dropped and counted in below_floor"))] = 0.0
 
     @field_validator("query")
     @classmethod

@@ -36,12 +36,14 @@ def _unknown_memory(memory_id: str) -> ApiError:
 @router.post("/recall", tags=["reads"])
 def recall(body: RecallBody, who: Authenticated, gw: Served) -> dict[str, Any]:
     """Top-``k`` memories the token's principal may read for ``purpose`` and ``query``, valid at
-    ``as_of`` as the ledger knew them at ``known_at`` (SSGM Eq. 5; audited by ids)."""
+    ``as_of`` as the ledger knew them at ``known_at`` (SSGM Eq. 5; audited by ids). Each memory has its
+    ``relevance`` in [0, 1]; ``min_score`` drops those below it, ``below_floor`` counts them and
+    ``reason: "BELOW_FLOOR"`` says that nothing relevant was found."""
     gw.same_principal(who, body.principal)
     found = gw.client.recall(who.principal, body.query, k=body.k, as_of=body.as_of, known_at=body.known_at,
                              purpose=body.purpose, freshness=body.freshness,
-                             include_untrusted=body.include_untrusted, mode=body.mode)
-    return {"memories": [m.to_json() for m in found]}
+                             include_untrusted=body.include_untrusted, mode=body.mode, min_score=body.min_score)
+    return found.to_json()
 
 
 @router.get("/memories/{memory_id}", tags=["memories"])

@@ -81,7 +81,7 @@ def supersede(memory_id: UUID, body: SupersedeBody, who: Authenticated, gw: Serv
     _refuse(change_refusal(mid, subject, who.record, memory, datetime.now(UTC)))
     receipt = gw.client.supersede(mid, principal=who.principal, subject=subject, text=body.text,
                                   evidence=body.evidence, fact=body.fact.model_dump() if body.fact else None,
-                                  **envelope_args(body, who))
+                                  **envelope_args(body, who), wait=False)
     return written(gw.client, receipt, wait, creates=True)
 
 
@@ -96,7 +96,7 @@ def forget(memory_id: UUID, who: Authenticated, gw: Served, wait: Wait = False, 
     _refuse(forget_refusal(mid, who.record, memory, held, datetime.now(UTC)))
     subject = memory.subject if memory is not None else held.subject if held is not None else who.principal
     receipt = gw.client.forget(mid, principal=who.principal, subject=subject, reason=reason,
-                               attributes=who.attributes)
+                               attributes=who.attributes, wait=False)
     return written(gw.client, receipt, wait, creates=False)
 
 
@@ -111,7 +111,7 @@ def forget_many(body: ForgetBody, who: Authenticated, gw: Served, wait: Wait = F
     if body.subject is not None and not body.criteria():
         _refuse(forget_subject_refusal(body.subject, who.record, datetime.now(UTC)))
         receipt = gw.client.forget_subject(body.subject, principal=who.principal, reason=body.reason,
-                                           dry_run=body.dry_run, attributes=who.attributes)
+                                           dry_run=body.dry_run, attributes=who.attributes, wait=False)
     else:
         receipt = gw.client.forget_matching(
             principal=who.principal, subjects=[*([body.subject] if body.subject else []), *body.subjects],
@@ -119,7 +119,7 @@ def forget_many(body: ForgetBody, who: Authenticated, gw: Served, wait: Wait = F
             key_ids=body.key_ids, tags=body.tags, memory_ids=[str(m) for m in body.memory_ids],
             observed_from=body.observed_from, observed_to=body.observed_to, admitted_from=body.admitted_from,
             admitted_to=body.admitted_to, query=body.query, reason=body.reason, dry_run=body.dry_run,
-            cascade=body.cascade, attributes=who.attributes)
+            cascade=body.cascade, attributes=who.attributes, wait=False)
     return written(gw.client, receipt, wait, creates=False)
 
 
@@ -131,7 +131,7 @@ def grant(body: GrantBody, who: Authenticated, gw: Served, wait: Wait = False) -
         body.grantee, by=who.principal, rights=[r.value for r in body.rights], scopes=body.scopes,
         subjects=body.subjects, purposes=body.purposes, store_kinds=[k.value for k in body.store_kinds],
         sensitivity_ceiling=body.sensitivity_ceiling, valid_from=body.valid_from, valid_to=body.valid_to,
-        relationship=body.relationship, grant_id=body.grant_id, attributes=who.attributes)
+        relationship=body.relationship, grant_id=body.grant_id, attributes=who.attributes, wait=False)
     return written(gw.client, receipt, wait, creates=True, id_name="grant_id")
 
 
@@ -143,7 +143,7 @@ def revoke(grant_id: str, who: Authenticated, gw: Served, wait: Wait = False, re
     _refuse(revoke_grant_refusal(grant_id, who.record, found, datetime.now(UTC)))
     assert found is not None
     receipt = gw.client.revoke_access(grant_id, by=who.principal, grantee=found.grantee, reason=reason,
-                                      attributes=who.attributes)
+                                      attributes=who.attributes, wait=False)
     return written(gw.client, receipt, wait, creates=False, id_name="grant_id")
 
 

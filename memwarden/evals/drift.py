@@ -98,9 +98,10 @@ def _wait_gate(settings: Settings, alive: Any, timeout_s: float = 60.0) -> None:
 def _step(client: Any, who: str, rng: random.Random, live: list[str], n: int) -> None:
     roll = rng.random()
     if roll < 0.25 and live:
-        client.supersede(rng.choice(live), principal=who, subject=who, text=_text(rng, n))
+        client.supersede(rng.choice(live), principal=who, subject=who, text=_text(rng, n), wait=False)
     elif roll < 0.40 and len(live) > 1:
-        client.forget(live.pop(rng.randrange(len(live))), principal=who, subject=who, reason="drift workload")
+        client.forget(live.pop(rng.randrange(len(live))), principal=who, subject=who, reason="drift workload",
+                      wait=False)
     else:
         live.append(client.record(principal=who, subject=who, text=_text(rng, n)).memory_id)
 
@@ -123,7 +124,8 @@ async def _run(run: Any, steps: int, fault_rate: float, sync: int, base_size: in
     with MemwardenClient(s, signers=[admin_signer(s)]) as client:
         signer = Signer.generate(who)
         client.add_signer(signer)
-        client.register_principal(who, by=s.admin_principal, public_key=signer.public_key, key_id=signer.key_id)
+        client.register_principal(who, by=s.admin_principal, public_key=signer.public_key, key_id=signer.key_id,
+                                  wait=False)
         live = [r.memory_id for r in client.record_many([{"principal": who, "subject": who, "text": _text(rng, i)}
                                                           for i in range(base_size)])]
         for t in range(1, steps + 1):

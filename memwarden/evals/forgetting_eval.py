@@ -466,18 +466,19 @@ class _Run:
         c, cast = self.client, self.cast
         for m in self.of(ID):
             self.forget(ID, [m], lambda m=m: c.forget(m.memory_id, principal=m.owner, subject=m.owner,
-                                                       reason="user request"))
+                                                       reason="user request", wait=False))
         for m in self.of(QUERY):
-            self.forget(QUERY, [m], lambda m=m: c.forget_matching(principal=m.owner, query=m.marker))
+            self.forget(QUERY, [m], lambda m=m: c.forget_matching(principal=m.owner, query=m.marker, wait=False))
         lineage = self.of(LINEAGE)
         ana, cleo = cast.who("ana"), cast.who("cleo")
         self.forget(TAGS, self.of(TAGS) + lineage[:1],
-                    lambda: c.forget_matching(principal=ana, tags=[cast.tag], reason="trip cancelled"))
-        self.forget(SCOPE, self.of(SCOPE), lambda: c.forget_matching(principal=cleo, scopes=[cast.scope]))
+                    lambda: c.forget_matching(principal=ana, tags=[cast.tag], reason="trip cancelled", wait=False))
+        self.forget(SCOPE, self.of(SCOPE), lambda: c.forget_matching(principal=cleo, scopes=[cast.scope], wait=False))
         self.forget(SOURCE, self.of(SOURCE),
-                    lambda: c.forget_matching(principal=cleo, source_references=[cast.chat_ref]))
+                    lambda: c.forget_matching(principal=cleo, source_references=[cast.chat_ref], wait=False))
         ben = cast.who("ben")
-        self.forget(SUBJECT, self.of(SUBJECT), lambda: c.forget_subject(ben, principal=ben, reason="right to erasure"))
+        self.forget(SUBJECT, self.of(SUBJECT), lambda: c.forget_subject(ben, principal=ben,
+                                                                        reason="right to erasure", wait=False))
         self.legal_hold()
         self.repair(self.of(REPAIR) + lineage[1:])
         self.prune()
@@ -492,7 +493,7 @@ class _Run:
             self.how[REPAIR] = ("ForgetMatching(source_references=[the tainted import]) signed by the root admin:"
                                 " no memwarden.repair here, so the selector a repair issues")
             self.forget(REPAIR, expected, lambda: self.client.forget_matching(
-                principal=admin, source_references=[ref], reason="repair: tainted import"))
+                principal=admin, source_references=[ref], reason="repair: tainted import", wait=False))
             return
         from memwarden.repair import RepairTarget
 
@@ -535,12 +536,12 @@ class _Run:
         forgets it (measured from the lift; its receipt names the waiting forget)."""
         c, admin, (held,) = self.client, self.admin(), self.of(HOLD)
         placed = c.decided([c.place_hold(self.cast.hold_id, by=admin, subjects=[held.owner],
-                                         reason="litigation").command_id], timeout_s=60)
-        waiting = c.forget(held.memory_id, principal=held.owner, subject=held.owner, reason="please forget")
+                                         reason="litigation", wait=False).command_id], timeout_s=60)
+        waiting = c.forget(held.memory_id, principal=held.owner, subject=held.owner, reason="please forget", wait=False)
         outcome = c.decided([waiting.command_id], timeout_s=60)[waiting.command_id]["outcome"]
         self.hold = {"placed": next(iter(placed.values()))["outcome"], "forget_outcome": outcome,
                      "readable_while_held": len(modes_returning(c, held)) == len(MODES)}
-        self.forget(HOLD, [held], lambda: c.lift_hold(self.cast.hold_id, by=admin, reason="case closed"))
+        self.forget(HOLD, [held], lambda: c.lift_hold(self.cast.hold_id, by=admin, reason="case closed", wait=False))
         held.forget_id = waiting.command_id
 
     # checks ---------------------------------------------------------------------------------------

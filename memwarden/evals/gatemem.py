@@ -124,7 +124,8 @@ def issue_forgets(client: MemwardenClient, pairs: Sequence[tuple[EpisodePlan, Fo
     (the requester could read no memory holding the value), ``not_permitted`` (matches it may not
     forget) and the other outcomes as ``outcome.<OUTCOME>``."""
     receipts = [client.forget_matching(principal=f.requester, subject=f.requester, query=value,
-                                       reason=f"deletion request at {plan.episode_id}:{f.turn_id}", dry_run=False)
+                                       reason=f"deletion request at {plan.episode_id}:{f.turn_id}", dry_run=False,
+                                       wait=False)
                 for plan, f in pairs for value in f.values]
     stats: Counter[str] = Counter(commands=len(receipts))
     if not receipts:
@@ -190,7 +191,7 @@ def _setup(client: MemwardenClient, s: Settings, plans: Mapping[str, EpisodePlan
 
     admin = admin_signer(s)
     client.add_signer(admin)
-    policy = client.publish_policy(_policy_document(), by=admin.principal_id)
+    policy = client.publish_policy(_policy_document(), by=admin.principal_id, wait=False)
     if client.decisions([policy.command_id])[policy.command_id] != "ACCEPTED":
         raise MemwardenError("the evaluation policy was not accepted")
     people = {(p.principal_id, p.kind.upper(), p.roles) for plan in plans.values() for p in plan.principals}
@@ -202,7 +203,7 @@ def _setup(client: MemwardenClient, s: Settings, plans: Mapping[str, EpisodePlan
         purposes=g.purposes, store_kinds=tuple(k_.value for k_ in g.store_kinds),
         sensitivity_ceiling=g.sensitivity_ceiling, valid_from=_dt(g.valid_from_ms, shift),
         valid_to=_dt(g.valid_to_ms, shift),
-        relationship=g.relationship, grant_id=g.grant_id) for plan in plans.values() for g in plan.grants]
+        relationship=g.relationship, grant_id=g.grant_id, wait=False) for plan in plans.values() for g in plan.grants]
     refused = {c: o for c, o in client.decisions([g.command_id for g in grants], DECISION_TIMEOUT_S).items()
                if o != "ACCEPTED"}
     if refused:

@@ -68,7 +68,7 @@ def ingest(client: Any, settings: Settings, conversations: Sequence[Conversation
     speakers = sorted({principal_of(c.conversation_id, s) for c in conversations for s in c.speakers})
     enroll(client, admin_signer(settings), [(p, "USER", ()) for p in speakers])
     grants = [client.grant_access(other, by=me, rights=("READ",), scopes=(f"conversation:{c.conversation_id}",),
-                                  subjects=(me,), purposes=(PURPOSE,), relationship="conversation_partner")
+                                  subjects=(me,), purposes=(PURPOSE,), relationship="conversation_partner", wait=False)
               for c in conversations
               for me in (principal_of(c.conversation_id, s) for s in c.speakers)
               for other in (principal_of(c.conversation_id, s) for s in c.speakers) if other != me]

@@ -54,7 +54,7 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
         s = run.settings
         enroll(client, admin_signer(s), [(VICTIM, "USER", ()), (AGENT, "AGENT", ()), (APPROVER, "USER", ("approver",))])
         grant = client.grant_access(AGENT, by=VICTIM, rights=("READ", "WRITE"), scopes=("account:default",),
-                                    subjects=(VICTIM,))
+                                    subjects=(VICTIM,), wait=False)
         client.decisions([grant.command_id])
         memory_of: dict[str, str] = {}
         command_label: dict[str, str] = {}

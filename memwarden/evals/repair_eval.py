@@ -239,7 +239,8 @@ def run_repair_eval(base: Settings, progress: bool = True, keep: bool = False) -
         s, say = run.settings, run.console.print
         enroll(client, admin_signer(s), [*((u, "USER", ()) for u in PEOPLE), (ASSISTANT, "AGENT", ()),
                                          (PLANNER, "AGENT", ()), (IMPORTER, "SERVICE", ())])
-        grants = [client.grant_access(grantee, by=user, rights=rights, scopes=("account:default",), subjects=(user,))
+        grants = [client.grant_access(grantee, by=user, rights=rights, scopes=("account:default",), subjects=(user,),
+                                      wait=False)
                   for user in PEOPLE for grantee, rights in ((ASSISTANT, ("READ", "WRITE")), (PLANNER, ("READ",)),
                                                              (IMPORTER, ("WRITE",)))]
         client.decisions([g.command_id for g in grants], timeout_s=120)

@@ -19,7 +19,8 @@ MAX_LOOKUP_IDS = 5_000
 @dataclass(frozen=True)
 class RecallRequest:
     """A validated recall: who, what, how many, when (``as_of``, ``known_at``), why (``purpose``),
-    and the switches (``freshness``, ``include_untrusted``, ``mode``)."""
+    the switches (``freshness``, ``include_untrusted``, ``mode``) and the relevance floor (``min_score``,
+    0 = none)."""
 
     principal: str
     query: str
@@ -30,6 +31,7 @@ class RecallRequest:
     freshness: bool
     include_untrusted: bool
     mode: RecallMode
+    min_score: float = 0.0
 
 
 def _object(body: Any) -> Mapping[str, Any]:
@@ -50,16 +52,20 @@ def _time(body: Mapping[str, Any], key: str) -> datetime | None:
 
 def recall_request(body: Any) -> RecallRequest:
     """The recall a JSON body asks for (keys ``principal``, ``query``, ``k`` (default 10), ``as_of``,
-    ``known_at``, ``purpose``, ``freshness``, ``include_untrusted``, ``mode``; ``auth`` and
+    ``known_at``, ``purpose``, ``freshness``, ``include_untrusted``, ``mode``, ``min_score`` (default 0);
+    ``auth`` and
     ``signed_at_ms`` are read by authentication). Raises ``ValidationError`` naming the field."""
     body = _object(body)
     as_of, known_at = _time(body, "as_of"), _time(body, "known_at")
     purpose = body.get("purpose") or DEFAULT_PURPOSE
     mode = body.get("mode") or "hybrid"
     k = body.get("k", 10)
-    check_query(body.get("principal"), body.get("query"), k, as_of, known_at, purpose, mode)
+    min_score = body.get("min_score", 0.0)
+    min_score = 0.0 if min_score is None else min_score
+    check_query(body.get("principal"), body.get("query"), k, as_of, known_at, purpose, mode, min_score)
     return RecallRequest(body["principal"], body["query"], k, as_of, known_at, purpose,
-                         body.get("freshness", True) is not False, body.get("include_untrusted", False) is True, mode)
+                         body.get("freshness", True) is not False, body.get("include_untrusted", False) is True, mode,
+                         float(min_score))
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
 from memwarden.commands.read_auth import check_request
 from memwarden.commands.readmodel.filters import FieldIn, Filter
-from memwarden.commands.readmodel.query import RecalledMemory
+from memwarden.commands.readmodel.query import Recalled, RecalledMemory
 from memwarden.commands.readmodel.usage import UsageBatcher
 from memwarden.commands.reasons import Reason
 from memwarden.epoch import now_ms
@@ -133,8 +133,9 @@ class ReadService:
         return check_request(body, record, now_ms())
 
     async def recall(self, body: Any) -> Reply:
-        """``POST /recall``: 200 ``{"memories": [...]}``, 400 naming a bad field, 401 with the reason
-        code when authentication fails."""
+        """``POST /recall``: 200 ``{"memories": [...], "min_score", "below_floor"}`` (plus ``"reason":
+        "BELOW_FLOOR"`` when hits were found but none reached ``min_score``), 400 naming a bad field,
+        401 with the reason code when authentication fails."""
         try:
             request = recall_request(body)
             problem = await self._authenticate(body)
@@ -151,7 +152,7 @@ class ReadService:
         except (ValueError, TypeError) as exc:  # a value the checks above let through: still the caller's
             return Reply(400, {"error": f"bad request: {exc}"})
         await self._audit(request, found)
-        return Reply(200, {"memories": [m.to_json() for m in found]})
+        return Reply(200, found.to_json())
 
     async def history(self, body: Any) -> Reply:
         """``POST /history``: 200 ``{"memory_id", "current", "versions": [...]}`` (see
@@ -180,10 +181,11 @@ class ReadService:
                                                                                                  audited))])
         return Reply(200, found)
 
-    async def _recall(self, r: RecallRequest) -> list[RecalledMemory]:
-        return await (await self.recaller()).recall(r.principal, r.query, r.k, r.as_of, r.known_at, r.purpose,
-                                                    freshness=r.freshness, include_untrusted=r.include_untrusted,
-                                                    mode=r.mode)
+    async def _recall(self, r: RecallRequest) -> Recalled:
+        found = await (await self.recaller()).recall(r.principal, r.query, r.k, r.as_of, r.known_at, r.purpose,
+                                                     freshness=r.freshness, include_untrusted=r.include_untrusted,
+                                                     mode=r.mode, min_score=r.min_score)
+        return found if isinstance(found, Recalled) else Recalled(found, r.min_score)  # a plain list: no floor report
 
     async def _audit(self, r: RecallRequest, found: list[RecalledMemory]) -> None:
         """Append the read to the audit topic (ids only) and batch the uses (MemoryUsed, Eq. 3)."""

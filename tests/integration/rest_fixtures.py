@@ -33,7 +33,7 @@ def register(client: MemwardenClient, settings: Settings, principal: str, roles:
     client.add_signer(admin_signer(settings))
     client.add_signer(signer)
     r = client.register_principal(principal, by=settings.admin_principal, kind=kind_of(principal), roles=roles,
-                                  public_key=signer.public_key, key_id=signer.key_id)
+                                  public_key=signer.public_key, key_id=signer.key_id, wait=False)
     assert client.decisions([r.command_id])[r.command_id] == "ACCEPTED"
     return principal
 

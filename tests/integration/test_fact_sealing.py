@@ -98,7 +98,7 @@ def test_a_fact_value_is_sealed_on_the_ledger_digested_in_the_gate_and_shredded_
     assert [d["outcome"] for d in _decided(client, holder, same)] == ["ACCEPTED", "ACCEPTED"]
     assert "SUPERSEDES_CONTRADICTED" not in _codes(_decided(client, same)[0])
     # protected: another value is refused, the same value is admitted
-    protect = client.protect_fact(who, "persona", "employer", by=who)
+    protect = client.protect_fact(who, "persona", "employer", by=who, wait=False)
     assert _decided(client, protect)[0]["outcome"] == "ACCEPTED"
     conflicting = client.record(principal=who, subject=who, text="I now work at the bakery", fact=fact("the bakery"))
     agreeing = client.record(principal=who, subject=who, text="Still at the same lab", fact=fact(marker))
@@ -116,7 +116,7 @@ def test_a_fact_value_is_sealed_on_the_ledger_digested_in_the_gate_and_shredded_
     scribe, reviewer = principal("agent"), principal("reviewer")
     held = client.record(principal=scribe, subject=who, text="Their lab is on the third floor", fact=fact(marker))
     assert _decided(client, held)[0]["outcome"] == "QUARANTINED"
-    approve = client.approve_quarantined(held.command_id, by=reviewer, subject=who)
+    approve = client.approve_quarantined(held.command_id, by=reviewer, subject=who, wait=False)
     (released,) = _decided(client, approve)
     assert released["outcome"] in ("ACCEPTED", "ACCEPTED_UNVERIFIED") and released["memory_id"] == held.memory_id
     wait_caught_up(namespace, alive=worker.alive)
@@ -158,7 +158,7 @@ def test_a_fact_value_is_sealed_on_the_ledger_digested_in_the_gate_and_shredded_
                                                           " = %s", (who,)) for n in needles)
 
         # forget every memory that held the value: nothing gives it back
-        forgets = [client.forget(r.memory_id, principal=who, subject=who, reason="user request")
+        forgets = [client.forget(r.memory_id, principal=who, subject=who, reason="user request", wait=False)
                    for r in (holder, same, agreeing, held)]
         assert [d["outcome"] for d in _decided(client, *forgets)] == ["ACCEPTED"] * 4
         wait_caught_up(namespace, alive=worker.alive)

@@ -56,13 +56,13 @@ def test_forget_subject_erases_one_subject_and_leaves_the_others(
     theirs = [client.record(principal=bob, subject=bob, text=f"bob note {i} about gardening roses")
               for i in range(2)]
     client.decisions([r.command_id for r in mine + theirs], timeout_s=120)
-    stranger = _decided(client, client.forget_subject(alice, principal=bob))
+    stranger = _decided(client, client.forget_subject(alice, principal=bob, wait=False))
     assert stranger["outcome"] == "REJECTED" and _codes(stranger) == ["NOT_SUBJECT"]
-    dry = _decided(client, client.forget_subject(alice, principal=alice, dry_run=True))
+    dry = _decided(client, client.forget_subject(alice, principal=alice, dry_run=True, wait=False))
     assert dry["outcome"] == "ACCEPTED" and sorted(dry["memory_ids"]) == sorted(r.memory_id for r in mine)
     wait_caught_up(namespace, alive=worker.alive)
     assert {r.memory_id for r in mine} <= _readable(client, alice, "gardening roses")  # a dry run forgets nothing
-    forget = client.forget_subject(alice, principal=alice, reason="right to erasure")
+    forget = client.forget_subject(alice, principal=alice, reason="right to erasure", wait=False)
     done = _decided(client, forget)
     assert done["outcome"] == "ACCEPTED" and sorted(done["memory_ids"]) == sorted(r.memory_id for r in mine)
     assert not {r.memory_id for r in mine} & _readable(client, alice, "alice note gardening roses")
@@ -93,28 +93,29 @@ def test_forget_matching_by_tag_and_source_with_lineage_and_refusals(
                           quoted_span="carol travels to Lisbon", epistemic_status="INFERRED")
     assert _decided(client, grand)["outcome"].startswith("ACCEPTED")
 
-    empty = _decided(client, client.forget_matching(principal=carol))
+    empty = _decided(client, client.forget_matching(principal=carol, wait=False))
     assert empty["outcome"] == "REJECTED" and _codes(empty) == ["EMPTY_SELECTOR"]
-    by_tag = _decided(client, client.forget_matching(principal=carol, tags=["travel"], reason="trip cancelled"))
+    by_tag = _decided(client, client.forget_matching(principal=carol, tags=["travel"], reason="trip cancelled",
+                                                     wait=False))
     assert by_tag["outcome"] == "ACCEPTED"
     assert set(by_tag["memory_ids"]) == {tagged.memory_id, derived.memory_id, grand.memory_id}  # lineage
-    by_ref = _decided(client, client.forget_matching(principal=carol, source_references=[ref]))
+    by_ref = _decided(client, client.forget_matching(principal=carol, source_references=[ref], wait=False))
     assert by_ref["memory_ids"] == [sourced.memory_id]
     wait_caught_up(namespace, alive=worker.alive)
     seen = _readable(client, carol, "carol Lisbon dentist Elm summary digest")
     assert not {tagged.memory_id, derived.memory_id, grand.memory_id, sourced.memory_id} & seen
     assert other.memory_id in _readable(client, carol, "carol likes green tea")
 
-    twice = _decided(client, client.forget(tagged.memory_id, principal=carol, subject=carol))
+    twice = _decided(client, client.forget(tagged.memory_id, principal=carol, subject=carol, wait=False))
     assert twice["outcome"] == "ACCEPTED" and _codes(twice) == ["ALREADY_FORGOTTEN"]
-    unknown = _decided(client, client.forget(str(uuid.uuid4()), principal=carol, subject=carol))
+    unknown = _decided(client, client.forget(str(uuid.uuid4()), principal=carol, subject=carol, wait=False))
     assert unknown["outcome"] == "REJECTED" and _codes(unknown) == ["UNKNOWN_MEMORY"]
     dave = principal()
-    foreign = _decided(client, client.forget(other.memory_id, principal=dave, subject=dave))
+    foreign = _decided(client, client.forget(other.memory_id, principal=dave, subject=dave, wait=False))
     assert foreign["outcome"] == "REJECTED" and _codes(foreign) == ["SUBJECT_MISMATCH"]
-    posing = _decided(client, client.forget(other.memory_id, principal=dave, subject=carol))
+    posing = _decided(client, client.forget(other.memory_id, principal=dave, subject=carol, wait=False))
     assert posing["outcome"] == "REJECTED" and _codes(posing) == ["NOT_OWNER"]
-    not_theirs = _decided(client, client.forget_matching(principal=dave, subjects=[carol]))
+    not_theirs = _decided(client, client.forget_matching(principal=dave, subjects=[carol], wait=False))
     assert not_theirs["memory_ids"] == [] and "NOT_PERMITTED" in _codes(not_theirs)
     assert other.memory_id in _readable(client, carol, "carol likes green tea")
 
@@ -128,21 +129,21 @@ def test_a_legal_hold_makes_a_forget_wait_until_it_is_lifted(
     client.decisions([kept.command_id], timeout_s=120)
     hold_id = f"case-{uuid.uuid4().hex[:6]}"
     assert _decided(client, client.place_hold(hold_id, by=admin.principal_id, subjects=[erin],
-                                              reason="litigation"))["outcome"] == "ACCEPTED"
-    stranger = _decided(client, client.place_hold("nope", by=erin, subjects=[erin]))
+                                              reason="litigation", wait=False))["outcome"] == "ACCEPTED"
+    stranger = _decided(client, client.place_hold("nope", by=erin, subjects=[erin], wait=False))
     assert stranger["outcome"] == "REJECTED" and _codes(stranger) == ["NOT_ADMIN"]
-    forget = client.forget(kept.memory_id, principal=erin, subject=erin, reason="please forget")
+    forget = client.forget(kept.memory_id, principal=erin, subject=erin, reason="please forget", wait=False)
     waiting = _decided(client, forget)
     assert waiting["outcome"] == "DEFERRED" and _codes(waiting)[0] == "LEGAL_HOLD" and hold_id in str(waiting)
     assert waiting["deferred_ids"] == [kept.memory_id] and waiting["memory_ids"] == []
     wait_caught_up(namespace, alive=worker.alive)
     assert kept.memory_id in _readable(client, erin, "erin lease March")  # held: preserved
-    lift = _decided(client, client.lift_hold(hold_id, by=admin.principal_id))
+    lift = _decided(client, client.lift_hold(hold_id, by=admin.principal_id, wait=False))
     assert lift["outcome"] == "ACCEPTED" and lift["memory_ids"] == [kept.memory_id]
     assert not {kept.memory_id} & _readable(client, erin, "erin lease March")
     receipt = poll(lambda: _receipts(namespace, forget.command_id), timeout_s=60, what="the receipt")[0]
     assert receipt["memory_id"] == kept.memory_id and receipt["verified"]
-    again = _decided(client, client.lift_hold(hold_id, by=admin.principal_id))
+    again = _decided(client, client.lift_hold(hold_id, by=admin.principal_id, wait=False))
     assert _codes(again) == ["ALREADY_LIFTED"]
 
 
@@ -197,9 +198,9 @@ def test_field_case_f1_both_id_forms_resolve_and_every_store_confirms(
     m1 = client.record(principal=hana, subject=hana, text="hana prefers tea")
     client.decisions([m1.command_id], timeout_s=120)
     wait_caught_up(namespace, alive=worker.alive)
-    forget = client.forget(uuid.UUID(m1.memory_id), principal=hana, subject=hana)  # type: ignore[arg-type]
+    forget = client.forget(uuid.UUID(m1.memory_id), principal=hana, subject=hana, wait=False)  # type: ignore[arg-type]
     assert _decided(client, forget)["memory_ids"] == [m1.memory_id]
-    again = _decided(client, client.forget(m1.memory_id.upper(), principal=hana, subject=hana))
+    again = _decided(client, client.forget(m1.memory_id.upper(), principal=hana, subject=hana, wait=False))
     assert again["outcome"] == "ACCEPTED" and _codes(again) == ["ALREADY_FORGOTTEN"]
     assert m1.memory_id not in _readable(client, hana, "hana prefers tea")
     receipt = poll(lambda: _receipts(namespace, forget.command_id), timeout_s=60, what="receipt")[0]
@@ -229,10 +230,10 @@ def test_field_cases_f3_f4_a_derived_row_goes_with_its_only_source_and_a_summary
                             quoted_span="badge number is 4411", epistemic_status="INFERRED")
     assert _decided(client, summary)["outcome"].startswith("ACCEPTED")
     assert rows(namespace, "SELECT count(*) FROM gate_facts WHERE memory_id = %s", (employer.memory_id,)) == [(1,)]
-    gone = _decided(client, client.forget(employer.memory_id, principal=ivy, subject=ivy))
+    gone = _decided(client, client.forget(employer.memory_id, principal=ivy, subject=ivy, wait=False))
     assert gone["memory_ids"] == [employer.memory_id]
     assert rows(namespace, "SELECT count(*) FROM gate_facts WHERE memory_id = %s", (employer.memory_id,)) == [(0,)]
-    f4 = _decided(client, client.forget(badge.memory_id, principal=ivy, subject=ivy))
+    f4 = _decided(client, client.forget(badge.memory_id, principal=ivy, subject=ivy, wait=False))
     assert f4["memory_ids"] == [badge.memory_id, summary.memory_id]  # the summary recorded its sources
     wait_caught_up(namespace, alive=worker.alive)
     assert not {badge.memory_id, summary.memory_id} & _readable(client, ivy, "4411 badge summary")
@@ -244,15 +245,16 @@ def test_a_forget_of_a_held_command_and_a_forget_racing_a_supersede(
     jo, agent = principal(), principal("agent")
     held = client.record(principal=agent, subject=jo, text="Jo asked me to water the plants on Friday")
     assert _decided(client, held)["outcome"] == "QUARANTINED"
-    discarded = _decided(client, client.forget(held.memory_id, principal=jo, subject=jo))
+    discarded = _decided(client, client.forget(held.memory_id, principal=jo, subject=jo, wait=False))
     assert discarded["outcome"] == "ACCEPTED" and _codes(discarded) == ["QUARANTINE_DISCARDED"]
-    approve_after = _decided(client, client.approve_quarantined(held.command_id, by=jo, subject=jo))
+    approve_after = _decided(client, client.approve_quarantined(held.command_id, by=jo, subject=jo, wait=False))
     assert approve_after["outcome"] == "REJECTED"  # nothing is left to approve
 
     first = client.record(principal=jo, subject=jo, text="Jo's gate code is 1234")
     client.decisions([first.command_id], timeout_s=120)
-    newer = client.supersede(first.memory_id, principal=jo, subject=jo, text="Jo's gate code is 5678")
-    forget = client.forget(first.memory_id, principal=jo, subject=jo)  # sent without waiting: same partition
+    newer = client.supersede(first.memory_id, principal=jo, subject=jo, text="Jo's gate code is 5678", wait=False)
+    forget = client.forget(first.memory_id, principal=jo, subject=jo,
+                           wait=False)  # sent without waiting: same partition
     outcomes = client.decisions([newer.command_id, forget.command_id], timeout_s=120)
     assert outcomes[forget.command_id] == "ACCEPTED"  # the forget comes after the supersede on the ledger
     assert outcomes[newer.command_id] == "ACCEPTED"

@@ -80,7 +80,7 @@ def test_a_forgotten_memory_leaves_no_plaintext_and_its_key_leaves_the_disk(quic
         wrapped = _wrapped_key(quick, str(key_id))
 
         started = time.monotonic()
-        forget = client.forget(gone.memory_id, principal=who, subject=who, reason="user request")
+        forget = client.forget(gone.memory_id, principal=who, subject=who, reason="user request", wait=False)
         assert client.decisions([forget.command_id], timeout_s=120)[forget.command_id] == "ACCEPTED"
         for mode in ("hybrid", "dense", "lexical"):  # every read path, with the memory's own words
             found = [m.memory_id for m in client.recall(who, f"locker phrase {marker}", mode=mode)]
@@ -134,7 +134,7 @@ def test_a_worker_killed_after_a_forget_still_appends_its_receipt(quick: Setting
             m = client.record(principal=who, subject=who, text="the spare key is under the blue pot")
             client.decisions([m.command_id], timeout_s=120)
             wait_caught_up(quick, alive=w.alive)
-            forget = client.forget(m.memory_id, principal=who, subject=who)
+            forget = client.forget(m.memory_id, principal=who, subject=who, wait=False)
             assert client.decisions([forget.command_id], timeout_s=120)[forget.command_id] == "ACCEPTED"
             w.kill()  # before, during or after the receipt: whichever, it is owed until it is on the ledger
 

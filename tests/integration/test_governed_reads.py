@@ -119,9 +119,10 @@ class R2:
 def r2(namespace: Settings, worker: WorkerProcess, client: MemwardenClient, admin: str) -> R2:
     writer_a, writer_b, planner = _id("user"), _id("user"), _id("agent")
     enroll_ids(client, namespace, writer_a, writer_b, planner)
-    grants = [client.grant_access(writer_a, by=admin, rights=["READ", "WRITE"], scopes=["team:a"]),
-              client.grant_access(writer_b, by=admin, rights=["READ", "WRITE"], scopes=["team:b"]),
-              client.grant_access(planner, by=admin, rights=["READ"], scopes=["team:a"], relationship="project_member")]
+    grants = [client.grant_access(writer_a, by=admin, rights=["READ", "WRITE"], scopes=["team:a"], wait=False),
+              client.grant_access(writer_b, by=admin, rights=["READ", "WRITE"], scopes=["team:b"], wait=False),
+              client.grant_access(planner, by=admin, rights=["READ"], scopes=["team:a"],
+                                  relationship="project_member", wait=False)]
     accepted(client, *grants)
     team_a = tuple(client.record(principal=writer_a, subject=writer_a, text=t, scope="team:a") for t in (
         "Project Orion launch moves to March", "Project Orion uses the Lisbon data centre"))
@@ -152,7 +153,7 @@ def test_a_grant_for_support_does_not_open_reads_for_marketing(
     enroll_ids(client, namespace, carol, dave)
     note = client.record(principal=carol, subject=carol, text="Carol's printer jams on the second page")
     grant = client.grant_access(dave, by=carol, rights=["READ"], scopes=["account:default"], subjects=[carol],
-                                purposes=["support"])
+                                purposes=["support"], wait=False)
     accepted(client, note, grant)
     projected(namespace, note)
     for mode in RECALL_MODES:
@@ -168,7 +169,7 @@ def test_a_role_grant_opens_reads_to_holders_of_the_role_only(
     enroll_ids(client, namespace, visitor)
     note = client.record(principal=pat, subject=pat, text="Pat is allergic to penicillin")
     grant = client.grant_access("role:clinician", by=pat, rights=["READ"], scopes=["account:default"],
-                                subjects=[pat], relationship="assigned_clinician")
+                                subjects=[pat], relationship="assigned_clinician", wait=False)
     accepted(client, note, grant)
     projected(namespace, note)
     for mode in RECALL_MODES:
@@ -181,11 +182,11 @@ def test_revoke_access_holds_from_the_next_read(
     eve, frank = _id("user"), _id("user")
     enroll_ids(client, namespace, eve, frank)
     note = client.record(principal=eve, subject=eve, text="Eve keeps the spare key under the blue pot")
-    grant = client.grant_access(frank, by=eve, rights=["READ"], scopes=["account:default"], subjects=[eve])
+    grant = client.grant_access(frank, by=eve, rights=["READ"], scopes=["account:default"], subjects=[eve], wait=False)
     accepted(client, note, grant)
     projected(namespace, note)
     assert ids(client.recall(frank, "spare key")) == {note.memory_id}
-    revoke = client.revoke_access(grant.memory_id, by=eve, grantee=frank, reason="moved out")
+    revoke = client.revoke_access(grant.memory_id, by=eve, grantee=frank, reason="moved out", wait=False)
     accepted(client, revoke)
     for mode in RECALL_MODES:  # no waiting: the very next read
         assert client.recall(frank, "spare key", mode=mode) == []
@@ -222,7 +223,7 @@ def test_t1_old_and_new_are_never_both_current(
     tea = client.record(principal=alice, subject=alice, text="drinks green tea", observed_at=t1)
     accepted(client, tea)
     stopped = client.supersede(tea.memory_id, principal=alice, subject=alice, text="stopped drinking green tea",
-                               observed_at=t2)
+                               observed_at=t2, wait=False)
     accepted(client, stopped)
     coffee = client.record(principal=alice, subject=alice, text="drinks coffee", observed_at=t3)
     accepted(client, coffee)
@@ -248,7 +249,8 @@ def test_t2_lyon_then_oslo_two_versions_and_as_of_reads_history(
     t2 = t1 + timedelta(days=1)
     lyon = client.record(principal=who, subject=who, text="lives in Lyon", observed_at=t1)
     accepted(client, lyon)
-    oslo = client.supersede(lyon.memory_id, principal=who, subject=who, text="lives in Oslo", observed_at=t2)
+    oslo = client.supersede(lyon.memory_id, principal=who, subject=who, text="lives in Oslo", observed_at=t2,
+                            wait=False)
     accepted(client, oslo)
     projected(namespace, lyon, oslo)
     for mode in RECALL_MODES:
@@ -273,7 +275,7 @@ def test_a_superseded_version_whose_own_validity_ended_earlier_takes_no_result_s
         hours=5), effective_to=t0 + timedelta(hours=6))
     accepted(client, chess, leave)
     back = client.supersede(leave.memory_id, principal=hal, subject=hal, text="Hal is back at the office in Lyon",
-                            observed_at=t0 + timedelta(hours=8))
+                            observed_at=t0 + timedelta(hours=8), wait=False)
     accepted(client, back)
     projected(namespace, chess, leave, back)
     assert rows(namespace, "SELECT valid_to FROM memory_versions WHERE memory_id = %s AND version = 1",
@@ -296,7 +298,7 @@ def test_known_at_hides_versions_decided_later_and_shows_superseded_ones_as_then
     accepted(client, acme)
     projected(namespace, acme)
     middle = datetime.now(UTC)
-    globex = client.supersede(acme.memory_id, principal=ivy, subject=ivy, text="Ivy works at Globex")
+    globex = client.supersede(acme.memory_id, principal=ivy, subject=ivy, text="Ivy works at Globex", wait=False)
     accepted(client, globex)
     projected(namespace, globex)
     after = datetime.now(UTC)

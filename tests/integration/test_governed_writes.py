@@ -128,14 +128,14 @@ def test_a_revoked_key_signs_nothing_and_a_rotated_key_takes_over(
     old = enroll_ids(client, namespace, carol)[carol]
     before = client.record(principal=carol, subject=carol, text="Carol waters the plants on Sundays")
     expect(namespace, before, "ACCEPTED")
-    revoke = client.revoke_key(carol, old.key_id, by=admin, reason="laptop stolen")
+    revoke = client.revoke_key(carol, old.key_id, by=admin, reason="laptop stolen", wait=False)
     expect(namespace, revoke, "ACCEPTED")
     after = client.record(principal=carol, subject=carol, text="Carol waters the plants on Mondays")
     d = expect(namespace, after, "REJECTED", "KEY_REVOKED")
     assert d["reasons"][0]["field"] == "envelope.signature"
 
     new = Signer.generate(carol)
-    rotate = client.rotate_key(carol, by=admin, public_key=new.public_key, key_id=new.key_id)
+    rotate = client.rotate_key(carol, by=admin, public_key=new.public_key, key_id=new.key_id, wait=False)
     expect(namespace, rotate, "ACCEPTED")
     client.add_signer(new)
     rotated = client.record(principal=carol, subject=carol, text="Carol repots the cactus in April")
@@ -177,12 +177,12 @@ def test_a_policy_that_does_not_parse_is_rejected_naming_the_field_and_the_worke
         namespace: Settings, worker: WorkerProcess, client: MemwardenClient, admin: str,
         principal: Callable[..., str]) -> None:
     default = json.loads(DEFAULT_POLICY_TEXT.read_text())
-    not_json = client.publish_policy("{ scopes: [", by=admin)
-    no_scopes = client.publish_policy(json.dumps({**default, "version": 2, "scopes": []}), by=admin)
+    not_json = client.publish_policy("{ scopes: [", by=admin, wait=False)
+    no_scopes = client.publish_policy(json.dumps({**default, "version": 2, "scopes": []}), by=admin, wait=False)
     bad_kind = client.publish_policy(json.dumps({**default, "version": 2, "write_rules": [
-        {"id": "r", "store_kinds": ["DIARY"]}]}), by=admin)
+        {"id": "r", "store_kinds": ["DIARY"]}]}), by=admin, wait=False)
     who = principal()
-    by_user = client.publish_policy(json.dumps({**default, "version": 2}), by=who)
+    by_user = client.publish_policy(json.dumps({**default, "version": 2}), by=who, wait=False)
     later = client.record(principal=who, subject=who, text="Written after three broken policies")
 
     assert expect(namespace, not_json, "REJECTED", "POLICY_INVALID")["reasons"][0]["field"] == "document"
@@ -192,11 +192,11 @@ def test_a_policy_that_does_not_parse_is_rejected_naming_the_field_and_the_worke
     expect(namespace, by_user, "REJECTED", "NOT_AN_ADMIN")
     assert expect(namespace, later, "ACCEPTED")["policy_version"] == "default/1"
 
-    v2 = client.publish_policy(json.dumps({**default, "version": 2}), by=admin)
+    v2 = client.publish_policy(json.dumps({**default, "version": 2}), by=admin, wait=False)
     assert expect(namespace, v2, "ACCEPTED")["policy_version"] == "default/2"
     after = client.record(principal=who, subject=who, text="Written under the second policy version")
     assert expect(namespace, after, "ACCEPTED")["policy_version"] == "default/2"
-    stale = client.publish_policy(json.dumps({**default, "version": 2}), by=admin)
+    stale = client.publish_policy(json.dumps({**default, "version": 2}), by=admin, wait=False)
     expect(namespace, stale, "REJECTED", "POLICY_VERSION_NOT_NEWER")
 
 
@@ -206,11 +206,11 @@ def test_w5_injected_instruction_is_quarantined_and_the_protected_persona_fact_i
     alice, helper = _id("user"), _id("agent")
     enroll_ids(client, namespace, alice, helper)
     grant = client.grant_access(helper, by=alice, rights=["WRITE"], scopes=["account:default"], subjects=[alice],
-                                store_kinds=["PROFILE"])
+                                store_kinds=["PROFILE"], wait=False)
     expect(namespace, grant, "ACCEPTED")
     persona = client.record(principal=alice, subject=alice, text="My name is Alice Moreau",
                             fact={"entity": "persona", "attribute": "name", "value": "Alice Moreau"})
-    protect = client.protect_fact(alice, "persona", "name", by=alice)
+    protect = client.protect_fact(alice, "persona", "name", by=alice, wait=False)
     expect(namespace, persona, "ACCEPTED")
     expect(namespace, protect, "ACCEPTED")
 
@@ -219,7 +219,7 @@ def test_w5_injected_instruction_is_quarantined_and_the_protected_persona_fact_i
     as_procedure = client.record(principal=helper, subject=alice, text=INJECTED, store_kind="PROCEDURE")
     takeover = client.supersede(persona.memory_id, principal=helper, subject=alice, text="My name is Mallory",
                                 fact={"entity": "persona", "attribute": "name", "value": "Mallory"},
-                                evidence=["trust me"])
+                                evidence=["trust me"], wait=False)
     conflicting = client.record(principal=helper, subject=alice, text="Her name is Mallory",
                                 fact={"entity": "persona", "attribute": "name", "value": "Mallory"})
     untyped = client.record(principal=helper, subject=alice, text="Her name is Mallory Moreau")
@@ -259,12 +259,13 @@ def test_quarantined_memory_is_unreadable_until_a_reviewer_approves_it(
     assert held.memory_id not in recalled(client, scribe, "when does the Lisbon flight leave?")
     assert held.memory_id not in recalled(client, bob, "when does the Lisbon flight leave?")
 
-    not_reviewer = client.approve_quarantined(held.command_id, by=bob, subject=bob)
+    not_reviewer = client.approve_quarantined(held.command_id, by=bob, subject=bob, wait=False)
     expect(namespace, not_reviewer, "REJECTED", "NOT_A_REVIEWER")
-    approve = client.approve_quarantined(held.command_id, by=reviewer, subject=bob, note="confirmed with bob")
+    approve = client.approve_quarantined(held.command_id, by=reviewer, subject=bob, note="confirmed with bob",
+                                         wait=False)
     d = expect(namespace, approve, "ACCEPTED_UNVERIFIED", "RELEASED_BY_REVIEW")
     assert d["memory_id"] == held.memory_id and reviewer in d["reasons"][0]["message"]
-    again = client.approve_quarantined(held.command_id, by=reviewer, subject=bob)
+    again = client.approve_quarantined(held.command_id, by=reviewer, subject=bob, wait=False)
     expect(namespace, again, "REJECTED", "ALREADY_REVIEWED")
 
     projected(namespace, held)
@@ -288,7 +289,7 @@ def test_approval_sent_right_behind_the_quarantined_command_is_accepted(
     carol, scribe, reviewer = _id("user"), _id("agent"), _id("reviewer")
     enroll_ids(client, namespace, carol, scribe, reviewer)
     held = client.record(principal=scribe, subject=carol, text="Carol's dentist appointment moved to Tuesday")
-    approve = client.approve_quarantined(held.command_id, by=reviewer, subject=carol)
+    approve = client.approve_quarantined(held.command_id, by=reviewer, subject=carol, wait=False)
     expect(namespace, held, "QUARANTINED", "SUBJECT_NOT_GRANTED")
     expect(namespace, approve, "ACCEPTED_UNVERIFIED", "RELEASED_BY_REVIEW")
     projected(namespace, held)
@@ -301,11 +302,11 @@ def test_rejected_quarantine_is_never_readable_and_its_data_key_is_shredded(
     enroll_ids(client, namespace, bob, scribe, reviewer)
     held = client.record(principal=scribe, subject=bob, text="Bob's garage door code is 4471")
     expect(namespace, held, "QUARANTINED", "SUBJECT_NOT_GRANTED")
-    self_review = client.reject_quarantined(held.command_id, by=scribe, subject=bob)
+    self_review = client.reject_quarantined(held.command_id, by=scribe, subject=bob, wait=False)
     expect(namespace, self_review, "REJECTED", "NOT_A_REVIEWER")
-    reject = client.reject_quarantined(held.command_id, by=reviewer, subject=bob, note="not from bob")
+    reject = client.reject_quarantined(held.command_id, by=reviewer, subject=bob, note="not from bob", wait=False)
     expect(namespace, reject, "ACCEPTED")
-    late_approval = client.approve_quarantined(held.command_id, by=reviewer, subject=bob)
+    late_approval = client.approve_quarantined(held.command_id, by=reviewer, subject=bob, wait=False)
     expect(namespace, late_approval, "REJECTED", "ALREADY_REVIEWED")
 
     (key_id,) = rows(namespace, "SELECT key_id::text FROM gate_quarantine WHERE command_id = %s AND status ="
@@ -326,17 +327,17 @@ def test_w6_undeclared_scope_and_closed_scope_without_grant_are_rejected_until_g
     enroll_ids(client, namespace, dana)
     undeclared = client.record(principal=dana, subject=dana, text="Sprint goal: ship search", scope="galaxy:far")
     closed = client.record(principal=dana, subject=dana, text="Team B ships search on Friday", scope="team:b")
-    self_grant = client.grant_access(dana, by=dana, rights=["WRITE"], scopes=["team:b"], subjects=[dana])
+    self_grant = client.grant_access(dana, by=dana, rights=["WRITE"], scopes=["team:b"], subjects=[dana], wait=False)
     d = expect(namespace, undeclared, "REJECTED", "UNKNOWN_SCOPE")
     assert d["reasons"][0]["field"] == "envelope.scope"
     expect(namespace, closed, "REJECTED", "SCOPE_NOT_GRANTED")
     expect(namespace, self_grant, "REJECTED", "NOT_GRANTOR")  # a user cannot open a closed scope for itself
 
-    grant = client.grant_access(dana, by=admin, rights=["READ", "WRITE"], scopes=["team:b"])
+    grant = client.grant_access(dana, by=admin, rights=["READ", "WRITE"], scopes=["team:b"], wait=False)
     expect(namespace, grant, "ACCEPTED")
     granted = client.record(principal=dana, subject=dana, text="Team B demo moved to Thursday", scope="team:b")
     expect(namespace, granted, "ACCEPTED")
-    revoke = client.revoke_access(grant.memory_id, by=admin, grantee=dana, reason="left team b")
+    revoke = client.revoke_access(grant.memory_id, by=admin, grantee=dana, reason="left team b", wait=False)
     expect(namespace, revoke, "ACCEPTED")
     revoked = client.record(principal=dana, subject=dana, text="Team B retro notes", scope="team:b")
     expect(namespace, revoked, "REJECTED", "SCOPE_NOT_GRANTED")

@@ -136,7 +136,7 @@ def test_supersession_closes_the_old_version_and_as_of_reads_history(
     t1 = datetime(2025, 1, 1, tzinfo=UTC)
     t2 = t1 + timedelta(days=30)
     first = client.record(principal=who, subject=who, text="lives in Lyon", observed_at=t1)
-    client.supersede(first.memory_id, principal=who, subject=who, text="lives in Oslo", observed_at=t2)
+    client.supersede(first.memory_id, principal=who, subject=who, text="lives in Oslo", observed_at=t2, wait=False)
     poll(lambda: rows(namespace, "SELECT count(*) FROM memory_versions WHERE memory_id = %s",
                       (first.memory_id,)) == [(2,)], what="two versions")
     now = [m.text for m in client.recall(who, "where does the user live?")]
@@ -158,7 +158,7 @@ def test_tombstones_never_crash_a_consumer_and_forget_shreds_the_key(
     poll(lambda: len(client.recall(who, "badge chess")) == 2, what="both memories")
     client._send([(namespace.topic("keys"), str(uuid.uuid4()).encode(), None)], [""])  # tombstone, unknown key
     client.publish_raw(who.encode(), None)  # a null value on the ledger itself
-    forget = client.forget(gone.memory_id, principal=who, subject=who, reason="user asked")
+    forget = client.forget(gone.memory_id, principal=who, subject=who, reason="user asked", wait=False)
     poll(lambda: [m.memory_id for m in client.recall(who, "badge chess")] == [kept.memory_id],
          what="forgotten memory no longer recalled")
     status = rows(namespace, "SELECT status, content_sealed FROM memory_versions WHERE memory_id = %s",

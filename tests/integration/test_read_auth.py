@@ -49,7 +49,7 @@ def test_only_signed_reads_by_the_principal_itself_are_served(strict: Settings) 
         resp = httpx.post(f"{strict.worker_url}/recall", json=stale, timeout=10)
         assert resp.status_code == 401 and resp.json()["code"] == "STALE_REQUEST"
 
-        revoke = client.revoke_key("user:ra-alice", signers["user:ra-alice"].key_id, by="user:ra-alice")
+        revoke = client.revoke_key("user:ra-alice", signers["user:ra-alice"].key_id, by="user:ra-alice", wait=False)
         assert client.decisions([revoke.command_id])[revoke.command_id] == "ACCEPTED"
         with pytest.raises(ValidationError) as revoked:
             client.recall("user:ra-alice", "who keeps bees?")

@@ -45,7 +45,7 @@ def test_a_rebuild_made_aside_replaces_the_live_projections_in_one_step(
         gone = client.record(principal=alice, subject=alice, text="Alice's locker code is 4711")
         kite = client.record(principal=alice, subject=alice, text="Alice flies a yellow kite on Sundays")
         client.decisions([tea.command_id, bike.command_id, gone.command_id, kite.command_id], timeout_s=120)
-        forget = client.forget(gone.memory_id, principal=alice, subject=alice)
+        forget = client.forget(gone.memory_id, principal=alice, subject=alice, wait=False)
         client.decisions([forget.command_id], timeout_s=120)
         wait_caught_up(namespace, alive=w.alive)
         with connect(namespace) as conn:  # drift: the live profile lost a row (a restored backup, a bug)
@@ -57,7 +57,8 @@ def test_a_rebuild_made_aside_replaces_the_live_projections_in_one_step(
         cut, pit = resolve_cut(namespace, None, None)
         run_replay(namespace, rebuilt, cut, pit)  # aside, while the worker serves
         late = client.record(principal=alice, subject=alice, text="Alice adopted a grey cat named Miso")
-        during = client.forget(kite.memory_id, principal=alice, subject=alice)  # a forget while the rebuild waits
+        during = client.forget(kite.memory_id, principal=alice, subject=alice,
+                               wait=False)  # a forget while the rebuild waits
         client.decisions([late.command_id, during.command_id], timeout_s=120)
         wait_caught_up(namespace, alive=w.alive)
 

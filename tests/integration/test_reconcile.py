@@ -45,8 +45,8 @@ def settled(namespace: Settings, client: MemwardenClient) -> Iterator[Settings]:
         got = [client.record(principal=who, subject=who, text=t) for t in
                ("likes jazz", "works in Lyon", "has a cat named Tom", "badge 4471", "runs on Sundays")]
         client.decisions([r.command_id for r in got])
-        later = [client.supersede(got[1].memory_id, principal=who, subject=who, text="works in Paris"),
-                 client.forget(got[3].memory_id, principal=who, subject=who)]
+        later = [client.supersede(got[1].memory_id, principal=who, subject=who, text="works in Paris", wait=False),
+                 client.forget(got[3].memory_id, principal=who, subject=who, wait=False)]
         client.decisions([r.command_id for r in later])
         wait_caught_up(namespace, alive=w.alive)
     finally:

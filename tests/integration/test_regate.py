@@ -33,10 +33,10 @@ def test_a_revoked_key_is_refused_today_and_its_memories_retracted(namespace: Se
         fresh = Signer.generate(alice, f"{alice}#2")
         stolen = client._signers[alice].key_id
         client.decisions([client.rotate_key(alice, by=alice, public_key=fresh.public_key,
-                                            key_id=fresh.key_id).command_id])
+                                            key_id=fresh.key_id, wait=False).command_id])
         client.add_signer(fresh)
         kept = client.record(principal=alice, subject=alice, text="signed with the new key")
-        client.decisions([client.revoke_key(alice, stolen, by=alice).command_id, kept.command_id])
+        client.decisions([client.revoke_key(alice, stolen, by=alice, wait=False).command_id, kept.command_id])
         findings = asyncio.run(find(namespace))
         assert [(f.memory_id, f.now) for f in findings] == [(old.memory_id, "REJECTED")]
         assert findings[0].reasons == ("KEY_REVOKED",)

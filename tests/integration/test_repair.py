@@ -86,7 +86,7 @@ def _derive(client: MemwardenClient, who: str, subject: str, text: str, sources:
 
 
 def _grant(client: MemwardenClient, grantee: str, by: str, rights: tuple[str, ...]) -> None:
-    g = client.grant_access(grantee, by=by, rights=rights, scopes=("account:default",), subjects=(by,))
+    g = client.grant_access(grantee, by=by, rights=rights, scopes=("account:default",), subjects=(by,), wait=False)
     assert client.decisions([g.command_id], timeout_s=120)[g.command_id] == "ACCEPTED"
 
 
@@ -179,10 +179,11 @@ def test_repair_by_a_compromised_key_keeps_what_the_new_key_signed(
     admin = admin_signer(namespace)
     client.add_signer(admin)
     fresh = Signer.generate(agent, f"{agent}#2")
-    rotate = client.rotate_key(agent, by=admin.principal_id, public_key=fresh.public_key, key_id=fresh.key_id)
+    rotate = client.rotate_key(agent, by=admin.principal_id, public_key=fresh.public_key, key_id=fresh.key_id,
+                               wait=False)
     assert client.decisions([rotate.command_id], timeout_s=120)[rotate.command_id] == "ACCEPTED"
     client.add_signer(fresh)
-    revoke = client.revoke_key(agent, stolen, by=admin.principal_id, reason="key found on a paste site")
+    revoke = client.revoke_key(agent, stolen, by=admin.principal_id, reason="key found on a paste site", wait=False)
     k2 = client.record(principal=agent, subject=user, text="note: the invoice total for order 990 is 12 EUR",
                        source_kind="OBSERVED_TOOL_RESULT")
     outcomes = client.decisions([revoke.command_id, k2.command_id], timeout_s=120)

@@ -71,37 +71,39 @@ def _workload(ns: Settings, client: MemwardenClient, w: WorkerProcess) -> dict[s
     time.sleep(1.2)
     cut_time = datetime.now(UTC)
     time.sleep(1.2)
-    moved = client.supersede(city.memory_id, principal=alice, subject=alice, text="Alice moved to Paris")
+    moved = client.supersede(city.memory_id, principal=alice, subject=alice, text="Alice moved to Paris", wait=False)
     dup = client.record(principal=alice, subject=alice, text="Alice prefers green tea in the morning")
-    forget = client.forget(gone.memory_id, principal=alice, subject=alice, reason="user request")
+    forget = client.forget(gone.memory_id, principal=alice, subject=alice, reason="user request", wait=False)
     _decide(client, [moved, dup, forget])
     hobby = client.record(principal=alice, subject=alice, text="Alice plays the cello")
     _decide(client, [hobby])
-    changed = client.supersede(hobby.memory_id, principal=alice, subject=alice, text="Alice plays the viola")
+    changed = client.supersede(hobby.memory_id, principal=alice, subject=alice, text="Alice plays the viola",
+                               wait=False)
     _decide(client, [changed])
-    dropped = client.forget(hobby.memory_id, principal=alice, subject=alice)  # superseded, then forgotten
+    dropped = client.forget(hobby.memory_id, principal=alice, subject=alice, wait=False)  # superseded, then forgotten
     again = client.record(principal=alice, subject=alice, text="a new locker code", memory_id=gone.memory_id)
     _decide(client, [dropped])
-    grant = client.grant_access(bob, by=alice, rights=["READ"], scopes=["account:default"], subjects=[alice])
+    grant = client.grant_access(bob, by=alice, rights=["READ"], scopes=["account:default"], subjects=[alice],
+                                wait=False)
     _decide(client, [again, grant])
     client.recall(bob, "where does alice live?")
-    client.revoke_access(grant.memory_id, by=alice, grantee=bob)
+    client.revoke_access(grant.memory_id, by=alice, grantee=bob, wait=False)
     issued = client.issue_token(bob, by=ns.admin_principal,
                                 token_sha256=token_hash(make_token(secrets.token_bytes(32))))
     _decide(client, [issued])
     client.revoke_token(issued.memory_id, by=bob, principal=bob)  # the REST API's tokens fold on replay too
     new_key = Signer.generate(bob, f"{bob}#2")
-    rotated = client.rotate_key(bob, by=bob, public_key=new_key.public_key, key_id=new_key.key_id)
+    rotated = client.rotate_key(bob, by=bob, public_key=new_key.public_key, key_id=new_key.key_id, wait=False)
     _decide(client, [rotated])
     old_key = client._signers[bob].key_id
     client.add_signer(new_key)
-    revoked = client.revoke_key(bob, old_key, by=bob)
+    revoked = client.revoke_key(bob, old_key, by=bob, wait=False)
     held = client.record(principal=agent, subject=alice, text="Alice asked me to water the plants on Friday")
     held2 = client.record(principal=agent, subject=alice, text="Alice's neighbour has a spare key")
     outcomes = _decide(client, [revoked, held, held2])
     assert outcomes[held.command_id] == outcomes[held2.command_id] == "QUARANTINED"
-    approve = client.approve_quarantined(held.command_id, by=rita, subject=alice)
-    reject = client.reject_quarantined(held2.command_id, by=rita, subject=alice)
+    approve = client.approve_quarantined(held.command_id, by=rita, subject=alice, wait=False)
+    reject = client.reject_quarantined(held2.command_id, by=rita, subject=alice, wait=False)
     client.publish_raw(b"garbage", b"not a command")
     outcomes = _decide(client, [approve, reject])
     assert outcomes[approve.command_id] == "ACCEPTED_UNVERIFIED" and outcomes[reject.command_id] == "ACCEPTED"
@@ -127,13 +129,13 @@ def _forgetting(ns: Settings, client: MemwardenClient) -> dict[str, object]:
     summary = client.record(principal=carol, subject=carol, text="summary: Carol collects stamps, badge 4411",
                             source_kind="MODEL_INFERENCE", derived_from=[stamps.memory_id, badge.memory_id],
                             quoted_span="collects stamps", epistemic_status="INFERRED")
-    hold = client.place_hold(f"h-{uuid.uuid4().hex[:6]}", by=admin.principal_id, subjects=[carol])
+    hold = client.place_hold(f"h-{uuid.uuid4().hex[:6]}", by=admin.principal_id, subjects=[carol], wait=False)
     assert all(o.startswith("ACCEPTED") for o in _decide(client, [summary, hold]).values())
-    waiting = client.forget_matching(principal=carol, tags=["hobby"], reason="hobby list cleared")
-    dry = client.forget_subject(carol, principal=carol, dry_run=True)
+    waiting = client.forget_matching(principal=carol, tags=["hobby"], reason="hobby list cleared", wait=False)
+    dry = client.forget_subject(carol, principal=carol, dry_run=True, wait=False)
     outcomes = _decide(client, [waiting, dry])
     assert outcomes[waiting.command_id] == "DEFERRED" and outcomes[dry.command_id] == "ACCEPTED"
-    lift = client.lift_hold(hold.memory_id, by=admin.principal_id)
+    lift = client.lift_hold(hold.memory_id, by=admin.principal_id, wait=False)
     key_id, data_key = client._encrypt("field case F5", carol)[1]
     client._send([(ns.topic("keys"), key_id.encode(), data_key), (ns.topic("keys"), key_id.encode(), None)],
                  ["", ""])

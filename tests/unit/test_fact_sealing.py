@@ -39,7 +39,7 @@ from memwarden.crypto import (
 from memwarden.epoch import to_ms
 from memwarden.errors import ValidationError
 from memwarden.processors.gate_processor import GateProcessor
-from memwarden.producers.building import build_fact, seal_fact
+from memwarden.producers.building import Receipt, build_fact, seal_fact
 from memwarden.producers.client import MemwardenClient
 from memwarden.schemas.codec import MAGIC, SCHEMA_DIR, default_codec, schema_fingerprint
 from memwarden.settings import Settings
@@ -124,9 +124,10 @@ def test_the_client_seals_the_fact_value_under_the_content_data_key(client: Memw
 
 def test_supersede_seals_too(client: MemwardenClient, monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[Any] = []
-    monkeypatch.setattr(client, "_publish", lambda commands, sign=True: sent.extend(commands) or [None])
+    monkeypatch.setattr(client, "_publish",
+                        lambda commands, sign=True: sent.extend(commands) or [Receipt("c", "m", "t", 0, 0)])
     client.supersede(str(uuid.uuid4()), principal="user:alice", subject="user:alice", text="now at a bakery",
-                     fact={"entity": "persona", "attribute": "employer", "value": MARKER}, sign=False)
+                     fact={"entity": "persona", "attribute": "employer", "value": MARKER}, sign=False, wait=False)
     (command, _, (key_id, blob)), = sent
     assert isinstance(command, SupersedeMemory) and command.fact is not None and command.fact.sealed
     assert MARKER.encode() not in client.encode_signed(command, sign=False)
