@@ -5,6 +5,7 @@ non-zero with its reason codes (a refusal never looks like success)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -107,6 +108,21 @@ def forget(
         fail(exc)
 
 
+def _as_admin(namespace: str | None, as_json: bool, publish: Callable[[Any, str], Any]) -> None:
+    """Publish one command as the namespace's root admin (``publish(client, admin_id)`` returns its
+    receipt) and report the gate's decision; an unreachable stack or a refused key is one line."""
+    from memwarden.errors import MemwardenError
+    from memwarden.producers.client import MemwardenClient
+
+    try:
+        s = namespace_settings(namespace)
+        admin = _signer(s, None)
+        with MemwardenClient(s, signers=[admin]) as client:
+            _report(client, publish(client, admin.principal_id), as_json)
+    except MemwardenError as exc:
+        fail(exc)
+
+
 @hold_app.command("place")
 def place(
     hold_id: str,
@@ -117,20 +133,10 @@ def place(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Place legal hold HOLD_ID (root admin) on subjects and/or scopes: their forgets wait."""
-    from memwarden.errors import MemwardenError
-    from memwarden.producers.client import MemwardenClient
-
     if not subject and not scope:
         raise typer.BadParameter("a hold names at least one --subject or --scope", param_hint="--subject")
-    try:
-        s = namespace_settings(namespace)
-        admin = _signer(s, None)
-        with MemwardenClient(s, signers=[admin]) as client:
-            receipt = client.place_hold(hold_id, by=admin.principal_id, subjects=subject or [], scopes=scope or [],
-                                        reason=reason, wait=False)
-            _report(client, receipt, as_json)
-    except MemwardenError as exc:
-        fail(exc)
+    _as_admin(namespace, as_json, lambda client, admin: client.place_hold(
+        hold_id, by=admin, subjects=subject or [], scopes=scope or [], reason=reason, wait=False))
 
 
 @hold_app.command("lift")
@@ -141,16 +147,8 @@ def lift(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Lift legal hold HOLD_ID (root admin): the forgets it kept waiting run now."""
-    from memwarden.errors import MemwardenError
-    from memwarden.producers.client import MemwardenClient
-
-    try:
-        s = namespace_settings(namespace)
-        admin = _signer(s, None)
-        with MemwardenClient(s, signers=[admin]) as client:
-            _report(client, client.lift_hold(hold_id, by=admin.principal_id, reason=reason, wait=False), as_json)
-    except MemwardenError as exc:
-        fail(exc)
+    _as_admin(namespace, as_json, lambda client, admin: client.lift_hold(hold_id, by=admin, reason=reason,
+                                                                          wait=False))
 
 
 def prune(

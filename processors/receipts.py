@@ -10,6 +10,7 @@ from typing import Any
 
 from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
+from memwarden.processors.resilience import close_quietly
 from memwarden.projections.erasure import receipt
 from memwarden.projections.events_in import EventIn
 from memwarden.stores.profile_rows import pending_forgets
@@ -71,10 +72,7 @@ class ErasureReceipts:
         """Drop the database connection (lost); the next settle opens a new one."""
         if self._conn is not None:
             conn, self._conn = self._conn, None
-            try:
-                await conn.close()
-            except Exception:  # noqa: BLE001 - a broken connection may fail to close in any way
-                return
+            await close_quietly(conn)
 
     @property
     def pending(self) -> int:

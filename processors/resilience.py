@@ -17,13 +17,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import psycopg
 from confluent_kafka import KafkaException
+
+from memwarden.stores.pg import DB_ERRORS
 
 log = logging.getLogger("memwarden.resilience")
 T = TypeVar("T")
-#: Errors of a lost or refused database connection (the batch is retried after reconnecting).
-DB_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
 #: Errors a timer survives (database or broker unavailable): logged, tried again next tick.
 OUTAGE_ERRORS: tuple[type[BaseException], ...] = (*DB_ERRORS, KafkaException, ConnectionError, OSError)
 

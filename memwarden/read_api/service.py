@@ -37,6 +37,7 @@ from memwarden.read_api.audit import history_audited, read_audited, used_records
 from memwarden.read_api.history import lookup_history
 from memwarden.read_api.requests import RecallRequest, decision_ids, history_request, recall_request
 from memwarden.stores.decisions import find
+from memwarden.stores.pg import DB_ERRORS
 
 #: Publishes records on the namespace's topics (logical names), acknowledged when it returns.
 Publish = Callable[[Sequence[Outbound]], Awaitable[None]]
@@ -55,8 +56,6 @@ class Reply:
 MAX_UNDECIDED_S = 60.0
 #: Seconds a caller is told to wait (``Retry-After``) when a dependency is down.
 RETRY_AFTER_S = 2
-#: Errors of a lost or refused database connection.
-DB_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
 
 
 def unavailable(what: str, exc: BaseException) -> Reply:

@@ -120,21 +120,12 @@ async def load_selected(cur: psycopg.AsyncCursor, selectors: Sequence[ForgetSele
         if sel.writers:  # a memory whose writers were never listed counts its owner (as ``selects`` does)
             conds.append("(writers && %s::text[] OR (cardinality(writers) = 0 AND owner = ANY(%s::text[])))")
             args += [list(sel.writers), list(sel.writers)]
-        if sel.expired_before is not None:
-            conds.append("expires_ms <= %s")
-            args.append(to_ms(sel.expired_before))
-        if sel.observed_from is not None:
-            conds.append("observed_ms >= %s")
-            args.append(to_ms(sel.observed_from))
-        if sel.observed_to is not None:
-            conds.append("observed_ms < %s")
-            args.append(to_ms(sel.observed_to))
-        if sel.admitted_from is not None:
-            conds.append("admitted_ms >= %s")
-            args.append(to_ms(sel.admitted_from))
-        if sel.admitted_to is not None:
-            conds.append("admitted_ms < %s")
-            args.append(to_ms(sel.admitted_to))
+        for condition, bound in (("expires_ms <= %s", sel.expired_before), ("observed_ms >= %s", sel.observed_from),
+                                 ("observed_ms < %s", sel.observed_to), ("admitted_ms >= %s", sel.admitted_from),
+                                 ("admitted_ms < %s", sel.admitted_to)):
+            if bound is not None:
+                conds.append(condition)
+                args.append(to_ms(bound))
         await cur.execute("SELECT memory_id::text FROM gate_memories WHERE " + " AND ".join(conds), args)  # noqa: S608
         ids |= {r[0] for r in await cur.fetchall()}
     return await load_lineage(cur, sorted(ids))

@@ -9,6 +9,9 @@ from psycopg import sql
 
 from memwarden.settings import Settings
 
+#: Errors of a lost or refused database connection (a caller reconnects, retries, or answers 503).
+DB_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
+
 
 def _migrations() -> list[tuple[int, str]]:
     folder = resources.files("memwarden.stores") / "migrations"
