@@ -33,12 +33,17 @@ def _fail(exc: Exception) -> None:
 
 
 @stack_app.command("up")
-def stack_up() -> None:
+def stack_up(worker: Annotated[bool, typer.Option(
+        "--worker", help="also run the namespace's worker, supervised (restarted whenever it exits non-zero)")]
+        = False) -> None:
     """Start Kafka and PostgreSQL (installing the Kafka jars with Maven on first use); idempotent."""
     from memwarden.ops import stack
 
     try:
-        stack.up(Settings())
+        settings = Settings()
+        stack.up(settings)
+        if worker:
+            console.print(stack.start_supervised_worker(settings))
     except MemwardenError as exc:
         _fail(exc)
     stack_status()
@@ -70,12 +75,22 @@ def stack_status() -> None:
 
 
 @app.command("worker")
-def worker(role: Annotated[list[str] | None, typer.Option(help="gate and/or projector (default both)")] = None) -> None:
+def worker(role: Annotated[list[str] | None, typer.Option(help="gate and/or projector (default both)")] = None,
+           supervise: Annotated[bool, typer.Option(help="run it as a child and restart it whenever it exits"
+                                                        " non-zero (backoff 1 s doubling to 60 s)")] = False) -> None:
     """Run a Faust worker (gate, projector and the read endpoint) in the foreground."""
     from memwarden.processors.run import ROLES, run_worker
 
+    roles = tuple(role or ROLES)
+    if supervise:
+        from memwarden.processors.run import run_supervised
+
+        try:
+            raise typer.Exit(run_supervised(Settings(), roles))
+        except (MemwardenError, ValueError) as exc:
+            _fail(exc)
     try:
-        run_worker(Settings(), tuple(role or ROLES))
+        run_worker(Settings(), roles)
     except (MemwardenError, ValueError) as exc:
         _fail(exc)
 
@@ -289,7 +304,7 @@ def _ledger_commands() -> None:
 
 
 def _forget_commands() -> None:
-    from memwarden import cli_eval_forgetting, cli_forget, cli_repair
+    from memwarden import cli_eval_chaos, cli_eval_forgetting, cli_forget, cli_repair
 
     app.command("forget")(cli_forget.forget)
     app.command("prune")(cli_forget.prune)
@@ -297,6 +312,7 @@ def _forget_commands() -> None:
     app.command("repair")(cli_repair.repair)
     eval_app.command("repair")(cli_repair.eval_repair)
     eval_app.command("forgetting")(cli_eval_forgetting.eval_forgetting)
+    eval_app.command("chaos")(cli_eval_chaos.eval_chaos)
 
 
 def _api_commands() -> None:

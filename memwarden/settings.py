@@ -37,6 +37,10 @@ class Settings(BaseSettings):
         data_dir: state of the local stack (Kafka log dirs, Postgres cluster, Edge shards, pid files).
         kafka_port / kafka_controller_port / postgres_port: loopback ports of the local stack.
         worker_port: HTTP port of the worker's read endpoint (recall), on 127.0.0.1.
+        health_port: HTTP port of ``/health`` and ``/ready`` of a worker without the projector role
+            (a gate-only worker), on ``worker_host``; ``None`` (default): such a worker serves no HTTP
+            and ``memwarden stack status`` shows only whether its process runs. A projector worker
+            serves both on ``worker_port``. Env: ``MEMWARDEN_HEALTH_PORT``.
         max_text_chars: largest memory text accepted, in characters (seed 004 "write boundary").
         session_timeout_s: consumer-group session timeout, in seconds: how long a crashed worker keeps
             its partitions before the group rebalances them to a live one.
@@ -88,6 +92,7 @@ class Settings(BaseSettings):
     postgres_port: int = 15432
     worker_host: str = "127.0.0.1"
     worker_port: int = 16066
+    health_port: int | None = None
     max_text_chars: int = Field(default=20_000, ge=1)
     kek: str | None = None
     log_level: str = "warning"

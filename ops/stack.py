@@ -22,6 +22,7 @@ from memwarden.errors import PrerequisiteMissing, StackUnavailable
 from memwarden.settings import Settings
 
 from . import kafka_broker, pidfiles, postgres_server
+from .supervisor import PIDFILE_PREFIX
 
 SERVICES = ("kafka", "postgres")
 KAFKA_READY_TIMEOUT = 90.0
@@ -147,14 +148,51 @@ def up(settings: Settings) -> None:
         raise StackUnavailable(f"kafka at {settings.bootstrap_servers} does not answer")
 
 
+def start_supervised_worker(settings: Settings, timeout_s: float = 180.0) -> str:
+    """Start ``memwarden worker --supervise`` for the namespace in the background (its own session;
+    output to ``<data_dir>/logs/worker-<prefix>.log``) unless a worker of the namespace already
+    answers at ``worker_url``; wait until it answers ``/health``. Returns one line saying which.
+    Raises ``StackUnavailable`` (with the log tail) when it does not answer within ``timeout_s``, or
+    ``MemwardenError`` when another namespace's worker holds the port."""
+    import sys
+    import time
+
+    from memwarden.errors import MemwardenError
+
+    from .worker_process import settings_env, worker_health
+
+    health = worker_health(settings)
+    if health is not None:
+        if health.get("prefix") != settings.topic_prefix:
+            raise MemwardenError(f"{settings.worker_url} answers for namespace {health.get('prefix')!r};"
+                                 " set MEMWARDEN_WORKER_PORT")
+        return f"a worker of namespace {settings.topic_prefix} already answers at {settings.worker_url}"
+    log_path = settings.data_dir / "logs" / f"worker-{settings.topic_prefix}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "memwarden.cli", "worker", "--supervise"],
+                                env=settings_env(settings), stdout=out, stderr=out, start_new_session=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if worker_health(settings, 1.0) is not None:
+            return f"worker of namespace {settings.topic_prefix} supervised (pid {proc.pid}), log {log_path}"
+        time.sleep(0.5)
+    tail = log_path.read_text(errors="replace")[-2000:]
+    raise StackUnavailable(f"the supervised worker did not answer within {timeout_s:.0f} s; log tail:\n{tail}")
+
+
 def down(settings: Settings) -> None:
-    """Stop everything of ours under ``data_dir``: first every process with a pid file in
-    ``<data_dir>/run`` (workers), then Kafka (plus stray ``kafka.Kafka`` of this data_dir), then the
-    local PostgreSQL (``pg_ctl stop -m fast``). Each gets SIGTERM (PostgreSQL: fast shutdown), up to
-    20 s, then SIGKILL. External services are left alone. Pid files are removed."""
+    """Stop everything of ours under ``data_dir``: first every worker supervisor
+    (``supervisor-*.pid``), then every other process with a pid file in ``<data_dir>/run`` (workers),
+    then Kafka (plus stray ``kafka.Kafka`` of this data_dir), then the local PostgreSQL (``pg_ctl stop
+    -m fast``). Each gets SIGTERM (PostgreSQL: fast shutdown), up to 20 s, then SIGKILL. External
+    services are left alone. Pid files are removed."""
     worker_files = [p for p in _pidfile_paths(settings) if p.stem not in SERVICES]
-    pids = [pid for pid in (pidfiles.read_pidfile(p) for p in worker_files) if pid is not None]
-    pidfiles.terminate(pids, STOP_TIMEOUT)
+    # supervisors first: a worker stopped before its supervisor would be restarted
+    for group in ([p for p in worker_files if p.stem.startswith(PIDFILE_PREFIX)],
+                  [p for p in worker_files if not p.stem.startswith(PIDFILE_PREFIX)]):
+        pids = [pid for pid in (pidfiles.read_pidfile(p) for p in group) if pid is not None]
+        pidfiles.terminate(pids, STOP_TIMEOUT)
     for path in worker_files:
         path.unlink(missing_ok=True)
     kafka_broker.stop(settings, STOP_TIMEOUT)

@@ -17,6 +17,17 @@ def worker_name(settings: Settings, roles: Sequence[str]) -> str:
     return f"worker-{settings.topic_prefix}-{'-'.join(sorted(roles))}"
 
 
+def health_url(settings: Settings, roles: Sequence[str]) -> str | None:
+    """Where a worker with ``roles`` answers ``/health`` and ``/ready``: the read endpoint's URL for a
+    projector, ``http://<worker_host>:<health_port>`` for a gate-only worker that has a
+    ``health_port``, else ``None`` (no HTTP server)."""
+    if "projector" in roles:
+        return settings.worker_url
+    if settings.health_port is not None:
+        return f"http://{settings.worker_host}:{settings.health_port}"
+    return None
+
+
 def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     """Run the worker for ``roles`` in this process until SIGTERM/SIGINT.
 
@@ -36,8 +47,7 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     logging.basicConfig(level=settings.log_level.upper())
     migrate(settings)
     ensure_topics(settings)
-    write_pidfile(settings, worker_name(settings, roles), os.getpid(),
-                  settings.worker_url if "projector" in roles else None)
+    write_pidfile(settings, worker_name(settings, roles), os.getpid(), health_url(settings, roles))
     container = Container(settings)
     if "projector" in roles:
         container.embedder()  # load the model before consuming, not on the first batch
@@ -50,3 +60,25 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
         faust.Worker(app, loop=loop, loglevel=settings.log_level, quiet=True).execute_from_commandline()
     finally:
         container.close()
+
+
+def run_supervised(settings: Settings, roles: Sequence[str] = ROLES) -> int:
+    """``memwarden worker --supervise``: run the worker for ``roles`` as a child process under
+    :class:`~memwarden.ops.supervisor.Supervisor` until SIGTERM/SIGINT, restarting it whenever it
+    exits non-zero; returns the exit code. Raises ``ValueError`` for an unknown role."""
+    unknown = set(roles) - set(ROLES)
+    if unknown or not roles:
+        raise ValueError(f"role: unknown {sorted(unknown)}; choose from {ROLES}")
+    from memwarden.ops.pidfiles import pidfile_path, write_pidfile
+    from memwarden.ops.supervisor import PIDFILE_PREFIX, Supervisor, install_signal_handlers, worker_argv
+
+    logging.basicConfig(level=settings.log_level.upper())
+    name = PIDFILE_PREFIX + worker_name(settings, roles).removeprefix("worker-")
+    write_pidfile(settings, name, os.getpid())
+    supervisor = Supervisor(worker_argv(roles))
+    install_signal_handlers(supervisor)
+    try:
+        return supervisor.run()
+    finally:
+        pidfile_path(settings, name).unlink(missing_ok=True)
+

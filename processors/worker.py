@@ -32,7 +32,7 @@ from memwarden.processors.reconciler import reconcile
 from memwarden.processors.resilience import Health, survive_outage
 from memwarden.processors.retention import Retention
 from memwarden.read_api.service import ReadService
-from memwarden.read_api.views import mount
+from memwarden.read_api.views import mount, mount_health
 from memwarden.settings import Settings
 
 log = logging.getLogger("memwarden.worker")
@@ -84,9 +84,9 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
         topic_disable_leader=True,
         consumer_auto_offset_reset="earliest",
         producer_acks=-1,
-        web_enabled="projector" in roles,
+        web_enabled="projector" in roles or s.health_port is not None,
         web_host=s.worker_host,
-        web_port=s.worker_port,
+        web_port=s.worker_port if "projector" in roles else (s.health_port or s.worker_port),
         web_in_thread=False,
         datadir=str(s.data_dir / "faust" / s.topic_prefix),
         broker_commit_interval=1.0,
@@ -109,6 +109,8 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
         add_gate_agent(app, container, topics["commands"], publish, gate_pause, health)
 
         _add_gate_timers(app, container, topics, publish)
+        if "projector" not in roles and s.health_port is not None:
+            mount_health(app, ReadService(container, publish), roles, lambda: health.agents)
     if "projector" in roles:
         receipts = ErasureReceipts(container, publish)
         add_projector_agent(app, container, topics["events"], projector_pause, receipts, health)

@@ -56,6 +56,9 @@ class Reply:
 MAX_UNDECIDED_S = 60.0
 #: Seconds a caller is told to wait (``Retry-After``) when a dependency is down.
 RETRY_AFTER_S = 2
+#: Seconds a read waits for the broker to acknowledge its audit record; past it the answer is withheld
+#: (503 ``BROKER_UNAVAILABLE``): no read is served unaudited, and none hangs through a broker outage.
+AUDIT_TIMEOUT_S = 5.0
 
 
 def unavailable(what: str, exc: BaseException) -> Reply:
@@ -134,7 +137,8 @@ class ReadService:
     async def recall(self, body: Any) -> Reply:
         """``POST /recall``: 200 ``{"memories": [...], "min_score", "below_floor"}`` (plus ``"reason":
         "BELOW_FLOOR"`` when hits were found but none reached ``min_score``), 400 naming a bad field,
-        401 with the reason code when authentication fails."""
+        401 with the reason code when authentication fails, 503 with ``Retry-After`` when the database
+        is down or the broker does not acknowledge the read audit within ``AUDIT_TIMEOUT_S``."""
         try:
             request = recall_request(body)
             problem = await self._authenticate(body)
@@ -150,7 +154,11 @@ class ReadService:
             return unavailable("database", exc)
         except (ValueError, TypeError) as exc:  # a value the checks above let through: still the caller's
             return Reply(400, {"error": f"bad request: {exc}"})
-        await self._audit(request, found)
+        try:
+            await asyncio.wait_for(self._audit(request, found), AUDIT_TIMEOUT_S)
+        except TimeoutError:
+            return unavailable("broker", TimeoutError(f"the read audit was not acknowledged in {AUDIT_TIMEOUT_S:.0f} s;"
+                                                      " the answer is withheld"))
         return Reply(200, found.to_json())
 
     async def history(self, body: Any) -> Reply:
@@ -176,8 +184,12 @@ class ReadService:
                                "field": "memory_id"})
         audited = history_audited(self._c.digest_key, request.principal, request.purpose, request.memory_id,
                                   found["versions"], datetime.now(UTC))
-        await self._publish([Outbound("audit", request.principal.encode(), self._c.codec.encode("ReadAudited",
-                                                                                                 audited))])
+        record = Outbound("audit", request.principal.encode(), self._c.codec.encode("ReadAudited", audited))
+        try:
+            await asyncio.wait_for(self._publish([record]), AUDIT_TIMEOUT_S)
+        except TimeoutError:
+            return unavailable("broker", TimeoutError(f"the read audit was not acknowledged in {AUDIT_TIMEOUT_S:.0f} s;"
+                                                      " the answer is withheld"))
         return Reply(200, found)
 
     async def _recall(self, r: RecallRequest) -> Recalled:

@@ -1,6 +1,6 @@
 """The read API's routes on a Faust worker's web server (127.0.0.1): ``POST /recall``,
-``POST /history``, ``POST /decisions``, ``POST /reconcile``, ``POST /switch``, ``GET /index/count``, ``GET /health``,
-and the timer that flushes due ``MemoryUsed`` batches. Thin: parse JSON, call
+``POST /history``, ``POST /decisions``, ``POST /reconcile``, ``POST /switch``, ``GET /index/count``,
+``GET /health``, ``GET /ready``, and the timer that flushes due ``MemoryUsed`` batches. Thin: parse JSON, call
 :class:`~memwarden.read_api.service.ReadService`."""
 
 from __future__ import annotations
@@ -23,6 +23,28 @@ async def _json(request: Request) -> Any:
         return await request.json()
     except ValueError as exc:
         raise ValidationError("body", f"not JSON: {exc}") from None
+
+
+def mount_health(app: faust.App, service: ReadService, roles: Sequence[str],
+                 agents: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None) -> None:
+    """Register ``GET /health`` (liveness) and ``GET /ready`` (readiness: database, broker, every agent
+    of ``roles`` running, the gate's backlog) on ``app``: every worker that serves HTTP has them, a
+    gate-only worker too (on ``health_port``)."""
+
+    def answer(view: View, reply: Reply) -> Response:
+        return view.json(reply.body, status=reply.status, headers=reply.headers or None)
+
+    @app.page("/health")
+    class HealthView(View):
+        async def get(self, request: Request) -> Response:
+            return answer(self, service.health(roles))
+
+    @app.page("/ready")
+    class ReadyView(View):
+        """Readiness: database, broker and every agent of the worker's roles."""
+
+        async def get(self, request: Request) -> Response:
+            return answer(self, await service.ready(roles, agents() if agents is not None else {}))
 
 
 def mount(app: faust.App, service: ReadService, roles: Sequence[str],
@@ -77,17 +99,7 @@ def mount(app: faust.App, service: ReadService, roles: Sequence[str],
         async def get(self, request: Request) -> Response:
             return answer(self, await service.index_count(request.query))
 
-    @app.page("/health")
-    class HealthView(View):
-        async def get(self, request: Request) -> Response:
-            return answer(self, service.health(roles))
-
-    @app.page("/ready")
-    class ReadyView(View):
-        """Readiness: database, broker and every agent of the worker's roles."""
-
-        async def get(self, request: Request) -> Response:
-            return answer(self, await service.ready(roles, agents() if agents is not None else {}))
+    mount_health(app, service, roles, agents)
 
     @app.timer(1.0)
     async def flush_usage() -> None:
