@@ -16,6 +16,9 @@ from memwarden.commands.signing import Signer
 from memwarden.epoch import now_ms
 from memwarden.errors import MemwardenError, ValidationError
 
+#: The read-API routes a caller may send signed by its own key through :meth:`LookupCalls.forward_signed`.
+SIGNED_PATHS = ("/recall", "/history")
+
 
 class LookupCalls:
     """The lookups of the client (it posts through the client's ``_post`` and signs with the signer it
@@ -58,5 +61,18 @@ class LookupCalls:
         found: dict[str, Any] = data
         return found
 
+    def forward_signed(self, path: str, body: Any) -> tuple[int, Any]:
+        """Hand a request its caller signed with its own key (``POST /recall`` or ``/history`` of the
+        read API) to the worker as it is, and return the worker's ``(status, JSON answer)``: the
+        worker verifies the signature, the clock skew and replays. Raises ``ValidationError`` for
+        another ``path``, ``StackUnavailable`` when the worker does not answer."""
+        if path not in SIGNED_PATHS:
+            raise ValidationError("path", f"one of {', '.join(SIGNED_PATHS)}")
+        response = self._post(path, body)
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return 502, {"error": f"the worker answered HTTP {response.status_code} without JSON"}
 
-__all__ = ["LookupCalls"]
+
+__all__ = ["SIGNED_PATHS", "LookupCalls"]

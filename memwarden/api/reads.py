@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Body, Query
 from fastapi.responses import JSONResponse
 
 from memwarden.commands.principals import ADMIN_ROLE
@@ -23,6 +23,7 @@ from .answers import decision_json, decision_url, with_status
 from .auth import Authenticated, Served
 from .bodies import Name, RecallBody
 from .errors import ApiError
+from .gateway import Gateway
 
 router = APIRouter(prefix="/v1")
 #: Roles that may read the forensic audit of any memory.
@@ -86,6 +87,37 @@ def audit(memory_id: UUID, who: Authenticated, gw: Served) -> dict[str, Any]:
     if not report["timeline"] or not (involved or who.record.has_role(*AUDIT_ROLES)):
         raise _unknown_memory(str(memory_id))
     return report
+
+
+def _signed(path: str, body: Any, gw: Gateway) -> JSONResponse:
+    if not isinstance(body, dict):
+        raise ApiError(400, "BAD_REQUEST", "the body must be a JSON object", "body")
+    status, answer = gw.client.forward_signed(path, body)
+    if status >= 500 and status != 503:
+        raise ApiError(502, "WORKER_ERROR", f"the read API answered HTTP {status}", None)
+    unavailable = status == 503 and isinstance(answer, dict)
+    headers = {"Retry-After": str(answer.get("retry_after_s", 2))} if unavailable else None
+    return JSONResponse(answer, status_code=status, headers=headers)
+
+
+@router.post("/signed/recall", tags=["reads"])
+def signed_recall(body: Annotated[Any, Body(description=(
+        "the recall body signed by the caller's own key, as `memwarden.commands.read_auth.sign_request` "
+        "makes it: principal, query, k, ... plus signed_at_ms, nonce and auth {key_id, signature}"))],
+        gw: Served) -> JSONResponse:
+    """A recall signed by a key of the principal it reads as, for clients that hold their own key
+    instead of a token: no ``Authorization`` header; the read API verifies the signature, the clock
+    (60 s) and that the request was not served before (401 ``BAD_SIGNATURE``, ``STALE_REQUEST``,
+    ``REPLAYED_REQUEST`` ...). The answer is the recall's (SSGM Eq. 5; audited)."""
+    return _signed("/recall", body, gw)
+
+
+@router.post("/signed/history", tags=["memories"])
+def signed_history(body: Annotated[Any, Body(description=(
+        "principal, memory_id, purpose, include_untrusted, signed_at_ms, nonce, auth {key_id, signature}"))],
+        gw: Served) -> JSONResponse:
+    """The history of a memory, signed by the caller's own key (as ``/v1/signed/recall``)."""
+    return _signed("/history", body, gw)
 
 
 @router.get("/health", tags=["health"])

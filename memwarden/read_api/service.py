@@ -24,7 +24,7 @@ import psycopg
 
 from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
-from memwarden.commands.read_auth import check_request
+from memwarden.commands.read_auth import ReplayGuard, check_request, replayed
 from memwarden.commands.readmodel.filters import FieldIn, Filter
 from memwarden.commands.readmodel.query import Recalled, RecalledMemory
 from memwarden.commands.readmodel.usage import UsageBatcher
@@ -91,6 +91,7 @@ class ReadService:
         self._reading = 0
         self._idle = asyncio.Condition()
         self._switcher: Callable[[str], Awaitable[dict[str, Any]]] | None = None
+        self._replays = ReplayGuard()  # signed requests already served (commands.read_auth)
 
     @asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:
@@ -132,7 +133,9 @@ class ReadService:
         anchor = self._c.trust_anchor
         record = anchor if principal == anchor.principal_id else (
             await (await self.recaller()).registered(principal) if isinstance(principal, str) else None)
-        return check_request(body, record, now_ms())
+        now = now_ms()
+        problem = check_request(body, record, now)
+        return problem if problem is not None else replayed(self._replays, body, now)
 
     async def recall(self, body: Any) -> Reply:
         """``POST /recall``: 200 ``{"memories": [...], "min_score", "below_floor"}`` (plus ``"reason":

@@ -45,6 +45,10 @@ def test_only_signed_reads_by_the_principal_itself_are_served(strict: Settings) 
         tampered = {**sign_request(body, signers["user:ra-alice"], int(time.time() * 1000)), "k": 50}
         resp = httpx.post(f"{strict.worker_url}/recall", json=tampered, timeout=10)
         assert resp.status_code == 401 and resp.json()["code"] == "BAD_SIGNATURE"
+        fresh = sign_request(body, signers["user:ra-alice"], int(time.time() * 1000))
+        assert httpx.post(f"{strict.worker_url}/recall", json=fresh, timeout=10).status_code == 200
+        resp = httpx.post(f"{strict.worker_url}/recall", json=fresh, timeout=10)  # the same bytes again: a replay
+        assert resp.status_code == 401 and resp.json()["code"] == "REPLAYED_REQUEST"
         stale = sign_request(body, signers["user:ra-alice"], int(time.time() * 1000) - 3_600_000)
         resp = httpx.post(f"{strict.worker_url}/recall", json=stale, timeout=10)
         assert resp.status_code == 401 and resp.json()["code"] == "STALE_REQUEST"

@@ -145,3 +145,27 @@ def test_principal_mismatch_is_audited_and_the_server_keeps_serving(api: TestCli
     assert audited and audited[0]["principal"] == people["bob"] and audited[0]["route"] == "/v1/recall"
     ok = api.post("/v1/recall", headers=people["a"], json={"query": "who is alice's dentist?", "k": 3})
     assert ok.status_code == 200 and api.get("/v1/health").status_code == 200
+
+
+def test_a_request_signed_by_the_callers_own_key_is_served_once_and_a_replay_is_401(
+        api: TestClient, namespace: Settings, people: dict[str, Any]) -> None:
+    from memwarden.commands.read_auth import sign_request
+    from memwarden.epoch import now_ms
+    from memwarden.keystore import key_path, load_or_create_signer
+
+    signer = load_or_create_signer(key_path(namespace.data_dir, people["alice"]), people["alice"])
+    signed = sign_request({"principal": people["alice"], "query": "who is alice's dentist?", "k": 3}, signer,
+                          now_ms())
+    first = api.post("/v1/signed/recall", json=signed)  # no token: the signature authenticates
+    assert first.status_code == 200, first.text
+    assert people["memory"] in [m["memory_id"] for m in first.json()["memories"]]
+    replay = api.post("/v1/signed/recall", json=signed)
+    assert replay.status_code == 401 and replay.json()["code"] == "REPLAYED_REQUEST"
+    forged = {**sign_request({"principal": people["alice"], "query": "dentist"}, signer, now_ms()), "k": 50}
+    assert api.post("/v1/signed/recall", json=forged).json()["code"] == "BAD_SIGNATURE"
+    unsigned = api.post("/v1/signed/recall", json={"principal": people["alice"], "query": "dentist"})
+    assert unsigned.status_code == 401 and unsigned.json()["code"] == "READ_UNSIGNED"
+    history = api.post("/v1/signed/history", json=sign_request({"principal": people["alice"],
+                                                                 "memory_id": people["memory"]}, signer, now_ms()))
+    assert history.status_code == 200 and history.json()["memory_id"] == people["memory"]
+    assert api.post("/v1/signed/recall", json=["not", "an", "object"]).status_code == 400

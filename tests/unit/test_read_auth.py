@@ -55,3 +55,32 @@ def test_canonical_bytes_ignore_key_order_and_the_auth_member() -> None:
     a = request_bytes({"b": 1, "a": "é", "auth": {"x": 1}})
     assert a == request_bytes({"a": "é", "b": 1}) == '{"a":"é","b":1}'.encode()
     assert base64.b64decode(sign_request(BODY, ALICE, NOW)["auth"]["signature"])
+
+
+def test_two_signings_of_one_body_differ_by_their_nonce_and_both_verify() -> None:
+    first, second = sign_request(BODY, ALICE, NOW), sign_request(BODY, ALICE, NOW)
+    assert first["nonce"] != second["nonce"] and first["auth"]["signature"] != second["auth"]["signature"]
+    assert code(first) is None and code(second) is None
+
+
+def test_a_signature_seen_inside_the_window_is_a_replay_and_forgotten_after_it() -> None:
+    from memwarden.commands.read_auth import ReplayGuard, replayed
+
+    guard = ReplayGuard(window_ms=1000)
+    signed = sign_request(BODY, ALICE, NOW)
+    assert replayed(guard, signed, NOW) is None
+    problem = replayed(guard, signed, NOW + 10)
+    assert problem is not None and problem.code == "REPLAYED_REQUEST" and problem.field == "auth"
+    assert replayed(guard, sign_request(BODY, ALICE, NOW), NOW + 20) is None  # a new signing is a new request
+    assert len(guard) == 2
+    assert guard.first_use("other", NOW + 5000, NOW + 5000) and len(guard) == 1  # both expired and dropped
+    assert replayed(guard, {"principal": "x"}, NOW) is None  # unsigned: nothing to remember
+
+
+def test_the_replay_guard_holds_at_most_max_entries() -> None:
+    from memwarden.commands.read_auth import ReplayGuard
+
+    guard = ReplayGuard(window_ms=10_000, max_entries=3)
+    for i in range(5):
+        assert guard.first_use(f"s{i}", NOW, NOW)
+    assert len(guard) <= 3 and not guard.first_use("s4", NOW, NOW)
