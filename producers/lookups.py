@@ -32,6 +32,12 @@ class LookupCalls:
     def _lookup(self, command_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         raise NotImplementedError
 
+    def decisions_now(self, command_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The decisions the gate has taken so far of ``command_ids`` (at most 1000 per call), as
+        :meth:`MemwardenClient.decided` gives them, without waiting; undecided ids are absent. Raises
+        ``StackUnavailable`` when the worker does not answer (a 503 reads as "none yet")."""
+        return self._lookup(command_ids)
+
     def decision(self, command_id: str) -> dict[str, Any] | None:
         """The gate's decision of ``command_id`` as :meth:`MemwardenClient.decided` gives it, or ``None``
         when it has not decided it (yet, or no such command reached the ledger). Does not wait.
