@@ -1,5 +1,6 @@
 # The two commands of README.md: `make demo` and `make test`. Both install what is missing and
-# bring the local stack (Kafka, PostgreSQL) up first.
+# bring the local stack (Kafka, PostgreSQL) up first; `make demo` leaves the default namespace's
+# supervised worker and its REST API running.
 VENV ?= .venv
 BIN := $(VENV)/bin
 LOCOMO ?= ../shared/data/locomo/locomo7.json
@@ -23,6 +24,9 @@ demo: up
 	  echo "$(LOCOMO) not found: running on the sample conversation shipped with memwarden"; \
 	  $(BIN)/memwarden eval locomo --data "$(SAMPLE)"; \
 	fi
+	$(BIN)/memwarden stack up --api
+	@echo "REST API on http://127.0.0.1:8080 (docs /docs, inspector /inspect): memwarden principal register user:alice,"
+	@echo "then memwarden token issue user:alice; see README 'REST API'. make down stops everything."
 
 lint: install
 	@BIN=$(BIN) bash ops/lint.sh

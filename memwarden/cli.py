@@ -35,15 +35,19 @@ def _fail(exc: Exception) -> None:
 @stack_app.command("up")
 def stack_up(worker: Annotated[bool, typer.Option(
         "--worker", help="also run the namespace's worker, supervised (restarted whenever it exits non-zero)")]
-        = False) -> None:
+        = False,
+        api: Annotated[bool, typer.Option("--api", help="also run the REST API (implies --worker)")] = False,
+        api_port: Annotated[int, typer.Option(help="port of the REST API on 127.0.0.1")] = 8080) -> None:
     """Start Kafka and PostgreSQL (installing the Kafka jars with Maven on first use); idempotent."""
     from memwarden.ops import stack
 
     try:
         settings = Settings()
         stack.up(settings)
-        if worker:
+        if worker or api:
             console.print(stack.start_supervised_worker(settings))
+        if api:
+            console.print(stack.start_api(settings, port=api_port))
     except MemwardenError as exc:
         _fail(exc)
     stack_status()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything memwarden needs on a fresh Debian machine: system prerequisites (Java 17,
-# Maven, PostgreSQL server, curl and jq) when missing, then a virtual environment with the project and its dev
-# tools. Idempotent: a second run only checks.
+# Maven, PostgreSQL server, curl, jq and Chromium) when missing, then a virtual environment with the
+# project and its dev tools. Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV:-.venv}"
@@ -13,6 +13,7 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v curl >/dev/null 2>&1 || need+=(curl)   # the README's REST session and its test
 command -v jq >/dev/null 2>&1 || need+=(jq)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)   # the inspector page's test (headless, via Playwright)
 if ! command -v pg_ctl >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   need+=(postgresql)
 fi

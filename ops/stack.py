@@ -25,6 +25,8 @@ from . import kafka_broker, pidfiles, postgres_server
 from .supervisor import PIDFILE_PREFIX
 
 SERVICES = ("kafka", "postgres")
+#: Prefix of the pid-file name of a REST API server started by :func:`start_api`.
+API_PREFIX = "api-"
 KAFKA_READY_TIMEOUT = 90.0
 STOP_TIMEOUT = 20.0
 
@@ -181,6 +183,60 @@ def start_supervised_worker(settings: Settings, timeout_s: float = 180.0) -> str
     raise StackUnavailable(f"the supervised worker did not answer within {timeout_s:.0f} s; log tail:\n{tail}")
 
 
+def api_name(settings: Settings) -> str:
+    """Pid-file name of the REST API server of the namespace started by :func:`start_api`."""
+    return f"{API_PREFIX}{settings.topic_prefix}"
+
+
+def start_api(settings: Settings, host: str = "127.0.0.1", port: int = 8080, timeout_s: float = 60.0) -> str:
+    """Start ``memwarden serve --no-worker`` for the namespace in the background (its own session,
+    output to ``<data_dir>/logs/api-<prefix>.log``, pid file ``api-<prefix>`` so that ``stack down``
+    stops it) unless the namespace's API already answers at ``host:port``; wait until ``/v1/health``
+    answers. A worker of the namespace must answer already (:func:`start_supervised_worker`).
+    Returns one line saying which. Raises ``StackUnavailable`` (with the log tail) when it does not
+    answer within ``timeout_s``, ``MemwardenError`` when the port is taken by something else."""
+    import sys
+    import time
+
+    from memwarden.errors import MemwardenError
+
+    from .worker_process import settings_env
+
+    url = f"http://{host}:{port}"
+    answer = _api_health(url)
+    if answer is not None:
+        if answer.get("namespace") == settings.topic_prefix:
+            return f"the REST API of namespace {settings.topic_prefix} already answers at {url}"
+        raise MemwardenError(f"{url} answers for namespace {answer.get('namespace')!r}; choose another --api-port")
+    if not pidfiles.port_free(port, host):
+        raise MemwardenError(f"port {port} on {host} is taken; choose another --api-port")
+    log_path = settings.data_dir / "logs" / f"api-{settings.topic_prefix}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "memwarden.cli", "serve", "--no-worker", "--host", host,
+                                 "--port", str(port)], env=settings_env(settings), stdout=out, stderr=out,
+                                start_new_session=True)
+    pidfiles.write_pidfile(settings, api_name(settings), proc.pid, url)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if _api_health(url) is not None:
+            return f"REST API of namespace {settings.topic_prefix} on {url} (docs {url}/docs), log {log_path}"
+        time.sleep(0.3)
+    pidfiles.terminate([proc.pid], 5.0)
+    pidfiles.pidfile_path(settings, api_name(settings)).unlink(missing_ok=True)
+    tail = log_path.read_text(errors="replace")[-2000:]
+    raise StackUnavailable(f"the REST API did not answer within {timeout_s:.0f} s; log tail:\n{tail}")
+
+
+def _api_health(url: str) -> dict[str, Any] | None:
+    """The JSON of ``GET <url>/v1/health`` (200 or 503), or ``None`` when nothing answers it."""
+    try:
+        body = httpx.get(f"{url}/v1/health", timeout=2.0).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return body if isinstance(body, dict) and "namespace" in body else None
+
+
 def down(settings: Settings) -> None:
     """Stop everything of ours under ``data_dir``: first every worker supervisor
     (``supervisor-*.pid``), then every other process with a pid file in ``<data_dir>/run`` (workers),
@@ -237,8 +293,15 @@ def status(settings: Settings) -> dict[str, dict[str, Any]]:
             continue
         pid = pidfiles.read_pidfile(path)
         address = pidfiles.read_address(path)
-        out[path.stem] = {**_entry(pid is not None, pid, address, False, None), **_readiness(address)}
+        ready = _api_readiness(address) if path.stem.startswith(API_PREFIX) else _readiness(address)
+        out[path.stem] = {**_entry(pid is not None, pid, address, False, None), **ready}
     return out
+
+
+def _api_readiness(address: str | None) -> dict[str, Any]:
+    """A REST API server's readiness: its ``/v1/health`` (the namespace's worker answers)."""
+    answer = _api_health(address) if address else None
+    return {"ready": bool(answer and answer.get("ok")), "agents": {}}
 
 
 def _readiness(address: str | None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from fastapi import FastAPI
 
 from memwarden import __version__
 
-from . import reads, writes
+from . import inspect, reads, writes
 from .errors import MAX_BODY_BYTES, BodyLimit, install
 from .gateway import Gateway
 
@@ -31,6 +31,7 @@ def create_app(gateway: Gateway, max_body_bytes: int = MAX_BODY_BYTES) -> FastAP
     install(app)
     app.include_router(writes.router)
     app.include_router(reads.router)
+    app.include_router(inspect.router)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     return app
 

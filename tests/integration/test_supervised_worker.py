@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from memwarden.ops import pidfiles, stack
-from memwarden.ops.worker_process import worker_health
+from memwarden.ops.worker_process import WorkerProcess, worker_health
 from memwarden.processors.run import worker_name
 from memwarden.producers.client import MemwardenClient
 from memwarden.settings import Settings
@@ -51,3 +51,22 @@ def test_a_killed_worker_is_restarted_by_its_supervisor(namespace: Settings) -> 
     time.sleep(1.0)
     assert not pidfiles.is_alive(second)  # stopped with its supervisor, and not restarted
     assert pidfiles.read_pidfile(worker_file) is None
+
+
+def test_stack_up_api_leaves_the_rest_api_reachable_until_stack_down(namespace: Settings,
+                                                                   worker: WorkerProcess) -> None:
+    port = pidfiles.free_port()
+    line = stack.start_api(namespace, port=port)
+    assert f"http://127.0.0.1:{port}" in line
+    api = pidfiles.pidfile_path(namespace, stack.api_name(namespace))
+    pid = pidfiles.read_pidfile(api)
+    try:
+        health = httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=10)
+        assert health.status_code == 200 and health.json()["namespace"] == namespace.topic_prefix
+        assert httpx.get(f"http://127.0.0.1:{port}/v1/recall", timeout=10).status_code in (401, 405)
+        assert "already answers" in stack.start_api(namespace, port=port)  # idempotent
+        listed = stack.status(namespace)[api.stem]
+        assert listed["running"] and listed["ready"] is True and listed["pid"] == pid
+    finally:
+        pidfiles.terminate([p for p in (pid,) if p is not None], 20)  # what `stack down` does to it
+    assert not pidfiles.is_alive(pid)
