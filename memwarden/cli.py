@@ -308,7 +308,7 @@ def _ledger_commands() -> None:
 
 
 def _forget_commands() -> None:
-    from memwarden import cli_eval_chaos, cli_eval_forgetting, cli_forget, cli_repair
+    from memwarden import cli_eval_api_load, cli_eval_chaos, cli_eval_forgetting, cli_forget, cli_repair
 
     app.command("forget")(cli_forget.forget)
     app.command("prune")(cli_forget.prune)
@@ -317,6 +317,7 @@ def _forget_commands() -> None:
     eval_app.command("repair")(cli_repair.eval_repair)
     eval_app.command("forgetting")(cli_eval_forgetting.eval_forgetting)
     eval_app.command("chaos")(cli_eval_chaos.eval_chaos)
+    eval_app.command("api-load")(cli_eval_api_load.eval_api_load)
 
 
 def _api_commands() -> None:
