@@ -16,10 +16,14 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
+import anyio
 from fastapi.responses import JSONResponse
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
-from pydantic import Field
+from pydantic import AnyHttpUrl, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from memwarden import __version__
@@ -33,7 +37,7 @@ from memwarden.commands.vocabulary import EpistemicStatus, Sensitivity, SourceKi
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
 from memwarden.settings import Settings
 
-from .answers import GATEWAY, forget_call, given, invalid, refusal, result, token_from_env, why_of
+from .answers import GATEWAY, TOKEN_ENV, forget_call, given, invalid, refusal, result, token_from_env, why_of
 
 log = logging.getLogger("memwarden.mcp")
 #: The "method" and "route" of MCP calls in the gateway's audit of refusals.
@@ -87,12 +91,50 @@ def guarded(gateway: Gateway, token: str, tool: str, call: Callable[[McpCaller],
         return refusal(503, "STACK_UNAVAILABLE", str(exc).splitlines()[0] if str(exc) else "stack unavailable")
 
 
-def build_server(gateway: Gateway, token: str) -> MCPServer:
-    """The MCP server with memwarden's tools, acting for ``token``'s principal."""
-    server: MCPServer = MCPServer(name="memwarden", version=__version__, instructions=INSTRUCTIONS)
+class GatewayTokens:
+    """The SDK's bearer check for the streamable HTTP transport (``TokenVerifier``): a request's
+    ``Authorization: Bearer mwt_...`` is accepted when the REST API would accept it (known, not
+    revoked, not expired, a signing key on this host); a refusal is audited by the gateway and the
+    SDK answers 401. The access token names the principal (``client_id``)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        """The token's principal as an ``AccessToken``, or ``None`` (refused)."""
+        try:
+            who = await anyio.to_thread.run_sync(authenticate, self.gateway, token, "http")
+        except (ApiError, StackUnavailable):
+            return None
+        return AccessToken(token=token, client_id=who.principal, scopes=[])
+
+
+def request_token() -> str | None:
+    """The bearer token of the HTTP request being served (checked by :class:`GatewayTokens`), or
+    ``None`` on stdio."""
+    access = get_access_token()
+    return access.token if access is not None else None
+
+
+def build_server(gateway: Gateway, token: str | None, http_url: str | None = None) -> MCPServer:
+    """The MCP server with memwarden's tools. Over stdio (``http_url`` ``None``) it acts for
+    ``token``'s principal (the server's configuration); over streamable HTTP at ``http_url`` every
+    request must carry its own bearer token, checked by the SDK's auth middleware
+    (:class:`GatewayTokens`) and again by every tool call, which acts for that token's principal."""
+    if http_url is None:
+        server: MCPServer = MCPServer(name="memwarden", version=__version__, instructions=INSTRUCTIONS)
+    else:
+        server = MCPServer(name="memwarden", version=__version__, instructions=INSTRUCTIONS,
+                           token_verifier=GatewayTokens(gateway),
+                           auth=AuthSettings(issuer_url=AnyHttpUrl(http_url), resource_server_url=AnyHttpUrl(
+                               f"{http_url}/mcp"), validate_token_resource=False))
 
     def run(tool: str, call: Callable[[McpCaller], Any]) -> CallToolResult:
-        return guarded(gateway, token, tool, call)
+        current = request_token() if http_url is not None else token
+        if current is None:
+            return refusal(401, "TOKEN_MISSING", "send Authorization: Bearer mwt_... with every request",
+                           "Authorization")
+        return guarded(gateway, current, tool, call)
 
     @server.tool()
     def remember(
@@ -208,23 +250,28 @@ def serve(settings: Settings, transport: Literal["stdio", "http"] = "stdio", hos
         print(line, file=sys.stderr, flush=True)
 
     say = say or err
-    token = token_from_env(os.environ)
+    token = token_from_env(os.environ) if transport == "stdio" else os.environ.get(TOKEN_ENV, "").strip() or None
     # stdio listens on no port of ours: port 0 always binds, so only the stack and worker are checked
     worker = prepare(settings, host, port if transport == "http" else 0, True, say)
     gateway = None
     signal.signal(signal.SIGTERM, _exit)
     try:
         gateway = Gateway(settings)
-        try:
-            who = authenticate(gateway, token, "start")
-        except ApiError as exc:
-            raise MemwardenError(f"the token in MEMWARDEN_MCP_TOKEN is refused: {exc.code} ({exc.message})") from None
-        server = build_server(gateway, token)
+        who = None
+        if token is not None:
+            try:
+                who = authenticate(gateway, token, "start")
+            except ApiError as exc:
+                raise MemwardenError(f"the token in {TOKEN_ENV} is refused: {exc.code} ({exc.message})") from None
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per read API call otherwise
         if transport == "http":
-            say(f"memwarden MCP server for {who.principal} on http://{host}:{port}/mcp")
+            server = build_server(gateway, None, f"http://{host}:{port}")
+            say(f"memwarden MCP server on http://{host}:{port}/mcp: every request carries its own"
+                " Authorization: Bearer mwt_... and acts for that token's principal")
             server.run("streamable-http", host=host, port=port)
         else:
+            assert who is not None
+            server = build_server(gateway, token)
             say(f"memwarden MCP server for {who.principal} on stdio")
             server.run("stdio")
     finally:
@@ -234,4 +281,5 @@ def serve(settings: Settings, transport: Literal["stdio", "http"] = "stdio", hos
             worker.stop()
 
 
-__all__ = ["INSTRUCTIONS", "McpCaller", "authenticate", "build_server", "guarded", "serve"]
+__all__ = ["INSTRUCTIONS", "GatewayTokens", "McpCaller", "authenticate", "build_server", "guarded", "request_token",
+           "serve"]

@@ -2,10 +2,12 @@
 over stdio: ``memwarden mcp`` spawned as a subprocess with the environment of the test namespace (a real
 worker, Kafka, PostgreSQL). The tools are listed; remember → recall returns it, with history and why;
 the commands it signs carry ``gateway = "mcp"``; a forget of another principal's memory is an error
-result with ``NOT_OWNER``; without a (valid) token the server does not start and says why in one line."""
+result with ``NOT_OWNER``; without a (valid) token the server does not start and says why in one line.
+Over streamable HTTP every request carries its own bearer token."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -18,6 +20,7 @@ import anyio
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from memwarden.mcp.answers import TOKEN_ENV
@@ -146,29 +149,58 @@ def test_without_a_valid_token_the_server_refuses_to_start_in_one_line(namespace
         assert "UNKNOWN_TOKEN" in last or "TOKEN_MALFORMED" in last
 
 
-def test_streamable_http_transport(namespace: Settings, users: dict[str, Any]) -> None:
+def test_streamable_http_transport_authenticates_every_request(namespace: Settings, users: dict[str, Any]) -> None:
+    """Over HTTP the server holds no token of its own: each request carries its bearer token and the
+    tools act for that token's principal; no token or an unknown one is 401 from the SDK's auth."""
+    import httpx
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
     from memwarden.ops.pidfiles import free_port, port_answers
 
-    _, token = users["alice"]
+    (alice, a_token), (_, b_token) = users["alice"], users["bob"]
     port = free_port()
-    proc = subprocess.Popen([MEMWARDEN, "mcp", "--transport", "http", "--port", str(port)], env=_env(namespace, token),
+    url = f"http://127.0.0.1:{port}/mcp"
+    proc = subprocess.Popen([MEMWARDEN, "mcp", "--transport", "http", "--port", str(port)], env=_env(namespace, None),
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen: dict[str, Any] = {}
 
+    async def as_(token: str, body: Callable[[Client], Awaitable[None]]) -> None:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http), read_timeout_seconds=60) as c:
+            await body(c)
+
     async def main() -> None:
+        async def alice_writes(c: Client) -> None:
+            seen["tools"] = {t.name for t in (await c.list_tools()).tools}
+            seen["remember"] = await c.call_tool("remember", {"text": "Alice reads over http"})
+
+        async def bob_forgets(c: Client) -> None:
+            memory_id = structured(seen["remember"])["memory_id"]
+            seen["bob"] = await c.call_tool("forget", {"memory_id": memory_id})
+
         with anyio.fail_after(120):
-            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=60) as c:
-                seen["tools"] = {t.name for t in (await c.list_tools()).tools}
-                seen["remember"] = await c.call_tool("remember", {"text": "Alice reads over http"})
+            await as_(a_token, alice_writes)
+            await as_(b_token, bob_forgets)
 
     try:
         deadline = time.monotonic() + 60
         while not port_answers(port) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        for headers in ({}, {"Authorization": "Bearer mwt_not-a-token-" + "x" * 20}):
+            refused = httpx.post(url, json=init, headers={"Accept": "application/json, text/event-stream", **headers},
+                                 timeout=30)
+            assert refused.status_code == 401, refused.text
         anyio.run(main)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
     assert seen["tools"] == TOOLS
     assert not seen["remember"].is_error and structured(seen["remember"])["outcome"] == "ACCEPTED"
+    assert seen["bob"].is_error and "NOT_OWNER" in json.dumps(structured(seen["bob"]))  # acted as bob, not alice
+    codec = default_codec()
+    memory_id = structured(seen["remember"])["memory_id"]
+    commands = [codec.decode(m.value())[1] for m in read_topic(namespace, "commands")]
+    (wrote,) = [r for r in commands if r.get("memory_id") == memory_id]  # bob's forget was refused before the ledger
+    assert wrote["envelope"]["principal"] == alice and wrote["envelope"]["attributes"]["gateway"] == "mcp"
