@@ -168,6 +168,10 @@ def eval_gatemem(
     k: Annotated[int, typer.Option(help="records returned per checkpoint")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,
+    split: Annotated[str, typer.Option(help="episodes to run: all, dev or heldout (per domain, by SHA-256 of "
+                                            "the episode id: even ranks dev, odd held-out)")] = "all",
+    details: Annotated[Path | None, typer.Option(help="write one JSON line per checkpoint (score, hidden "
+                                                      "fields, returned texts) to this file")] = None,
 ) -> None:
     """GateMem access control: context-leak rate, utility and over-refusal through the real pipeline."""
     import json
@@ -178,14 +182,15 @@ def eval_gatemem(
 
     names = [d.strip() for d in domains.split(",") if d.strip()] if domains else None
     try:
-        result = run_gatemem(Settings(), data, names, k=k, progress=not as_json, keep=keep)
+        result = run_gatemem(Settings(), data, names, k=k, progress=not as_json, keep=keep, split=split,
+                             details=details)
     except (MemwardenError, ValueError, FileNotFoundError) as exc:
         _fail(exc)
     if as_json:
         print(json.dumps(result, indent=2, default=str))
     else:
         for key in ("leak_rate", "forget_leak_rate", "forget_leak_rate_adjusted", "forget_leaks_by_attack_type",
-                    "utility", "over_refusal", "skipped_safety", "by_domain", "pipeline"):
+                    "utility", "over_refusal", "skipped_safety", "by_domain", "pipeline", "split"):
             typer.echo(f"{key:>27}: {result.get(key)}")
 
 

@@ -11,11 +11,13 @@ reported apart from the store's score under ``mapping``). In one fresh namespace
    turns up to and including the next deletion turn (``RecordMemory``, signed by the episode's
    ingest service, texts redacted per R12) through Kafka, the gate and the projections, waits until
    they are projected, asks every checkpoint whose ``as_of_turn_id`` falls before that deletion turn,
-   then has the requesting principal forget each value the turn names (``ForgetMatching`` by query,
-   signed by the requester; the client resolves the query by a recall as the requester) and waits
-   for the gate's decisions — so a forget happens after every earlier turn and before every later
-   turn and every checkpoint asked as of the deletion turn or later
-   (episode times dated after today are shifted back uniformly, :func:`clock_shift`);
+   then has the episode's ingest service carry out the request: it forgets each value the turn names
+   within the requester's standing (``ForgetMatching`` by query and scopes, signed by the ingest
+   service; the client resolves the query by a recall as the ingest service), waits for the gate's
+   decisions and records a redacted copy of every memory forgotten (R11, R12) — so a forget happens
+   after every earlier turn and before every later turn and every checkpoint asked as of the
+   deletion turn or later (episode times dated after today are shifted back uniformly,
+   :func:`clock_shift`);
 4. for every checkpoint, recalls as the authenticated asker, as of the checkpoint's turn (valid
    time), k=10 — the store never sees a hidden field;
 5. scores with :func:`memwarden.evals.gatemem_score.score`: ``leak_rate`` (privacy checkpoints whose
@@ -25,6 +27,10 @@ reported apart from the store's score under ``mapping``). In one fresh namespace
    ``by_domain`` and by attack type (plus the diagnostic ``forget_leak_rate_adjusted``, which ignores
    leak patterns the query itself contains and bare yes / no). The forgets' outcomes are under
    ``pipeline.forgetting``.
+
+``--split dev|heldout`` runs one half of the episodes of each domain
+(:func:`memwarden.evals.gatemem_loader.split_of`: by SHA-256 of the episode id); ``--details FILE``
+writes one JSON line per checkpoint (score, hidden fields, returned texts) for failure analysis.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from memwarden.settings import Settings
 
 if TYPE_CHECKING:
     from memwarden.evals.gatemem_data import DomainData, Query
-    from memwarden.evals.gatemem_plan import EpisodePlan, ForgetSpec
+    from memwarden.evals.gatemem_plan import EpisodePlan, ForgetSpec, RecordSpec
     from memwarden.producers.client import MemwardenClient
 
 INGEST_BATCH = 500
@@ -104,6 +110,16 @@ def _record_items(pairs: Sequence[tuple[EpisodePlan, Any]], shift: timedelta) ->
              "source_kind": "USER_STATEMENT", "source_ref": f"{plan.episode_id}:{r.turn_id}"} for plan, r in pairs]
 
 
+def _record(client: MemwardenClient, pairs: Sequence[tuple[EpisodePlan, RecordSpec]], shift: timedelta,
+            live: dict[str, tuple[EpisodePlan, RecordSpec]]) -> int:
+    """Record ``pairs`` in batches; note each memory id in ``live``; returns how many were sent."""
+    items = _record_items(pairs, shift)
+    for i in range(0, len(items), INGEST_BATCH):
+        receipts = client.record_many(items[i:i + INGEST_BATCH])
+        live.update((r.memory_id, pair) for r, pair in zip(receipts, pairs[i:i + INGEST_BATCH], strict=True))
+    return len(items)
+
+
 def _ask(client: MemwardenClient, plan: EpisodePlan, q: Query, shift: timedelta, k: int) -> tuple[list[str], float]:
     """(texts recalled for a checkpoint as its authenticated asker, as of its turn; latency ms, -1 when
     the asker is unknown to the episode and so cannot authenticate: it reads nothing)."""
@@ -117,38 +133,78 @@ def _ask(client: MemwardenClient, plan: EpisodePlan, q: Query, shift: timedelta,
     return [m.text for m in found], (time.perf_counter() - start) * 1000
 
 
-def issue_forgets(client: MemwardenClient, pairs: Sequence[tuple[EpisodePlan, ForgetSpec]]) -> Counter[str]:
-    """R11: each requester forgets each value of its spec through the gate (``ForgetMatching`` by query,
-    resolved by a recall as the requester; the value never reaches the ledger), then waits for every
-    decision. Returns counts: ``commands``, ``accepted``, ``memories_forgotten``, ``matched_nothing``
-    (the requester could read no memory holding the value), ``not_permitted`` (matches it may not
-    forget) and the other outcomes as ``outcome.<OUTCOME>``."""
-    receipts = [client.forget_matching(principal=f.requester, subject=f.requester, query=value,
-                                       reason=f"deletion request at {plan.episode_id}:{f.turn_id}", dry_run=False,
-                                       wait=False)
-                for plan, f in pairs for value in f.values]
+def issue_forgets(client: MemwardenClient, pairs: Sequence[tuple[EpisodePlan, ForgetSpec]]
+                  ) -> tuple[Counter[str], list[str]]:
+    """R11: the executor of each spec (the episode's ingest service) forgets each of its values through
+    the gate, within the requester's standing scopes (``ForgetMatching`` by query and scopes, resolved
+    by a recall as the executor; the value never reaches the ledger; the reason names the requester
+    and its turn), then waits for every decision. A spec without standing forgets nothing.
+
+    Returns (counts, the ids of the memories forgotten). Counts: ``commands``, ``accepted``,
+    ``memories_forgotten``, ``matched_nothing`` (no memory within standing held the value),
+    ``not_permitted`` (matches the executor may not forget), ``without_standing`` (values not asked
+    for lack of standing) and the other outcomes as ``outcome.<OUTCOME>``."""
+    receipts = [client.forget_matching(principal=f.executor, subject=f.executor, query=value, scopes=f.scopes,
+                                       reason=f"erasure request by {f.requester} at {plan.episode_id}:{f.turn_id}",
+                                       dry_run=False, wait=False)
+                for plan, f in pairs if f.scopes for value in f.values]
     stats: Counter[str] = Counter(commands=len(receipts))
+    stats["without_standing"] = sum(len(f.values) for _, f in pairs if not f.scopes)
     if not receipts:
-        return stats
+        return stats, []
     decided = client.decided([r.command_id for r in receipts], DECISION_TIMEOUT_S)
+    forgotten_ids: list[str] = []
     for d in decided.values():
-        forgotten = len(d.get("memory_ids") or [])
+        ids = list(d.get("memory_ids") or [])
         codes = {r.get("code") for r in d.get("reasons") or []}
         stats["accepted" if d["outcome"] == "ACCEPTED" else f"outcome.{d['outcome']}"] += 1
-        stats["memories_forgotten"] += forgotten
-        stats["matched_nothing"] += int(not forgotten and "NOT_PERMITTED" not in codes)
+        stats["memories_forgotten"] += len(ids)
+        stats["matched_nothing"] += int(not ids and "NOT_PERMITTED" not in codes)
         stats["not_permitted"] += int("NOT_PERMITTED" in codes)
-    return stats
+        forgotten_ids.extend(ids)
+    return stats, list(dict.fromkeys(forgotten_ids))
+
+
+def redacted_copies(forgotten: Sequence[str], live: Mapping[str, tuple[EpisodePlan, RecordSpec]],
+                    deleted: Mapping[str, Sequence[str]]) -> list[tuple[EpisodePlan, RecordSpec]]:
+    """R12 for what a forget removed: for each forgotten memory the harness recorded (``live``: memory
+    id -> its plan and record), a copy of its record with every value deleted so far in its episode
+    (``deleted``: episode id -> values) replaced by ``[deleted]``, so the facts the turn stated next to
+    a deleted value stay answerable. No copy when nothing is left but the redaction or when a deleted
+    value would survive the replacement (it is never re-recorded). Pure."""
+    from dataclasses import replace
+
+    from memwarden.evals.gatemem_forgetting import REDACTED, redact
+    from memwarden.producers.forgetting import contains_words
+
+    out: list[tuple[EpisodePlan, RecordSpec]] = []
+    for memory_id in forgotten:
+        if memory_id not in live:
+            continue
+        plan, record = live[memory_id]
+        values = deleted.get(plan.episode_id, ())
+        text, _ = redact(record.text, values)
+        if not text.replace(REDACTED, "").strip(" .,;:") or any(contains_words(text, v) for v in values):
+            continue
+        out.append((plan, replace(record, text=text, attributes={**record.attributes, "redacted_copy": "true"})))
+    return out
 
 
 def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None, k: int = 10,
-                progress: bool = True, keep: bool = False) -> dict[str, Any]:
+                progress: bool = True, keep: bool = False, split: str = "all",
+                details: Path | None = None) -> dict[str, Any]:
     """Run the evaluation (see the module docstring); returns the JSON-ready result.
 
+    ``split`` restricts the run to the ``dev`` or ``heldout`` episodes of each domain
+    (:func:`memwarden.evals.gatemem_loader.select_split`; ``all`` by default); the result names it
+    under ``split``. ``details``: a JSON-lines file to write one line per scored checkpoint (its
+    score, hidden fields included, and the texts returned), for failure analysis on the dev part.
+
     Raises ``StackUnavailable`` when the stack is down, ``GateMemFormatError`` on malformed data,
-    ``MemwardenError`` when the setup (policy, principals, grants) is not accepted by the gate.
+    ``MemwardenError`` when the setup (policy, principals, grants) is not accepted by the gate,
+    ``ValueError`` on an unknown domain or split.
     """
-    from memwarden.evals.gatemem_loader import load_domains
+    from memwarden.evals.gatemem_loader import load_domains, select_split
     from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
     from memwarden.evals.gatemem_score import score
     from memwarden.evals.harness import eval_namespace
@@ -156,7 +212,7 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     from memwarden.stores.decisions import outcome_counts
     from memwarden.stores.pg import connect
 
-    loaded = load_domains(data, tuple(domains) if domains else None)
+    loaded = [select_split(d, split) for d in load_domains(data, tuple(domains) if domains else None)]
     plans = {ep_id: plan_episode(ep) for d in loaded for ep_id, ep in d.episodes.items()}
     shift = clock_shift(max(r.observed_at for p in plans.values() for r in p.records), datetime.now(UTC))
     with eval_namespace(base, "gatemem", keep, progress) as run, MemwardenClient(run.settings) as client:
@@ -169,6 +225,9 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     query_texts = {q.checkpoint_id: q.query_text for d in loaded for q in d.queries}
     result = score(judgements, domain_of, replay["returned"], mapping_stats=summarise_plans(plans.values()),
                    query_texts=query_texts)
+    result["split"] = {"part": split, "episodes": len(plans), "checkpoints": len(judgements)}
+    if details is not None:
+        _write_details(details, judgements, domain_of, query_texts, replay["returned"])
     latencies = sorted(replay["latencies"])
     turns = sum(len(p.records) for p in plans.values())
     result["pipeline"] = {
@@ -179,6 +238,20 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
         "forgetting": replay["forgetting"],
     }
     return result
+
+
+def _write_details(path: Path, judgements: Mapping[str, Any], domain_of: Mapping[str, str],
+                   query_texts: Mapping[str, str], returned: Mapping[str, Sequence[str]]) -> None:
+    """One JSON line per scored checkpoint: its score (:class:`~memwarden.evals.gatemem_score.CheckpointScore`
+    fields), the query text and the texts returned. For analysis only: it holds hidden fields."""
+    from dataclasses import asdict
+
+    from memwarden.evals.gatemem_score import score_checkpoint
+
+    with Path(path).open("w", encoding="utf-8") as out:
+        for cid, texts in returned.items():
+            row = asdict(score_checkpoint(judgements[cid], domain_of[cid], texts, query_texts.get(cid, "")))
+            out.write(json.dumps({**row, "query_text": query_texts.get(cid, ""), "texts": list(texts)}) + "\n")
 
 
 def _setup(client: MemwardenClient, s: Settings, plans: Mapping[str, EpisodePlan], console: Any,
@@ -222,22 +295,26 @@ def _replay(client: MemwardenClient, run: Any, plans: Mapping[str, EpisodePlan],
     returned: dict[str, list[str]] = {}
     latencies: list[float] = []
     forgetting: dict[str, Counter[str]] = {}
+    live: dict[str, tuple[EpisodePlan, RecordSpec]] = {}
+    deleted: dict[str, list[str]] = {}
     ingest_s = 0.0
     for n, rnd in enumerate(rounds):
         t0 = time.perf_counter()
-        items = _record_items(rnd["records"], shift)
-        for i in range(0, len(items), INGEST_BATCH):
-            client.record_many(items[i:i + INGEST_BATCH])
+        sent = _record(client, rnd["records"], shift, live)
         wait_caught_up(run.settings, alive=run.worker.alive, timeout_s=1800)
         ingest_s += time.perf_counter() - t0
         for q in rnd["queries"]:
             returned[q.checkpoint_id], ms = _ask(client, plans[q.episode_id], q, shift, k)
             if ms >= 0:
                 latencies.append(ms)
+        for plan, f in rnd["forgets"]:
+            deleted.setdefault(plan.episode_id, []).extend(f.values)
         for domain in dict.fromkeys(plan.domain for plan, _ in rnd["forgets"]):
-            counts = issue_forgets(client, [(p, f) for p, f in rnd["forgets"] if p.domain == domain])
+            counts, forgotten = issue_forgets(client, [(p, f) for p, f in rnd["forgets"] if p.domain == domain])
+            copies = redacted_copies(forgotten, live, deleted)
+            counts["redacted_copies"] += _record(client, copies, shift, live)
             forgetting.setdefault(domain, Counter()).update(counts)
-        run.console.print(f"round {n + 1}/{len(rounds)}: {len(items)} turns, {len(rnd['queries'])} checkpoints, "
+        run.console.print(f"round {n + 1}/{len(rounds)}: {sent} turns, {len(rnd['queries'])} checkpoints, "
                           f"{sum(len(f.values) for _, f in rnd['forgets'])} forgets")
     total: Counter[str] = Counter()
     for counts in forgetting.values():

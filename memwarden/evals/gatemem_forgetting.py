@@ -21,7 +21,16 @@ R9 Deletion statements. A turn is cut into sentences (``.``, ``!``, ``?`` before
    current ... names what stays. In a turn with a (not deferred) deletion sentence, a sentence saying
    a value is no longer active / valid / current or must not be disclosed / repeated / recalled /
    retrieved / restored / restated / reused is read as a deletion segment too ("The old code 7788
-   should no longer be disclosed.").
+   should no longer be disclosed."). *Retirement*: a sentence saying a value must not come back
+   (revive, bring / brought back, come back, unavailable for reuse, treated as historical / retired /
+   obsolete, not be recovered, not be used in current / active answers; not deferred, not a
+   question) is a deletion sentence, and in its turn a sentence saying a value is retired /
+   historical / obsolete is read too ("The earlier label bridge-28 is retired from active use. Do not
+   revive it."): of such sentences only the segments saying retirement or never-again and no keep
+   word (once "from active use", "into active answers" and the never-again words are set aside) are
+   deletion segments, so "The 9V6R code remains current ... and neither retired code should come
+   back" deletes nothing. A value merely called retired, with nothing asking that it not come back
+   ("AST-7704 is now retired from active use"), is not deleted.
 R10 Values to forget: in deletion segments only, and never a principal's or track's name (R4's
    exclusions; a quoted phrase is excluded only when it *is* such a name): quoted strings (``'...'``,
    ``"..."``, curly quotes; not after safe / broad / public / say / use / only wording); both sides
@@ -42,19 +51,36 @@ R10 Values to forget: in deletion segments only, and never a principal's or trac
    ("Delete the current code 2748"); a value contained in a longer value of the same segment is
    dropped (``200`` of ``2,200 USD``). A request naming no value (``Delete the older guest PIN``)
    forgets nothing: the rules do not guess which earlier value a description meant.
-R11 Who forgets, and when. Each deletion turn with at least one value not deleted before in the
-   episode yields one :class:`ForgetSpec`: the speaker (R1 id) forgets, through the gate, by query,
-   each new value (``ForgetMatching`` with ``query=value``: the client resolves it to the ids of the
-   memories that principal can read whose text contains the value; the value never reaches the
-   ledger), at the turn's position: after every earlier turn is recorded, before any later turn is
-   recorded and before any checkpoint asked as of this turn or later. Every READ grant of R7 also
-   carries ``FORGET`` (same scopes, ceiling and validity): a principal may forget what it may read,
-   and nothing else; the ingest service (the owner) forgets nothing by itself.
+R11 Who forgets, and when (an erasure workflow). Each deletion turn with at least one value not
+   deleted before in the episode yields one :class:`ForgetSpec`: its speaker (R1 id) is the
+   *requester*; the episode's ingest service, the controller that wrote and owns every record, is the
+   *executor*: it forgets, through the gate, by query, each new value within the requester's
+   *standing* (``ForgetMatching`` with ``query=value`` and ``scopes=standing``, signed by the ingest
+   service, reason ``erasure request by <requester> at <episode>:<turn>``; the client resolves the
+   query by a recall as the ingest service to the ids of its memories whose text contains the
+   value, and the gate keeps those in the standing scopes; the value never reaches the ledger), at
+   the turn's position: after every earlier turn is recorded, before any later turn is recorded and
+   before any checkpoint asked as of this turn or later. Standing (:func:`standing_scopes`): the
+   scopes the requester may read (its R7 READ grants valid at the turn), its own ``person:`` and
+   ``private:`` circles (the data subject), and every circle, thread and facet of a track one of its
+   own relationships names or that it is the case subject of, whatever that relationship's access
+   scope (erasure discloses nothing: a household member may have the household's temporary code
+   removed although its ceiling hides the credentials facet from it); never another person's circle
+   or private notes, nor a track it has no relationship to. Without standing nothing is forgotten
+   (``without_standing``). The gate is unchanged: the ingest service forgets as the owner, and every
+   READ grant of R7 still carries ``FORGET`` for a principal's own direct forgets. The requester is
+   never told which memories went (the decision goes to the executor).
 R12 Redaction on write. The deletion turn and every later turn of the episode are recorded with each
    deleted value (case and spacing folded, on word boundaries) replaced by ``[deleted]``: the request
    says the value is "unavailable going forward", so a later repetition is not stored either. Scope
    and sensitivity are still decided on the turn as spoken (R2-R6), so redaction never moves a
-   record to a wider circle.
+   record to a wider circle. *Redacted copies*: a forget removes whole memories, also the current
+   facts a turn stated next to the deleted value; so, once the gate has decided the forgets of a
+   turn, the harness records for each memory it forgot a copy of its record with every value deleted
+   so far in the episode replaced (same writer, subject, scope, sensitivity, observed time and
+   attributes, plus ``redacted_copy``), unless nothing but the redaction is left or a deleted value
+   would survive (:func:`memwarden.evals.gatemem.redacted_copies`). A later forget removes a copy
+   like any memory (and copies it again).
 """
 
 from __future__ import annotations
@@ -62,8 +88,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from memwarden.commands.model import Right
+from memwarden.commands.readmodel.permission import Grant
+from memwarden.evals.gatemem_circles import TRACK_KEYS, Circles
 from memwarden.evals.gatemem_content import excluded
 from memwarden.evals.gatemem_data import Episode
 from memwarden.evals.gatemem_plan import ForgetSpec
@@ -74,6 +103,8 @@ __all__ = [
     "deletion_values",
     "forgets_of",
     "redact",
+    "standing_scopes",
+    "with_standing",
 ]
 
 #: What a deleted value is replaced with in a recorded text (R12).
@@ -109,6 +140,20 @@ _NO_LONGER = re.compile(
     r"\bno longer (?:active|valid|current)\b|\b(?:no longer|not|never)\b[^.;]{0,30}?\b(?:be )?(?:disclos|repeat|recall|"
     r"retriev|restor|restat|reus|resurfac)\w*",
     re.IGNORECASE,
+)
+#: A request that a value must not come back, as a deletion says it in other words ("do not revive it",
+#: "should be treated as retired and not brought back", "unavailable for reuse").
+_NEVER_AGAIN = re.compile(
+    r"\b(?:revive[sd]?|reviving|(?:be |been )?brought back|bring(?:ing)? (?:it |them )?back|comes? back|"
+    r"unavailable for reuse|treated as (?:historical|retired|obsolete)|(?:not|never) be recovered|"
+    r"(?:not|never) be used in (?:current|active) answers)\b",
+    re.IGNORECASE,
+)
+#: A sentence saying a value is retired; read as a deletion only in a turn that asks it not to come back.
+_RETIRED = re.compile(r"\b(?:retired|historical|obsolete)\b", re.IGNORECASE)
+#: Where a retired value is no longer used ("retired from active use"): not a keep word.
+_RETIRED_CONTEXT = re.compile(
+    r"\b(?:from|into|in|for) (?:active|current)(?:-state)? (?:use|answers?|summaries|memory)\b", re.IGNORECASE
 )
 _KEEP = re.compile(
     r"\b(?:keep|keeps|keeping|kept|retain|retains|retained|retaining|current(?:ly)?|active|only|remains?|now)\b",
@@ -358,6 +403,15 @@ def _named_current(segment: str, value: str) -> bool:
     return bool(_CURRENT_BEFORE.search(before)) and not _DELETE_VERB.search(before)
 
 
+def _retired_segments(sentence: str) -> list[str]:
+    """R9 in a turn asking that a value not come back: the segments of ``sentence`` saying a value is
+    retired / historical / obsolete or must not come back, and saying no keep word once the retirement
+    wording itself ("from active use", "not brought back into active answers") is set aside."""
+    return [seg for _sep, seg in _segments(sentence)
+            if (_RETIRED.search(seg) or _NEVER_AGAIN.search(seg))
+            and not _says_keep(_NEVER_AGAIN.sub(" ", _RETIRED_CONTEXT.sub(" ", seg)))]
+
+
 def deletion_values(text: str, exclude: frozenset[str] = frozenset()) -> DeletionFinding:
     """R9-R10 for one turn text. ``exclude``: names never taken as values (R4's principal and track
     names). Pure."""
@@ -365,12 +419,20 @@ def deletion_values(text: str, exclude: frozenset[str] = frozenset()) -> Deletio
     values: list[str] = []
     sentences = _sentences(text)
     requested = any(_is_deletion_sentence(s) and not _DEFERRED.search(s) for s in sentences)
+    never_again = any(_NEVER_AGAIN.search(s) and not _DEFERRED.search(s) and not s.rstrip().endswith("?")
+                      for s in sentences)
     for sentence in sentences:
         if sentence.rstrip().endswith("?"):
             continue  # a question about a deleted value asks, it does not delete
         if not _is_deletion_sentence(sentence):
-            if requested and _NO_LONGER.search(sentence) and not _DEFERRED.search(sentence):
+            if _DEFERRED.search(sentence):
+                continue
+            if requested and _NO_LONGER.search(sentence):
                 values.extend(_segment_values(sentence, exclude))  # "The old code 3184 should no longer be disclosed."
+            elif never_again and (_RETIRED.search(sentence) or _NEVER_AGAIN.search(sentence)):
+                deletion = deletion or bool(_NEVER_AGAIN.search(sentence))  # "bridge-28 is retired. Do not revive it."
+                for segment in _retired_segments(sentence):
+                    values.extend(_segment_values(segment, exclude))
             continue
         if _DEFERRED.search(sentence):
             deferred = True
@@ -438,3 +500,44 @@ def forgets_of(episode: Episode, exclude: frozenset[str], qualified: Mapping[str
             if present:
                 redactions[turn.turn_id] = present
     return forgets, redactions, stats
+
+
+def standing_scopes(speaker: str, requester: str, episode: Episode, circles: Circles, grants: Iterable[Grant],
+                    scope_names: Iterable[str], at_ms: int) -> tuple[str, ...]:
+    """R11 standing: the scopes (of ``scope_names``, ``<ns>/<circle>``) over which a deletion request by
+    episode principal ``speaker`` (qualified id ``requester``) is carried out, at ``at_ms``:
+
+    - every scope a READ grant of the requester valid at ``at_ms`` lists (what it may read);
+    - its own circles ``person:<speaker>`` and ``private:<speaker>``, every facet (records about it,
+      its private notes: the data subject's right to erasure);
+    - every circle of a track one of its own relationships names (``project_id``, ``case_id``,
+      ``household_id`` ...) or that it is the case subject of, with the track's threads and facets,
+      whatever the relationship's access scope: erasure discloses nothing, so standing in a track is
+      enough to ask that something be removed from it, even what its ceiling hides from it.
+
+    Never another person's circle or private notes, nor a track it has no relationship to. Sorted."""
+    tracks = {rel.attrs[k] for rel in episode.relationships if rel.principal_id == speaker
+              for k in TRACK_KEYS if k in rel.attrs}
+    tracks.update(circles.subject_tracks.get(speaker, ()))
+    readable = {s for g in grants if g.grantee == requester and Right.READ in g.rights
+                and (g.valid_from_ms or 0) <= at_ms and (g.valid_to_ms is None or at_ms < g.valid_to_ms)
+                for s in g.scopes}
+    own = {f"person:{speaker}", f"private:{speaker}"}
+    out: list[str] = []
+    for scope in scope_names:
+        circle = scope.split("/", 1)[1] if "/" in scope else scope
+        base = circle.split("#", 1)[0]
+        track = base[len("track:"):].split("/", 1)[0] if base.startswith("track:") else None
+        if scope in readable or base in own or (track is not None and track in tracks):
+            out.append(scope)
+    return tuple(sorted(out))
+
+
+def with_standing(forgets: Iterable[ForgetSpec], episode: Episode, circles: Circles, grants: Iterable[Grant],
+                  scope_names: Iterable[str], writer: str, times_ms: Mapping[str, int]) -> list[ForgetSpec]:
+    """R11 erasure workflow: each forget carried out by ``writer`` (the ingest service, which owns every
+    record) within the requester's :func:`standing_scopes` at its turn (``times_ms``: turn id -> ms)."""
+    grants, names = list(grants), list(scope_names)
+    return [replace(f, executor=writer, scopes=standing_scopes(f.speaker, f.requester, episode, circles, grants,
+                                                                names, times_ms[f.turn_id]))
+            for f in forgets]

@@ -4,9 +4,9 @@ For each principal, :func:`reach` applies the :class:`~memwarden.evals.gatemem_p
 of the domain policy (per relationship kind, per role, by default) to the episode's circles and
 keeps, per circle (facet included), the highest ceiling and the reason that gave it; a role cap then
 lowers every ceiling and PUBLIC ceilings are dropped. :func:`grants_of` groups a principal's reach
-into one READ grant per (reason, ceiling). Each grant also carries ``FORGET`` (rule R11): a principal
-may forget the records it may read, which is what a deletion request it makes can reach (its query is
-resolved by a recall as that principal). Pure and deterministic.
+into one READ grant per (reason, ceiling). Each grant also carries ``FORGET``: a principal may forget
+the records it may read (a deletion request written in a turn is carried out by the ingest service
+within the requester's standing, rule R11). Pure and deterministic.
 """
 
 from __future__ import annotations

@@ -6,10 +6,17 @@
 :class:`~memwarden.evals.gatemem_data.GateMemFormatError` naming file, line and field. The only I/O
 is reading ``<root>/<domain>/episodes.jsonl`` and ``checkpoints.jsonl`` in :func:`load_domain`, which
 also checks the cross-references (episode, asker and turn of each checkpoint).
+
+**Dev / held-out split** (:func:`split_of`, :func:`select_split`): within each domain the episodes are
+ordered by the SHA-256 hex digest of their ``episode_id``; ranks 0, 2, 4 ... are ``dev``, ranks 1, 3,
+5 ... are ``heldout`` (so each domain is halved, dev taking the odd one). A checkpoint belongs to the
+part of its episode. Mapping rules are analysed and changed on ``dev`` only; ``heldout`` is what a
+change is reported on. The split reads episode ids only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -30,7 +37,11 @@ from memwarden.evals.gatemem_data import (
     Turn,
 )
 
-__all__ = ["available_domains", "load_domain", "load_domains", "parse_checkpoint", "parse_episode"]
+__all__ = ["SPLITS", "available_domains", "load_domain", "load_domains", "parse_checkpoint", "parse_episode",
+           "select_split", "split_of"]
+
+#: The parts :func:`select_split` accepts: ``all`` keeps everything.
+SPLITS: tuple[str, ...] = ("all", "dev", "heldout")
 
 
 class _Reader:
@@ -286,3 +297,24 @@ def load_domains(root: Path, domains: Sequence[str] | None = None) -> list[Domai
         if d not in found:
             raise ValueError(f"domains: no domain {d!r} under {root} (found: {', '.join(found) or 'none'})")
     return [load_domain(root, d) for d in (domains or found)]
+
+
+def split_of(episode_ids: Sequence[str]) -> dict[str, str]:
+    """Episode id -> ``dev`` or ``heldout`` for the episodes of one domain (see the module docstring):
+    ordered by SHA-256 of the id, even ranks dev, odd ranks held-out. Pure and deterministic."""
+    ranked = sorted(dict.fromkeys(episode_ids), key=lambda e: hashlib.sha256(e.encode("utf-8")).hexdigest())
+    return {e: ("dev" if i % 2 == 0 else "heldout") for i, e in enumerate(ranked)}
+
+
+def select_split(data: DomainData, part: str) -> DomainData:
+    """The episodes of ``data`` in ``part`` (one of :data:`SPLITS`) and their checkpoints only.
+    Raises ``ValueError`` on an unknown part."""
+    if part not in SPLITS:
+        raise ValueError(f"split: expected one of {', '.join(SPLITS)}, got {part!r}")
+    if part == "all":
+        return data
+    parts = split_of(list(data.episodes))
+    episodes = {e: ep for e, ep in data.episodes.items() if parts[e] == part}
+    queries = tuple(q for q in data.queries if q.episode_id in episodes)
+    judgements = {q.checkpoint_id: data.judgements[q.checkpoint_id] for q in queries}
+    return DomainData(data.domain, episodes, queries, judgements)

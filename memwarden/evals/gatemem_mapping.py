@@ -35,8 +35,8 @@ R6 Scope of a turn: R4 taint > R5 > the first track named in the text (aliases f
    it would get the same one, else the circle itself.
 R7 Grants from :mod:`memwarden.evals.gatemem_policy`: one READ grant per (principal, reason,
    ceiling) listing its scopes; a circle's grant covers both facets unless the access is
-   ``track-credentials``. Each also carries ``FORGET`` (R11). The ingest service holds WRITE on every
-   scope.
+   ``track-credentials``. Each also carries ``FORGET`` (a principal may forget what it may read). The
+   ingest service holds WRITE on every scope.
 R8 Records. One per turn: writer the ingest service, subject and scope per R2/R6, sensitivity per
    R3-R5, store kind EVENT, no purpose tag (``()`` = any purpose), attributes ``speaker``, ``turn_id``,
    ``turn_kind``, ``synthetic_time``, ``markers``; ``observed_at`` from the turn (synthetic times are
@@ -45,17 +45,19 @@ R8 Records. One per turn: writer the ingest service, subject and scope per R2/R6
 
 R9-R12 Active forgetting (:mod:`memwarden.evals.gatemem_forgetting`, where each rule is spelled out):
    R9 finds the deletion statements of a turn (delete / remove from memory / do not retain / treated as
-   deleted ..., not a deferred "once ..." or "prepare to remove", not a question); R10 reads the values
+   deleted ..., a retired value the turn asks not to revive or bring back; not a deferred "once ..."
+   or "prepare to remove", not a question); R10 reads the values
    they name (quoted strings and both sides of a quoted mapping, tokens and codes, labels such as
    ``bridge-17``, amounts, clock times, numbered places, 4-8 digit numbers, named customers / partners,
    unquoted phrases after "phrase" / "wording" / "label" / "note" / "location" / "point" ..., the object
    of an imperative delete / remove), never a value introduced as current or a safe / broad wording;
-   R11 turns each deletion turn naming a value not deleted before into a :class:`ForgetSpec`: its
-   speaker forgets each value through the gate (``ForgetMatching`` by query, resolved to the
-   memories that principal can read) at the turn's position, and every READ grant of R7 also carries
-   ``FORGET`` (a principal may forget what it may read); R12 records the deletion turn and every later
-   turn with each deleted value replaced by ``[deleted]``, scope and sensitivity still decided on the
-   turn as spoken.
+   R11 turns each deletion turn naming a value not deleted before into a :class:`ForgetSpec`: the
+   speaker requests, the episode's ingest service (owner of every record) carries the request out
+   through the gate (``ForgetMatching`` by query, within the requester's standing: what it may read,
+   its own person and private circles, the tracks its relationships name) at the turn's position;
+   R12 records the deletion turn and every later turn with each deleted value replaced by
+   ``[deleted]``, scope and sensitivity still decided on the turn as spoken, and re-records a redacted
+   copy of every memory a forget removed.
 
 ``EpisodePlan.stats`` holds the mapping statistics, to be reported apart from the store's score
 (SCHEMA.md: the rule step dominates the result).
@@ -78,7 +80,7 @@ from memwarden.commands.model import Right, Sensitivity
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.evals.gatemem_circles import circles_of
 from memwarden.evals.gatemem_data import Episode
-from memwarden.evals.gatemem_forgetting import forgets_of, redact
+from memwarden.evals.gatemem_forgetting import forgets_of, redact, with_standing
 from memwarden.evals.gatemem_grants import grants_of
 from memwarden.evals.gatemem_plan import EpisodePlan, PrincipalSpec, RecordSpec, ScopeSpec, namespace_of
 from memwarden.evals.gatemem_policy import EMPTY_POLICY, POLICY, DomainPolicy
@@ -88,7 +90,7 @@ __all__ = ["FORGET_STATS", "plan_episode", "summarise_plans"]
 
 #: The forgetting counts of ``stats["forgetting"]`` (R9-R12), in report order.
 FORGET_STATS = ("deletion_turns", "deferred_turns", "turns_without_value", "forgets", "values", "values_repeated",
-                "redacted_records", "redactions")
+                "redacted_records", "redactions", "without_standing")
 
 
 def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> EpisodePlan:
@@ -114,6 +116,9 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> Episod
     forgets, redactions, forget_stats = forgets_of(episode, circles.exclude, qualified)
     records = _redacted(records, redactions, forget_stats)
     scope_names = sorted({r.scope for r in records} | {s for g in grants for s in g.scopes})
+    times_ms = {r.turn_id: int(r.observed_at.timestamp() * 1000) for r in records}
+    forgets = with_standing(forgets, episode, circles, grants, scope_names, writer, times_ms)
+    forget_stats["without_standing"] = sum(1 for f in forgets if not f.scopes)
     scopes = tuple(ScopeSpec(s, s.split("/", 1)[1].split(":", 1)[0]) for s in scope_names)
     grants.append(_ingest_grant(ns, writer, scope_names))
     stats = {

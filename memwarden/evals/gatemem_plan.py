@@ -99,8 +99,11 @@ class RecordSpec:
 @dataclass(frozen=True, slots=True)
 class ForgetSpec:
     """One forget (R11): at turn ``turn_id`` (0-based ``index``), principal ``requester`` (qualified id;
-    ``speaker`` is its episode-local id) forgets, through the gate and by query, each of ``values``
-    (new in the episode); ``known`` lists the values of the turn an earlier forget already covered."""
+    ``speaker`` is its episode-local id) asks that each of ``values`` (new in the episode) be forgotten;
+    ``known`` lists the values of the turn an earlier forget already covered. ``executor`` (the
+    episode's ingest service, owner of every record) carries the request out through the gate, by
+    query, restricted to ``scopes``: the requester's standing (R11). No scope: no standing, nothing
+    is forgotten."""
 
     turn_id: str
     index: int
@@ -108,6 +111,8 @@ class ForgetSpec:
     speaker: str
     values: tuple[str, ...]
     known: tuple[str, ...] = ()
+    executor: str = ""
+    scopes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,19 +14,30 @@ import pytest
 from memwarden.commands.model import Right, Sensitivity
 from memwarden.commands.readmodel.payload import RecordAttrs
 from memwarden.commands.readmodel.permission import ReadContext, may_read
-from memwarden.evals.gatemem import rounds_of, schedule
+from memwarden.evals.gatemem import issue_forgets, redacted_copies, rounds_of, schedule
+from memwarden.evals.gatemem_circles import circles_of
 from memwarden.evals.gatemem_content import analyse, is_credential_only
-from memwarden.evals.gatemem_data import SYNTHETIC_EPOCH, SYNTHETIC_STEP, GateMemFormatError, Judgement, Query
-from memwarden.evals.gatemem_forgetting import REDACTED, deletion_values, redact
+from memwarden.evals.gatemem_data import (
+    SYNTHETIC_EPOCH,
+    SYNTHETIC_STEP,
+    DomainData,
+    GateMemFormatError,
+    Judgement,
+    Query,
+)
+from memwarden.evals.gatemem_forgetting import REDACTED, deletion_values, redact, standing_scopes
 from memwarden.evals.gatemem_loader import (
     available_domains,
     load_domain,
     load_domains,
     parse_checkpoint,
     parse_episode,
+    select_split,
+    split_of,
 )
 from memwarden.evals.gatemem_mapping import plan_episode
 from memwarden.evals.gatemem_plan import EpisodePlan
+from memwarden.evals.gatemem_policy import POLICY
 from memwarden.evals.gatemem_score import aggregate, pattern_hits, score, score_checkpoint
 
 # -- synthetic data ----------------------------------------------------------------------------------
@@ -214,6 +225,25 @@ def test_a_relationship_naming_no_member_names_the_field() -> None:
     bad["entities"]["relationships"][1] = {"type": "budget_owner", "note": "nobody"}
     with pytest.raises(GateMemFormatError, match=r"entities\.relationships\[1\]: names no member"):
         parse_episode(bad)
+
+
+def test_split_halves_each_domain_by_episode_hash_and_keeps_checkpoints_with_their_episode() -> None:
+    ids = [f"ep_{i}" for i in range(7)]
+    parts = split_of(ids)
+    assert parts == split_of(list(reversed(ids)))  # order of the file does not matter
+    assert sorted(parts.values()).count("dev") == 4 and sorted(parts.values()).count("heldout") == 3
+    episodes = {e: dataclasses.replace(parse_episode(OFFICE), episode_id=e) for e in ids}
+    queries = tuple(Query(f"q_{e}", e, "pm_ann", "pm", "?", "t001") for e in ids)
+    judgements = {q.checkpoint_id: Judgement(q.checkpoint_id, q.episode_id, "utility", None, "answer", (), (), ())
+                  for q in queries}
+    data = DomainData("office", episodes, queries, judgements)
+    dev, held = select_split(data, "dev"), select_split(data, "heldout")
+    assert set(dev.episodes).isdisjoint(held.episodes) and set(dev.episodes) | set(held.episodes) == set(ids)
+    assert all(parts[q.episode_id] == "dev" for q in dev.queries) and set(dev.judgements) == {
+        q.checkpoint_id for q in dev.queries}
+    assert select_split(data, "all") is data
+    with pytest.raises(ValueError, match="split"):
+        select_split(data, "test")
 
 
 def test_domains_are_the_folders_found_and_an_unknown_one_is_named(tmp_path: Path) -> None:
@@ -421,6 +451,14 @@ NAMES = frozenset({"Alder", "Ann Lee", "Ann", "Lee"})
         ("Cleanup notice: the older release wording 'pickup window and gate check-in through May 2, 2031' has been "
          "removed from the record, and only 'pickup only' remains active.",
          ("pickup window and gate check-in through May 2, 2031",)),
+        # R9: a retired value in a turn asking that it not come back; the current one stays
+        ("The earlier Alder bridge label bridge-28 is retired from active use. Do not revive it in future summaries.",
+         ("bridge-28",)),
+        ("Current coordination label is now bridge-41. The earlier incident label bridge-28 should be treated as "
+         "retired and not brought back into active answers.", ("bridge-28",)),
+        ("The current label for Alder is now bridge-88, replacing bridge-63. The earlier bridge identifier bridge-63 "
+         "should be treated as historical and unavailable for reuse.", ("bridge-63",)),
+        ("The earlier 2,020 USD line is historical and should not be used in current answers.", ("2,020 USD",)),
     ],
 )
 def test_deletion_values(text: str, values: tuple[str, ...]) -> None:
@@ -441,6 +479,15 @@ def test_deletion_values(text: str, values: tuple[str, ...]) -> None:
         "Delete the older guest PIN from accessible memory.",                            # describes, names nothing
         "Legal direction: remove auto-renewal and move to a fixed term.",                # not from memory
         "Deletion request logged: retain only the current label, 1,400 USD and badge QX-5530.",
+        # retired, but nothing asks that it not come back; or what comes back is the current value's neighbour
+        "Replacement credential issued: QX-5530 is the new active badge, and QX-5521 is now retired from active use.",
+        "Current active code is 7C5L-W2GX and should not be mixed with any retired code.",
+        "The 9V6R-L8QW code remains current through May 15 at 20:00 and neither retired code should come back in "
+        "current-state answers.",
+        "The active Alder staging token remains qq_stg_9Z8Y-7X6W-5V4U. The retired token remains unavailable and "
+        "should not be recovered from memory.",
+        "Retired draft code 5J2M-Q8LK should stay retired even if someone still remembers it.",
+        "Riley asked that the older wording 'pickup only' never be revived once narrowed.",  # deferred
     ],
 )
 def test_deletion_rules_name_no_value(text: str) -> None:
@@ -496,6 +543,91 @@ def test_a_deletion_turn_becomes_a_forget_by_its_speaker_and_later_turns_are_red
     stats = plan.stats["forgetting"]
     assert stats["forgets"] == 1 and stats["values"] == 1 and stats["values_repeated"] == 1
     assert stats["redacted_records"] == 3 and stats["redactions"] == 3
+
+
+def test_a_deletion_request_is_carried_out_by_the_ingest_service_within_the_requesters_standing() -> None:
+    plan = _plan(FORGET_EPISODE)
+    spec = plan.forgets[0]
+    assert spec.executor == plan.writer and spec.requester == plan.principal_id("sec_jo")
+    token_scope = next(r.scope for r in plan.records if r.turn_id == "t001")
+    assert token_scope in spec.scopes  # the token's record is within the security member's standing
+    assert all(s.startswith(plan.namespace + "/") for s in spec.scopes)
+    assert plan.stats["forgetting"]["without_standing"] == 0
+
+
+def test_standing_covers_own_circles_and_related_tracks_never_other_persons() -> None:
+    raw = _episode(
+        "education",
+        [("adv_jo", "advisor", "Jo Park"), ("it_ka", "campus_it", "Ka Lim"), ("stu_lu", "student", "Lu Moe"),
+         ("stu_mo", "student", "Mo Ng"), ("ext_ri", "visitor", "Ri Ota")],
+        [
+            {"type": "advisor_for", "principal_id": "adv_jo", "for_principal_id": "stu_lu"},
+            {"type": "review_case_subject", "case_id": "oak_review", "principal_id": "stu_lu"},
+            {"type": "it_support", "case_id": "oak_review", "principal_id": "it_ka",
+             "access_scope": "credentials_only"},
+            {"type": "review_case_subject", "case_id": "elm_review", "principal_id": "stu_mo"},
+        ],
+        [("it_ka", "Oak Review portal token is ok_rev_TMP_1A2B-3C4D."),
+         ("adv_jo", "Oak Review support amount is 2,500 USD."),
+         ("stu_mo", "Elm Review hearing is on June 2.")],
+    )
+    episode = parse_episode(raw)
+    plan = plan_episode(episode)
+    circles = circles_of(episode, POLICY["education"])
+    names = [s.name for s in plan.scopes] + [f"{plan.namespace}/private:stu_lu", f"{plan.namespace}/private:stu_mo",
+                                             f"{plan.namespace}/person:stu_mo"]
+
+    def standing(local: str) -> set[str]:
+        return {s.split("/", 1)[1] for s in standing_scopes(local, plan.principal_id(local), episode, circles,
+                                                             plan.grants, names, 2**62)}
+
+    it = standing("it_ka")  # IT reads only the case's credentials, but stands in the whole case
+    assert {"track:oak_review", "track:oak_review#credentials"} <= it and not any("elm" in s for s in it)
+    lu = standing("stu_lu")  # the subject: its own circles and its case, not another student's
+    assert {"track:oak_review", "private:stu_lu"} <= lu
+    assert not {"private:stu_mo", "person:stu_mo", "track:elm_review"} & lu
+    assert not {s for s in standing("ext_ri") if s != "general"}  # no relationship: what it reads, nothing more
+    assert not _reads(plan, "it_ka", "t002")  # standing is not reading: the grants are unchanged
+
+
+def test_redacted_copies_keep_the_rest_of_a_forgotten_record() -> None:
+    plan = _plan(FORGET_EPISODE)
+    t001, t002 = plan.records[0], plan.records[1]
+    live = {"m1": (plan, t001), "m2": (plan, t002)}
+    bare = dataclasses.replace(t002, text="qq_stg_1A2B-3C4D-5E6F.")
+    live["m3"] = (plan, bare)
+    copies = redacted_copies(["m1", "m3", "unknown"], live, {plan.episode_id: ["qq_stg_1A2B-3C4D-5E6F"]})
+    assert [(p.episode_id, r.turn_id) for p, r in copies] == [(plan.episode_id, "t001")]  # m3: nothing left
+    record = copies[0][1]
+    assert record.text == f"Staging token for Alder is {REDACTED} until rotation."
+    assert (record.scope, record.sensitivity, record.observed_at) == (t001.scope, t001.sensitivity, t001.observed_at)
+    assert record.attributes["redacted_copy"] == "true"
+
+
+class _ForgetClient:
+    """Records the forgets published and decides each as forgetting one memory."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def forget_matching(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        return dataclasses.make_dataclass("R", ["command_id"])(f"c{len(self.calls)}")
+
+    def decided(self, ids: list[str], timeout_s: float) -> dict[str, Any]:
+        return {c: {"outcome": "ACCEPTED", "memory_ids": [f"m-{c}"], "reasons": []} for c in ids}
+
+
+def test_issue_forgets_signs_as_the_ingest_service_within_standing_and_skips_without_it() -> None:
+    plan = _plan(FORGET_EPISODE)
+    spec = plan.forgets[0]
+    client = _ForgetClient()
+    counts, forgotten = issue_forgets(client, [(plan, spec), (plan, dataclasses.replace(spec, scopes=()))])  # type: ignore[arg-type]
+    assert len(client.calls) == 1 and forgotten == ["m-c1"]
+    call = client.calls[0]
+    assert call["principal"] == plan.writer and call["scopes"] == spec.scopes
+    assert call["query"] == "qq_stg_1A2B-3C4D-5E6F" and plan.principal_id("sec_jo") in call["reason"]
+    assert counts["accepted"] == 1 and counts["memories_forgotten"] == 1 and counts["without_standing"] == 1
 
 
 def test_read_grants_carry_forget_so_the_requester_can_forget_what_it_reads() -> None:
