@@ -50,7 +50,7 @@ from memwarden.commands.gate.state import (
     Outcome,
     QuarantineState,
 )
-from memwarden.commands.model import ForgetMemory, StoreKind
+from memwarden.commands.model import ForgetMemory, Sensitivity, StoreKind
 from memwarden.commands.principals import ADMIN_ROLE, PrincipalRecord
 from memwarden.commands.readmodel.permission import may_write
 from memwarden.commands.reasons import Reason
@@ -91,12 +91,14 @@ def selects(selector: ForgetSelector, memory: MemoryState) -> bool:
 
 
 def may_forget(issuer: PrincipalRecord, memory: MemoryState, state: GateState, now: datetime) -> bool:
-    """Owner, subject, admin, or a ``FORGET`` grant valid at ``now`` covering the memory."""
+    """Owner, subject, admin, or a ``FORGET`` grant valid at ``now`` covering the memory: its subject,
+    scope and store kind, and its sensitivity up to the grant's ceiling (as a READ grant)."""
     if issuer.principal_id in (memory.owner, memory.subject) or issuer.has_role(ADMIN_ROLE):
         return True
     kind = StoreKind(memory.store_kind) if memory.store_kind in StoreKind.__members__ else StoreKind.PROFILE
+    level = Sensitivity(memory.sensitivity) if memory.sensitivity in Sensitivity.__members__ else Sensitivity.RESTRICTED
     return may_write(issuer.principal_id, issuer.roles, to_ms(now), state.grants, memory.subject, memory.scope or "-",
-                     kind, right=Right.FORGET) is not None
+                     kind, sensitivity=level, right=Right.FORGET) is not None
 
 
 def lineage(roots: Iterable[str], memories: Iterable[MemoryState]) -> tuple[str, ...]:

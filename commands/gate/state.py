@@ -42,7 +42,8 @@ class MemoryState:
     ``store_kind``, ``tags`` and ``observed_ms`` / ``expires_ms`` (UTC epoch ms) of the current
     version; ``sources`` (source references), ``writers`` (principals) and ``signer_keys`` (signing
     key ids) of every version; ``derived_from`` the memory ids its versions cite; ``admitted_ms``
-    when the gate admitted the current version (its decision's clock; what a writer cannot back-date)."""
+    when the gate admitted the current version (its decision's clock; what a writer cannot back-date);
+    ``sensitivity`` of the current version (a ``FORGET`` grant covers it up to its ceiling)."""
 
     memory_id: str
     subject: str
@@ -61,6 +62,7 @@ class MemoryState:
     signer_keys: tuple[str, ...] = ()
     derived_from: tuple[str, ...] = ()
     admitted_ms: int = 0
+    sensitivity: str = "INTERNAL"
 
 
 @dataclass(frozen=True)

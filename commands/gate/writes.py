@@ -178,7 +178,8 @@ def _lineage(command: MemoryWrite, target: MemoryState | None) -> dict[str, Any]
     derived = base.derived_from
     for m in env.source.derived_from:
         derived = _added(derived, m)
-    return {"store_kind": env.store_kind.value, "observed_ms": to_ms(env.observed_at),
+    return {"store_kind": env.store_kind.value, "sensitivity": env.sensitivity.value,
+            "observed_ms": to_ms(env.observed_at),
             "expires_ms": to_ms(env.expires_at) if env.expires_at is not None else None,
             "sources": _added(base.sources, env.source.reference), "writers": _added(base.writers, env.principal),
             "signer_keys": _added(base.signer_keys, env.signature.key_id if env.signature else None),

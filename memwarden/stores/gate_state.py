@@ -81,14 +81,14 @@ async def load_policy(cur: psycopg.AsyncCursor) -> WritePolicy:
 
 MEMORY_COLUMNS = ("memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute,"
                    " key_ids::text[], store_kind, tags, observed_ms, expires_ms, sources, writers, signer_keys,"
-                   " derived_from::text[], admitted_ms")
+                   " derived_from::text[], admitted_ms, sensitivity")
 
 
 def memory_from_row(r: Sequence[Any]) -> MemoryState:
     """A ``gate_memories`` row selected with :data:`MEMORY_COLUMNS` as the gate's :class:`MemoryState`."""
     return MemoryState(r[0], r[1], r[2], r[3], r[4], r[5], (r[1], r[6], r[7]) if r[6] is not None else None,
                        tuple(r[8] or ()), r[9], tuple(r[10] or ()), int(r[11]), r[12], tuple(r[13] or ()),
-                       tuple(r[14] or ()), tuple(r[15] or ()), tuple(r[16] or ()), int(r[17] or 0))
+                       tuple(r[14] or ()), tuple(r[15] or ()), tuple(r[16] or ()), int(r[17] or 0), r[18])
 
 
 async def load_memories(cur: psycopg.AsyncCursor, ids: Sequence[str]) -> dict[str, MemoryState]:
@@ -300,22 +300,23 @@ async def store_memories(cur: psycopg.AsyncCursor, changed: Iterable[tuple[Memor
     holds its current ``MemoryRecorded`` (``None`` keeps the stored one: a forget)."""
     rows = [(m.memory_id, m.subject, m.owner, m.version, m.forgotten, m.scope, m.fact[1] if m.fact else None,
              m.fact[2] if m.fact else None, cmd, list(m.key_ids), m.store_kind, list(m.tags), m.observed_ms,
-             m.expires_ms, list(m.sources), list(m.writers), list(m.signer_keys), list(m.derived_from), m.admitted_ms)
+             m.expires_ms, list(m.sources), list(m.writers), list(m.signer_keys), list(m.derived_from), m.admitted_ms,
+             m.sensitivity)
             for m, cmd in changed]
     if not rows:
         return
     await cur.executemany(
         "INSERT INTO gate_memories (memory_id, subject, owner, version, forgotten, scope, fact_entity,"
         " fact_attribute, current_command_id, key_ids, store_kind, tags, observed_ms, expires_ms, sources, writers,"
-        " signer_keys, derived_from, admitted_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s, %s, %s,"
-        " %s, %s, %s, %s, %s::uuid[], %s) ON CONFLICT (memory_id) DO UPDATE SET version = EXCLUDED.version,"
-        " forgotten = EXCLUDED.forgotten, scope = EXCLUDED.scope, fact_entity = EXCLUDED.fact_entity,"
-        " fact_attribute = EXCLUDED.fact_attribute,"
+        " signer_keys, derived_from, admitted_ms, sensitivity) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[],"
+        " %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s, %s) ON CONFLICT (memory_id) DO UPDATE SET"
+        " version = EXCLUDED.version, forgotten = EXCLUDED.forgotten, scope = EXCLUDED.scope,"
+        " fact_entity = EXCLUDED.fact_entity, fact_attribute = EXCLUDED.fact_attribute,"
         " current_command_id = COALESCE(EXCLUDED.current_command_id, gate_memories.current_command_id),"
         " key_ids = EXCLUDED.key_ids, store_kind = EXCLUDED.store_kind, tags = EXCLUDED.tags,"
         " observed_ms = EXCLUDED.observed_ms, expires_ms = EXCLUDED.expires_ms, sources = EXCLUDED.sources,"
         " writers = EXCLUDED.writers, signer_keys = EXCLUDED.signer_keys, derived_from = EXCLUDED.derived_from,"
-        " admitted_ms = EXCLUDED.admitted_ms", rows)
+        " admitted_ms = EXCLUDED.admitted_ms, sensitivity = EXCLUDED.sensitivity", rows)
 
 
 async def expired_memories(cur: psycopg.AsyncCursor, now_ms: int) -> int:

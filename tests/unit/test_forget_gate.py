@@ -75,6 +75,30 @@ def test_who_may_forget() -> None:
     assert not may_forget(reg["user:lee"], m, replace(state, grants=(expired,)), NOW)
 
 
+def test_a_forget_grant_covers_memories_only_up_to_its_sensitivity_ceiling() -> None:
+    from memwarden.commands.vocabulary import Sensitivity
+
+    reg = f.registry(f.principal("user:lee", roles=("security",)))
+    internal = Grant("g", "role:security", frozenset({"FORGET"}), ("work",))  # ceiling INTERNAL (default)
+    state = GateState(principals=reg, grants=(internal,))
+    for level, allowed in (("PUBLIC", True), ("INTERNAL", True), ("CONFIDENTIAL", False), ("RESTRICTED", False)):
+        m = _m("user:alice", owner="service:ingest", scope="work", sensitivity=level)
+        assert may_forget(reg["user:lee"], m, state, NOW) is allowed, level
+    restricted = replace(internal, sensitivity_ceiling=Sensitivity.RESTRICTED)
+    secret = _m("user:alice", owner="service:ingest", scope="work", sensitivity="RESTRICTED")
+    assert may_forget(reg["user:lee"], secret, replace(state, grants=(restricted,)), NOW)
+    assert may_forget(reg["user:alice"], secret, state, NOW)  # the subject needs no grant at any level
+
+
+def test_the_gate_records_each_versions_sensitivity_in_its_memory_state() -> None:
+    from memwarden.commands.gate.writes import next_version
+
+    first = next_version(f.record(sensitivity="CONFIDENTIAL"), None)
+    assert first.sensitivity == "CONFIDENTIAL"
+    lowered = next_version(f.supersede(first.memory_id, sensitivity="PUBLIC"), first)
+    assert lowered.sensitivity == "PUBLIC" and lowered.version == 2
+
+
 def test_lineage_is_transitive_stable_and_skips_forgotten_and_cycles() -> None:
     a, b, c = _m(memory_id="a"), _m(memory_id="b", derived_from=("a",)), _m(memory_id="c", derived_from=("b",))
     gone = _m(memory_id="d", derived_from=("a",), forgotten=True)
