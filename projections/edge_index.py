@@ -200,8 +200,9 @@ class EdgeVectorIndex:
         fusion: FusionMethod = DEFAULT_FUSION,
     ) -> list[Hit]:
         """Hybrid top-``limit`` (see :meth:`VectorIndex.query`): one ``QueryRequest`` whose dense and
-        lexical ``Prefetch`` stages each carry the filter, fused by ``fusion`` in the engine with
-        the filter at the root too. Sorted by ``(-score, point_id)``, boundary ties closed."""
+        lexical ``Prefetch`` stages each carry the filter, fused by ``fusion`` in the engine (the
+        root needs no filter of its own: it only ranks the stages' points). Sorted by ``(-score,
+        point_id)``, boundary ties closed."""
         check_hybrid_limits(limit, prefetch_limit)
         if limit <= 0:
             return []
@@ -216,7 +217,8 @@ class EdgeVectorIndex:
         with self._guard("query") as shard:
 
             def fetch(n: int) -> list[Hit]:
-                request = qe.QueryRequest(limit=n, prefetches=stages, query=root, filter=flt, with_payload=True,
+                # no root filter: fusion only ranks what the filtered prefetch stages returned
+                request = qe.QueryRequest(limit=n, prefetches=stages, query=root, with_payload=True,
                                           with_vector=False)
                 return [Hit(str(p.id), float(p.score), p.payload or {}) for p in shard.query(request)]
 

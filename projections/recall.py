@@ -90,11 +90,14 @@ class Recaller:
 
     async def _cosines(self, vector: list[float], hits: list[Hit], where: Filter, mode: RecallMode) -> dict[str, float]:
         """The dense cosine of the query with each hit, by command id: the hit scores themselves in
-        ``dense`` mode, else one dense search restricted to the hits' command ids (and ``where``)."""
+        ``dense`` mode, else one dense search restricted to the hits' command ids. The hits passed the
+        read filter ``where`` a moment ago inside the search, and every one is verified again in
+        Postgres before it is returned: evaluating ``where`` a second time here (the costliest part
+        of a search at scale: every grant's sub-filter) would only repeat it."""
         if mode == "dense":
             return {h.payload["command_id"]: h.score for h in hits}
         ids = tuple(dict.fromkeys(str(h.payload["command_id"]) for h in hits))
-        only = Filter(must=(FieldIn("command_id", ids), where))
+        only = Filter(must=(FieldIn("command_id", ids),))
         dense = await asyncio.to_thread(self._index.search, vector, only, len(hits))
         out: dict[str, float] = {}
         for h in dense:

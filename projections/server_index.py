@@ -212,11 +212,10 @@ class ServerVectorIndex:
         root = server_fusion(fusion)
 
         def fetch(n: int) -> list[Hit]:
-            response = self._client.query_points(
+            response = self._client.query_points(  # no root filter: fusion ranks the filtered stages' points
                 self._collection,
                 prefetch=stages,
                 query=root,
-                query_filter=flt,
                 limit=n,
                 with_payload=True,
                 with_vectors=False,
