@@ -71,6 +71,10 @@ class Settings(BaseSettings):
             ``expires_at`` and appends a retention ``ForgetMatching`` for them, signed by the root
             admin's local key (none held: the worker says so and ``memwarden forget --expired`` does
             it); 0 turns the timer off. Env: ``MEMWARDEN_RETENTION_INTERVAL_S``.
+        pre_embed: the projector worker embeds memory writes as they reach the commands topic, while
+            the gate decides them, and its projector takes those vectors from memory
+            (:mod:`memwarden.processors.pre_embed`); ``False`` embeds only after the decision.
+            Env: ``MEMWARDEN_PRE_EMBED``.
     """
 
     model_config = SettingsConfigDict(env_prefix="MEMWARDEN_", extra="ignore")
@@ -105,6 +109,7 @@ class Settings(BaseSettings):
     reconcile_interval_s: float = Field(default=3600.0, ge=0)
     keys_compaction_lag_s: float = Field(default=30.0, ge=1)
     retention_interval_s: float = Field(default=5.0, ge=0)
+    pre_embed: bool = True
 
     @field_validator("topic_prefix", "ledger_prefix")
     @classmethod

@@ -18,15 +18,17 @@ from memwarden.processors.resilience import Health, close_quietly, retry_batch
 from memwarden.projections.events_in import EventIn, RawEvent, decode_events
 from memwarden.projections.index_projector import EmbeddingProjector
 from memwarden.projections.profile_projector import ProfileProjector
+from memwarden.projections.warm_vectors import WarmVectors
 
 
 def add_projector_agent(app: faust.App, container: Container, events: faust.TopicT,
                         lock: asyncio.Lock | None = None, receipts: ErasureReceipts | None = None,
-                        health: Health | None = None) -> None:
+                        health: Health | None = None, warm: WarmVectors | None = None) -> None:
     """Register the ``projector`` agent on ``app`` over the ``events`` topic; each batch is applied
     under ``lock`` (a reconciliation holds it to pause the projectors), then ``receipts`` settles
     the erasure receipts of the forgets it applied. A batch a lost database connection interrupts is
-    applied again from its start after reconnecting (each projector drops what it already applied)."""
+    applied again from its start after reconnecting (each projector drops what it already applied).
+    ``warm``: vectors the pre-embedder computed ahead (:mod:`memwarden.processors.pre_embed`)."""
     pause = lock or asyncio.Lock()
     s = container.settings
 
@@ -35,7 +37,7 @@ def add_projector_agent(app: faust.App, container: Container, events: faust.Topi
         async def open_projectors() -> tuple[ProfileProjector, EmbeddingProjector]:
             return (ProfileProjector(await container.pg(), s.topic("events")),
                     EmbeddingProjector(container.embedder(), container.index(), await container.pg(),
-                                       s.topic("events"), f"index:{container.index_label}"))
+                                       s.topic("events"), f"index:{container.index_label}", warm=warm))
 
         current = list(await open_projectors())
 

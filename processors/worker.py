@@ -25,12 +25,14 @@ from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
 from memwarden.ops.topics import ROLL_MARKER
 from memwarden.processors.gate_agent import add_gate_agent
+from memwarden.processors.pre_embed import PreEmbedder
 from memwarden.processors.projector_agent import add_projector_agent
 from memwarden.processors.rebuild import switch
 from memwarden.processors.receipts import RETRY_S, ErasureReceipts
 from memwarden.processors.reconciler import reconcile
 from memwarden.processors.resilience import Health, survive_outage
 from memwarden.processors.retention import Retention
+from memwarden.projections.warm_vectors import WarmVectors
 from memwarden.read_api.service import ReadService
 from memwarden.read_api.views import mount, mount_health
 from memwarden.settings import Settings
@@ -73,6 +75,24 @@ def _add_gate_timers(app: faust.App, container: Container, topics: dict[str, Any
         app.timer(s.retention_interval_s)(survive_outage("retention sweep", forget_expired))
 
 
+def _add_pre_embedder(app: faust.App, container: Container, warm: WarmVectors) -> None:
+    """Start the pre-embedder thread (:mod:`memwarden.processors.pre_embed`) once the worker runs,
+    stop it at shutdown. A broker that does not answer at start leaves it off (logged): the
+    projector embeds everything itself."""
+    pre = PreEmbedder(container.settings, container.codec, container.keyring(), container.embedder(), warm)
+
+    @app.task
+    async def start_pre_embedder() -> None:
+        try:
+            await asyncio.to_thread(pre.start)
+        except Exception as exc:  # noqa: BLE001 - an optimisation, never a reason to stop the worker
+            log.warning("pre-embedder off: %s", exc)
+
+    @app.on_before_shutdown.connect
+    async def stop_pre_embedder(sender: Any, *args: Any, signal: Any, **kwargs: Any) -> None:
+        await asyncio.to_thread(pre.stop)
+
+
 def build_app(container: Container, roles: Sequence[str]) -> faust.App:
     """A Faust app for ``roles`` over the container's clients. Connects nothing until it runs."""
     s = container.settings
@@ -113,7 +133,10 @@ def build_app(container: Container, roles: Sequence[str]) -> faust.App:
             mount_health(app, ReadService(container, publish), roles, lambda: health.agents)
     if "projector" in roles:
         receipts = ErasureReceipts(container, publish)
-        add_projector_agent(app, container, topics["events"], projector_pause, receipts, health)
+        warm = WarmVectors() if s.pre_embed and s.owns_ledger else None
+        add_projector_agent(app, container, topics["events"], projector_pause, receipts, health, warm)
+        if warm is not None:
+            _add_pre_embedder(app, container, warm)
 
         async def settle_receipts() -> None:
             """Forgets whose stores had not all confirmed after their batch: ask again."""

@@ -24,9 +24,12 @@ from memwarden.projections.embedder import Embedder
 from memwarden.projections.events_in import EventIn
 from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import IndexPoint, VectorIndex
+from memwarden.projections.warm_vectors import WarmVectors
 from memwarden.stores import profile_rows, vector_cache
 from memwarden.stores.offsets import fresh, load_offsets, save_offsets
 
+#: Longest wait, in seconds, for vectors the pre-embedder is computing right now (one of its batches).
+WARM_WAIT_S = 30.0
 _POINT_NS = uuid.UUID("b3c2f7a4-51e9-4d0c-8a6b-2f4e9d7c1a35")
 
 
@@ -48,13 +51,18 @@ class EmbeddingProjector:
     id) adds uses known from elsewhere: a replay that builds the index apart from the profile passes
     the latest use of each memory in the whole ledger it replays (uses commute, so the result equals
     the live one).
+
+    ``warm`` holds vectors the pre-embedder computed while the gate decided (in memory, bound to their
+    text by digest, :mod:`memwarden.projections.warm_vectors`): taken before the cache is asked, and
+    sealed into the cache like embedded ones. ``warmed`` counts them.
     """
 
     def __init__(self, embedder: Embedder, index: VectorIndex, conn: psycopg.AsyncConnection, topic: str,
                  projector: str, lexical: Bm25Encoder | None = None,
                  cache_from: psycopg.AsyncConnection | None = None,
-                 uses_floor: Mapping[str, int] | None = None) -> None:
+                 uses_floor: Mapping[str, int] | None = None, warm: WarmVectors | None = None) -> None:
         self._embedder = embedder
+        self._warm = warm
         self._lexical = lexical or Bm25Encoder()
         self._index = index
         self._conn = conn
@@ -65,6 +73,7 @@ class EmbeddingProjector:
         self._model = getattr(embedder, "model_id", "unknown")
         self.embedded = 0
         self.reused = 0
+        self.warmed = 0
 
     async def apply(self, events: Sequence[EventIn]) -> None:
         """Apply ``events`` not applied yet (idempotent point writes), then advance the offsets."""
@@ -101,11 +110,18 @@ class EmbeddingProjector:
             if opened is not None:
                 vectors[pid] = opened
         missing = [(e, pid) for e, pid in zip(recorded, pids, strict=True) if pid not in vectors]
-        if missing:
-            found = await asyncio.to_thread(self._embedder.embed, [e.text or "" for e, _ in missing])
-            vectors.update({pid: [float(x) for x in v] for (_, pid), v in zip(missing, found, strict=True)})
-        self.embedded += len(missing)
         self.reused += len(recorded) - len(missing)
+        if missing and self._warm is not None:
+            warmed = await asyncio.to_thread(self._warm.take, [(pid, e.text or "") for e, pid in missing], WARM_WAIT_S)
+            vectors.update(warmed)
+            self.warmed += len(warmed)
+        cold = [(e, pid) for e, pid in missing if pid not in vectors]
+        if cold:
+            if self._warm is not None:
+                self._warm.embedded_elsewhere([pid for _, pid in cold])
+            found = await asyncio.to_thread(self._embedder.embed, [e.text or "" for e, _ in cold])
+            vectors.update({pid: [float(x) for x in v] for (_, pid), v in zip(cold, found, strict=True)})
+        self.embedded += len(cold)
         seals = [vector_cache.seal(pid, e.record["content"]["key_id"], self._model, vectors[pid], e.key)
                  for e, pid in missing if e.key]
         if self._cache_from is not None:  # another namespace's cache: copy its seals as they are
