@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from memwarden.cli_bench import bench_app
 from memwarden.errors import MemwardenError
 from memwarden.settings import Settings
 
@@ -24,6 +25,7 @@ principal_app = typer.Typer(no_args_is_help=True, help="Principals and their sig
 app.add_typer(principal_app, name="principal")
 review_app = typer.Typer(no_args_is_help=True, help="Quarantine review: list, approve, reject.")
 app.add_typer(review_app, name="review")
+app.add_typer(bench_app, name="bench")
 console = Console(stderr=True)
 
 
