@@ -15,6 +15,7 @@ from memwarden.settings import Settings
 if TYPE_CHECKING:
     import psycopg
 
+    from memwarden.commands.injection import InstructionDetector
     from memwarden.commands.principals import PrincipalRecord
     from memwarden.projections.embedder import Embedder
     from memwarden.projections.vector_index import VectorIndex
@@ -29,6 +30,7 @@ class Container:
         self._keyring: KeyRing | None = None
         self._embedder: Embedder | None = None
         self._index: VectorIndex | None = None
+        self._detector: InstructionDetector | None = None
 
     @cached_property
     def codec(self) -> AvroCodec:
@@ -74,6 +76,20 @@ class Container:
             self._embedder = SentenceTransformerEmbedder(s.model_path, s.embed_batch_size, backend=s.embed_backend,
                                                          cache_dir=s.data_dir / "onnx")
         return self._embedder
+
+    def instruction_detector(self) -> InstructionDetector:
+        """The gate's instruction detector (``settings.instruction_detector``): the rules alone, or the
+        rules combined with the trained classifier, which loads the embedder (built once)."""
+        if self._detector is None:
+            from memwarden.commands.injection import DEFAULT_DETECTOR
+
+            if self.settings.instruction_detector == "rules":
+                self._detector = DEFAULT_DETECTOR
+            else:
+                from memwarden.projections.injection_classifier import CombinedDetector, InjectionScorer
+
+                self._detector = CombinedDetector(InjectionScorer(self.embedder()))
+        return self._detector
 
     def lazy_embedder(self) -> Embedder:
         """An embedder that loads the model only when something must be embedded (a replay that

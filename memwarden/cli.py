@@ -142,24 +142,37 @@ def eval_poisoning(
     data: Annotated[Path | None, typer.Option(help="labelled JSONL (default: the packaged set)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,
+    detector: Annotated[str, typer.Option(help="rules (rules/1 alone) or combined (rules OR the trained "
+                                          "classifier)")] = "combined",
+    locomo: Annotated[Path | None, typer.Option(help="LoCoMo JSON: every turn joins the false-alarm set")] = None,
+    gatemem: Annotated[Path | None, typer.Option(help="GateMem folder: every turn joins the false-alarm set")] = None,
+    pipeline: Annotated[bool, typer.Option(help="run the items through Kafka and the gate (reached_read, "
+                                           "reached_procedure)")] = True,
 ) -> None:
-    """Detector precision/recall on the labelled set; share of injected items reaching reads or procedures."""
+    """Detector precision/recall on the labelled set; share of injected items reaching reads or procedures;
+    false-alarm rate on every LoCoMo and GateMem turn (with --locomo / --gatemem)."""
     import json
 
     from memwarden.errors import MemwardenError
     from memwarden.evals.poisoning import run_poisoning
     from memwarden.settings import Settings
 
+    choices = {"rules": "rules", "combined": "rules+classifier"}
+    if detector not in choices:
+        _fail(ValueError(f"--detector must be rules or combined, got {detector!r}"))
     try:
-        result = run_poisoning(Settings(), data, progress=not as_json, keep=keep)
+        result = run_poisoning(Settings(), data, progress=not as_json, keep=keep,
+                               detector=choices[detector],  # type: ignore[arg-type]
+                               locomo=locomo, gatemem=gatemem, pipeline=pipeline)
     except (MemwardenError, ValueError, FileNotFoundError) as exc:
         _fail(exc)
     if as_json:
         print(json.dumps(result, indent=2))
     else:
-        for key in ("items", "precision", "recall", "f1", "reached_read", "reached_procedure", "benign_readable",
-                    "outcomes"):
-            typer.echo(f"{key:>18}: {result[key]}")
+        for key in ("detector", "items", "precision", "recall", "f1", "false_alarm_rate", "reached_read",
+                    "reached_procedure", "benign_readable", "outcomes"):
+            if key in result:
+                typer.echo(f"{key:>18}: {result[key]}")
 
 
 @eval_app.command("gatemem")

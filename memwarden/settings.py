@@ -55,6 +55,13 @@ class Settings(BaseSettings):
             unsigned ones are served.
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
+        instruction_detector: the gate's instruction detector: ``rules`` (default; the rules alone) or
+            ``rules+classifier`` (the rules of ``rules/1`` OR a logistic-regression classifier over
+            all-MiniLM-L6-v2 embeddings and character n-grams,
+            :mod:`memwarden.projections.injection_classifier`; the gate worker then loads the
+            embedding model). Opt-in: it catches far more paraphrased injections but quarantines
+            some short non-English chat and costs an embedding per command in the gate (README,
+            "The trained classifier"). Env: ``MEMWARDEN_INSTRUCTION_DETECTOR``.
         ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
@@ -104,6 +111,7 @@ class Settings(BaseSettings):
     admin_principal: str = "service:admin"
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"
+    instruction_detector: Literal["rules", "rules+classifier"] = "rules"
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)

@@ -43,8 +43,9 @@ def add_gate_agent(app: faust.App, container: Container, commands: faust.TopicT,
 
     @app.agent(commands, name="gate")
     async def gate(stream: Any) -> None:
+        detector = container.instruction_detector() if s.gate_mode == "full" else None
         processor = GateProcessor(container.codec, container.keyring(), await container.pg(), container.limits,
-                                  container.trust_anchor, container.digest_key, s.gate_mode)
+                                  container.trust_anchor, container.digest_key, s.gate_mode, detector)
         conns = {"tracking": await container.pg()}
 
         async def reconnect() -> None:

@@ -22,6 +22,7 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -46,7 +47,7 @@ from memwarden.commands.gate import (
     evolve,
 )
 from memwarden.commands.gate.recorded import from_record
-from memwarden.commands.injection import DEFAULT_DETECTOR, Detection
+from memwarden.commands.injection import DEFAULT_DETECTOR, Detection, InstructionDetector
 from memwarden.commands.model import (
     ApproveQuarantined,
     Command,
@@ -65,9 +66,13 @@ from memwarden.processors.gate_loading import Batch, load_batch
 from memwarden.processors.gate_replay import RecordedOutcome
 from memwarden.schemas.codec import AvroCodec
 from memwarden.stores import gate_state as db
-from memwarden.stores.decisions import DecisionRow, store_decisions, value_of
+from memwarden.stores.decisions import DecisionRow, claim_partitions, decided_among, store_decisions, value_of
 from memwarden.stores.keyring import KeyRing
 from memwarden.stores.offsets import next_offsets, save_offsets
+
+log = logging.getLogger("memwarden.gate")
+#: How many times a batch is decided again after another worker's decision raced it.
+RACE_RETRIES = 3
 
 
 class _NoInstructions:
@@ -144,10 +149,14 @@ class GateProcessor:
         anchor: the root admin registry record (trust anchor, :func:`memwarden.keystore.trust_anchor`).
         digest_key: secret for the keyed content digests of duplicate detection (derived from the KEK).
         mode: ``full`` or ``skeleton`` (benchmark baseline: no signatures, detector or claims).
+        detector: the instruction detector (default: the rules). One with a ``prime(texts)`` method
+            (:class:`~memwarden.projections.injection_classifier.CombinedDetector`) is primed with every
+            text of a batch in one call, off the event loop, before the batch is decided.
     """
 
     def __init__(self, codec: AvroCodec, keyring: KeyRing, conn: psycopg.AsyncConnection, limits: GateLimits,
-                 anchor: PrincipalRecord, digest_key: bytes, mode: str = "full") -> None:
+                 anchor: PrincipalRecord, digest_key: bytes, mode: str = "full",
+                 detector: InstructionDetector | None = None) -> None:
         self._codec = codec
         self._keyring = keyring
         self._conn = conn
@@ -156,6 +165,7 @@ class GateProcessor:
         self._digest_key = digest_key
         self._claims = KeyedClaims(DEFAULT_CLAIMS, digest_key)  # claim digests keyed per namespace
         self._full = mode == "full"
+        self._detector: InstructionDetector = (detector or DEFAULT_DETECTOR) if self._full else _NoInstructions()
         #: Replay only: called with every recorded command as the gate folds it (``regate`` re-decides
         #: history through it); the signature bytes are then kept for it to verify.
         self.observer: Callable[[Parsed, GateState, str | None, str | None, RecordedOutcome], None] | None = None
@@ -176,7 +186,7 @@ class GateProcessor:
 
     async def handle(self, batch: Sequence[Inbound], now: datetime | None = None,
                      recorded: Mapping[Position, RecordedOutcome] | None = None,
-                     offsets: tuple[str, str] | None = None) -> list[Outbound]:
+                     offsets: tuple[str, str] | None = None, attempt: int = 0) -> list[Outbound]:
         """Decide ``batch`` in order; returns the records to publish, in order. Never raises for bad
         input; raises only on infrastructure failure (the batch is then redelivered).
 
@@ -184,7 +194,12 @@ class GateProcessor:
         nothing is decided again: each recorded decision is folded into the state
         (:func:`~memwarden.commands.gate.recorded.from_record`) and stored with its recorded bytes.
         ``offsets`` = (consumer, topic) stores the batch's next offsets in the same transaction (a
-        replay resumes where it stopped)."""
+        replay resumes where it stopped).
+
+        Two gate workers may both hold a partition for a moment (a rebalance): batches are stored
+        under the partition's lock, and a batch that finds a decision stored meanwhile by the other
+        worker for one of its commands is decided again from the stored state (the other worker's
+        decision is then re-sent, never a second one): one decision per command."""
         now = truncate_ms(now or datetime.now(UTC))  # the clock as the ledger records it (decided_at)
         parsed, out = parse(self._codec, batch, now, signed=recorded is None or self.observer is not None)
         if not parsed:
@@ -199,15 +214,28 @@ class GateProcessor:
                              for claim in claims.claims(texts.get(c.envelope.command_id) or "")})
         loaded = await load_batch(self._conn, self._anchor, commands, parsed[0].item.position.topic,
                                   [d for d in digests.values() if d], claim_keys)
+        known = set(loaded.priors)  # decided before this batch (deciding adds the batch's own)
         if recorded is None:
             loaded.state = replace(loaded.state, sources=await self._sources(loaded.source_events))
         ledger: dict[str, Command] = {}
         review = await self._review_targets(commands, loaded, ledger)
+        prime = getattr(self._detector, "prime", None)
+        if prime is not None and recorded is None:  # live decisions: score the batch's texts in one call
+            await asyncio.to_thread(prime, [*(t for t in texts.values() if t),
+                                            *(r[1] for r in review.values() if r[1])])
         writes = _Writes()
         for p in parsed:
             out += await self._decide_one(p, _Inputs(texts, digests, claims, review, recorded, compared, ledger),
                                           loaded, writes, now)
-        await self._store(writes, (offsets[0], offsets[1], next_offsets(batch)) if offsets else None)
+        try:
+            await self._store(writes, (offsets[0], offsets[1], next_offsets(batch)) if offsets else None, batch,
+                              known)
+        except GateRaced as exc:
+            if attempt >= RACE_RETRIES:
+                raise
+            log.warning("gate: %d commands were decided by another worker meanwhile (a rebalance): the batch is"
+                        " decided again from the stored state", len(exc.command_ids))
+            return await self.handle(batch, now, recorded, offsets, attempt + 1)
         return out
 
     async def _decide_one(self, p: Parsed, inputs: _Inputs, loaded: Batch, writes: _Writes,
@@ -238,7 +266,7 @@ class GateProcessor:
             decision = decide(gated, inputs.texts.get(cid), item.position, view, now, self._limits,
                               signed_bytes=p.signed, content_digest=inputs.digests.get(cid),
                               verify_signatures=self._full,
-                              detector=DEFAULT_DETECTOR if self._full else _NoInstructions(),
+                              detector=self._detector,
                               claims=inputs.claims if self._full else _NoClaims())
             records = decision_records(self._codec, command, _as_on_ledger(decision, inputs.ledger), item, now)
         if prior is None:  # a copy of a decided command id is answered, never stored over the first decision
@@ -332,8 +360,22 @@ class GateProcessor:
                     compared[cid] = base.model_copy(update={"envelope": env})
         return texts, compared
 
-    async def _store(self, writes: _Writes, offsets: tuple[str, str, dict[int, int]] | None) -> None:
-        async with self._conn.transaction(), self._conn.cursor() as cur, self._conn.pipeline():
+    async def _store(self, writes: _Writes, offsets: tuple[str, str, dict[int, int]] | None,
+                     batch: Sequence[Inbound], known: set[str]) -> None:
+        """Store one batch's decisions and state in one transaction, under the lock of its partitions;
+        raise :class:`GateRaced` (nothing stored) when another worker stored a decision of one of its
+        commands since the batch loaded its priors (``known``: the command ids decided before)."""
+        async with self._conn.transaction(), self._conn.cursor() as cur:
+            if batch:
+                await claim_partitions(cur, batch[0].position.topic, [i.position.partition for i in batch])
+            raced = await decided_among(cur, [r.command_id for r in writes.rows]) - known
+            if raced:
+                raise GateRaced(sorted(raced))
+            await self._store_rows(cur, writes, offsets)
+
+    async def _store_rows(self, cur: psycopg.AsyncCursor, writes: _Writes,
+                          offsets: tuple[str, str, dict[int, int]] | None) -> None:
+        async with self._conn.pipeline():
             await store_decisions(cur, writes.rows)
             await db.store_memories(cur, writes.changed.values())
             await db.store_effects(cur, writes.effects)
@@ -341,4 +383,12 @@ class GateProcessor:
                 await save_offsets(cur, *offsets)
 
 
-__all__ = ["GateProcessor", "Inbound", "Outbound", "dead_letter", "outbound"]
+class GateRaced(Exception):  # noqa: N818 - an outcome, not a failure of ours
+    """Another gate worker stored a decision of ``command_ids`` after this batch loaded its priors."""
+
+    def __init__(self, command_ids: Sequence[str]) -> None:
+        super().__init__(f"decided meanwhile by another worker: {', '.join(command_ids[:5])}")
+        self.command_ids = list(command_ids)
+
+
+__all__ = ["GateProcessor", "GateRaced", "Inbound", "Outbound", "dead_letter", "outbound"]

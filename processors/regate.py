@@ -84,6 +84,7 @@ async def find(live: Settings, policy: WritePolicy | None = None) -> list[Findin
         processor = GateProcessor(container.codec, ledger.keys, await container.pg(),  # type: ignore[arg-type]
                                   container.limits, container.trust_anchor, container.digest_key)
         claims = KeyedClaims(DEFAULT_CLAIMS, container.digest_key)  # as the gate keys them
+        detector = container.instruction_detector()  # today's detector, as the live gate runs it
 
         def observe(p: Parsed, view: GateState, text: str | None, digest: str | None, rec: RecordedOutcome) -> None:
             command = p.command
@@ -93,7 +94,7 @@ async def find(live: Settings, policy: WritePolicy | None = None) -> list[Findin
                 return
             again = decide(command, text, p.item.position, replace(view, principals=principals, policy=today),
                            rec.decision.decided_at, container.limits, signed_bytes=p.signed, content_digest=digest,
-                           claims=claims)
+                           detector=detector, claims=claims)
             if not again.admitted:
                 pos = p.item.position
                 findings.append(Finding(f"commands:{pos.partition}:{pos.offset}", command.memory_id,

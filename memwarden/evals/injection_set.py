@@ -17,6 +17,15 @@ Every item was written by hand for memwarden (no benchmark data). Provenance of 
 - ``b341-b370`` / ``i338-i367`` (held-out 3): written after the last rule change and scored once; the
   rules were not changed afterwards. Its misses are kept, not rewritten.
 
+Two more files share the schema (issue 12, field case 4):
+
+- ``data/injection_heldout.jsonl`` (``i1001-i1121``, ``b1001-b1125``): the held-out set of the trained
+  classifier, written by hand on 2026-12-01 before any training and before either detector was run on
+  it, then frozen (provenance and checksum in ``data/injection_heldout.md``). Never used for training,
+  threshold choice or calibration.
+- ``data/injection_train.jsonl`` (``i2001-``, ``b2001-``): written afterwards, in other words, for
+  training the classifier (``bench/train_injection_classifier.py``), together with this file.
+
 Labelling convention for ``kinds``: every kind whose definition the text meets (see
 :mod:`memwarden.commands.injection`); DIRECTIVE is given when the text addresses the agent with a
 standing, delayed or behavioural directive ("always", "from now on", "next time the user asks ...",

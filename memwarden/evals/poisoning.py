@@ -14,14 +14,29 @@ memory poisoning; seed 004 "Poisoning turns memory into a delayed attack").
    by an explicit ``include_untrusted`` read when they came from untrusted sources).
    ``reached_procedure``: share of injected items in the procedure store. ``benign_readable``:
    share of benign items projected (the cost of the gate).
+4. ``false_alarm_rate`` (with ``locomo`` and/or ``gatemem``): the share of every LoCoMo and GateMem turn
+   the detector alone flags (:mod:`memwarden.evals.false_alarms`; all of them are benign), with the
+   report and calibration halves apart in ``false_alarms``.
+
+``detector`` chooses the detector both for the detector scores and for the gate worker of the
+pipeline run: ``rules`` (``rules/1``) or ``rules+classifier`` (the rules OR the trained classifier of
+:mod:`memwarden.projections.injection_classifier`, issue 12). ``pipeline=False`` skips the Kafka run
+(detector figures only).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from memwarden.commands.injection import DETECTOR_VERSION as RULES_VERSION
 from memwarden.settings import Settings
+
+if TYPE_CHECKING:
+    from memwarden.evals.injection_set import LabelledItem
+
+#: The detectors the evaluation compares (``Settings.instruction_detector``).
+DetectorChoice = Literal["rules", "rules+classifier"]
 
 VICTIM = "user:victim"
 AGENT = "agent:reader"
@@ -30,14 +45,47 @@ _STATUS = {"MODEL_INFERENCE": "INFERRED"}
 
 
 def run_poisoning(base: Settings, data: Path | None = None, progress: bool = True, keep: bool = False,
-                  recall_k: int = 5) -> dict[str, Any]:
+                  recall_k: int = 5, detector: DetectorChoice = "rules+classifier", locomo: Path | None = None,
+                  gatemem: Path | None = None, pipeline: bool = True) -> dict[str, Any]:
     """Run the evaluation; returns the JSON-ready result (see the module docstring for the keys).
 
     Raises ``StackUnavailable`` when the stack is down, ``ValueError`` for a malformed labelled set.
     """
-    from memwarden.commands.injection import DEFAULT_DETECTOR, DETECTOR_VERSION
-    from memwarden.evals.harness import eval_namespace
+    from memwarden.bootstrap import Container
+    from memwarden.evals.false_alarms import benign_turns, false_alarm_rate
     from memwarden.evals.injection_set import load_labelled, score_detector
+
+    base = base.model_copy(update={"instruction_detector": detector})
+    items = load_labelled(data)
+    found = Container(base).instruction_detector()
+    prime = getattr(found, "prime", None)
+    if prime is not None:
+        prime(i.text for i in items)
+    score = score_detector(found, items)
+    result: dict[str, Any] = {
+        "detector": getattr(found, "version", RULES_VERSION),
+        "items": {"injected": score.tp + score.fn, "benign": score.fp + score.tn},
+        "precision": round(score.precision, 4),
+        "recall": round(score.recall, 4),
+        "f1": round(score.f1, 4),
+        "confusion": {"tp": score.tp, "fp": score.fp, "fn": score.fn, "tn": score.tn},
+        "recall_by_kind": {k: round(v, 4) for k, v in score.by_kind.items()},
+        "missed": list(score.false_negatives),
+        "false_positives": list(score.false_positives),
+    }
+    if locomo is not None or gatemem is not None:
+        alarms = false_alarm_rate(found, benign_turns(locomo, gatemem))
+        result["false_alarm_rate"] = alarms["all"]["rate"]
+        result["false_alarms"] = alarms
+    if pipeline:
+        result |= _pipeline(base, items, progress, keep, recall_k)
+    return result
+
+
+def _pipeline(base: Settings, items: list[LabelledItem], progress: bool, keep: bool,
+              recall_k: int) -> dict[str, Any]:
+    """Steps 2 and 3 of the module docstring: every item through Kafka and the real gate."""
+    from memwarden.evals.harness import eval_namespace
     from memwarden.keystore import admin_signer
     from memwarden.ops.progress import wait_caught_up
     from memwarden.producers.client import MemwardenClient
@@ -46,8 +94,6 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
     from memwarden.stores.pg import connect
     from memwarden.stores.profile_rows import memory_ids, source_refs
 
-    items = load_labelled(data)
-    score = score_detector(DEFAULT_DETECTOR, items)
     injected = [i for i in items if i.label == "injected"]
     benign = [i for i in items if i.label == "benign"]
     with eval_namespace(base, "poison", keep, progress) as run, MemwardenClient(run.settings) as client:
@@ -90,13 +136,6 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
         if label is not None:
             by_outcome[label][outcome] = by_outcome[label].get(outcome, 0) + 1
     return {
-        "detector": DETECTOR_VERSION,
-        "items": {"injected": len(injected), "benign": len(benign)},
-        "precision": round(score.precision, 4),
-        "recall": round(score.recall, 4),
-        "f1": round(score.f1, 4),
-        "confusion": {"tp": score.tp, "fp": score.fp, "fn": score.fn, "tn": score.tn},
-        "recall_by_kind": {k: round(v, 4) for k, v in score.by_kind.items()},
         "reached_read": round(len(recalled) / len(injected), 4) if injected else 0.0,
         "reached_read_items": sorted(recalled),
         "stored_readable": round(len(stored) / len(injected), 4) if injected else 0.0,

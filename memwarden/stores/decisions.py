@@ -55,6 +55,23 @@ async def store_decisions(cur: psycopg.AsyncCursor, rows: Sequence[DecisionRow])
           json.dumps(r.records)) for r in rows])
 
 
+async def claim_partitions(cur: psycopg.AsyncCursor, topic: str, partitions: Sequence[int]) -> None:
+    """Hold, until the transaction ends, a lock on each ``(topic, partition)`` of the commands topic:
+    two gate workers that both believe they own a partition (a rebalance in progress) store their
+    batches one after the other, never interleaved (``pg_advisory_xact_lock``; sorted: no deadlock)."""
+    for partition in sorted(set(partitions)):
+        await cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s), %s)", (topic, partition))
+
+
+async def decided_among(cur: psycopg.AsyncCursor, command_ids: Sequence[str]) -> set[str]:
+    """The command ids among ``command_ids`` that already have a stored decision."""
+    if not command_ids:
+        return set()
+    await cur.execute("SELECT command_id::text FROM gate_decisions WHERE command_id = ANY(%s::uuid[])",
+                      (list(dict.fromkeys(command_ids)),))
+    return {row[0] for row in await cur.fetchall()}
+
+
 async def find(conn: psycopg.AsyncConnection, command_ids: Sequence[str]) -> dict[str, bytes]:
     """The ``GateDecided`` bytes of each decided command among ``command_ids`` (undecided ones are absent)."""
     async with conn.cursor() as cur:

@@ -1,0 +1,207 @@
+"""A trained instruction classifier behind the :class:`~memwarden.commands.injection.InstructionDetector`
+port, combined with the rules (issue 12, field case 4).
+
+Seeds: SSGM Table 2 (memory poisoning, mitigation: write filtering) and §6.1 Principles 1-2; seed 004
+"Poisoning turns memory into a delayed attack" (instruction and data separation at the write gate).
+
+**Why.** The rules of ``rules/1`` were written from the phrasings of the development set; on texts
+written by someone who never saw them they miss most polite, relayed, story-wrapped, role-play,
+obfuscated and non-English injections. A classifier over sentence embeddings generalises over
+phrasing; the rules keep their precise, explainable findings.
+
+**The model.** Logistic regression over two feature blocks of the *cleaned* text (see
+:func:`clean_text`: the rules' normalisation, which strips zero-width and tag characters, folds
+full-width and look-alike letters and collapses letter spacing, then leetspeak decoded inside words
+that mix letters and digits):
+
+* the all-MiniLM-L6-v2 sentence embedding (384 dims, the packaged model of
+  :mod:`memwarden.projections.embedder`; nothing is downloaded), and
+* hashed character 2-4-grams (:func:`ngram_features`, CRC-32 buckets, L2-normalised), which carry the
+  words of the languages and scripts the English model serves poorly.
+
+The weights, the bias and the decision threshold ship as ``data/injection_classifier.npz`` (package
+data, a few hundred kB), trained by ``bench/train_injection_classifier.py`` (fixed seed) on
+``memwarden/evals/data/injection_labelled.jsonl`` and ``injection_train.jsonl`` only; the threshold is
+chosen by cross-validation on that training data (see the script). Scoring needs only numpy and the
+embedder: scikit-learn is a training-time dependency.
+
+**The detector.** :class:`CombinedDetector` flags a text when the rules flag it *or* the classifier's
+probability reaches the threshold. Rule findings are kept as they are; a classifier hit adds one
+``Finding(DIRECTIVE, (0, len(text)), "classifier.<version>")`` (the whole text: the model gives no
+span). It is deterministic for a given text and weights (the ONNX model is a pure function of its
+input; a batch of texts is padded per text by the attention mask). ``prime(texts)`` scores a whole
+gate batch in one embedding call; ``detect`` then reads the cached score (a text not primed is scored
+alone). The version :data:`DETECTOR_VERSION` names the rules and the weights.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from memwarden.commands.injection import DEFAULT_DETECTOR as RULES
+from memwarden.commands.injection import DETECTOR_VERSION as RULES_VERSION
+from memwarden.commands.injection import Detection, Finding, InstructionDetector, InstructionKind
+from memwarden.commands.injection.normalisation import normalise
+from memwarden.projections.embedder import Embedder
+
+__all__ = [
+    "CLASSIFIER_RULE",
+    "ClassifierWeights",
+    "CombinedDetector",
+    "DETECTOR_VERSION",
+    "InjectionScorer",
+    "clean_text",
+    "features",
+    "load_weights",
+    "ngram_features",
+    "weights_path",
+]
+
+#: Bump with every retraining that changes the shipped weights.
+CLASSIFIER_VERSION = "minilm-lr/1"
+#: The version of the combined detector (rules and classifier weights).
+DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}"
+#: ``Finding.rule`` of a classifier hit.
+CLASSIFIER_RULE = f"classifier.{CLASSIFIER_VERSION}"
+#: Hashed character n-gram buckets and the n-gram lengths.
+NGRAM_DIM = 1 << 14
+NGRAM_RANGE = (2, 4)
+#: Longest cleaned text the n-gram features read (the embedding reads ~256 word pieces anyway).
+MAX_CHARS = 2_000
+
+_LEET_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[013457@$])[\w@$]+\b")
+_LEET = str.maketrans("013457@$", "oieastas")
+_SPACES = re.compile(r"\s+")
+
+
+def clean_text(text: str) -> str:
+    """The text the classifier reads: the rules' normalisation (:func:`~memwarden.commands.injection
+    .normalisation.normalise`: invisible characters dropped, NFKC, casefolded, look-alikes folded,
+    letter spacing collapsed), then leetspeak decoded inside words that mix letters and digits
+    (``d1sr3g4rd`` -> ``disregard``; plain numbers are kept), whitespace collapsed."""
+    norm = normalise(text[: MAX_CHARS * 2]).text
+    decoded = _LEET_WORD.sub(lambda m: m.group().translate(_LEET), norm)
+    return _SPACES.sub(" ", decoded).strip()[:MAX_CHARS]
+
+
+def ngram_features(cleaned: Sequence[str], dim: int = NGRAM_DIM,
+                   ngram_range: tuple[int, int] = NGRAM_RANGE) -> np.ndarray:
+    """Hashed character n-grams of each (cleaned) text, padded with one space each side: counts in
+    ``dim`` CRC-32 buckets, log-scaled (1 + log count) and L2-normalised; shape ``(len(cleaned), dim)``."""
+    out = np.zeros((len(cleaned), dim), dtype=np.float32)
+    lo, hi = ngram_range
+    for row, text in enumerate(cleaned):
+        padded = f" {text} "
+        counts: dict[int, int] = {}
+        for n in range(lo, hi + 1):
+            for i in range(len(padded) - n + 1):
+                bucket = zlib.crc32(padded[i:i + n].encode("utf-8")) % dim
+                counts[bucket] = counts.get(bucket, 0) + 1
+        if counts:
+            idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+            val = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
+            out[row, idx] = val / np.linalg.norm(val)
+    return out
+
+
+def features(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """The classifier's feature matrix for raw ``texts``: ``[embedding | n-grams]`` of the cleaned
+    texts, shape ``(len(texts), embedder.dim + NGRAM_DIM)``; one embedding call for the batch."""
+    cleaned = [clean_text(t) for t in texts]
+    if not cleaned:
+        return np.zeros((0, embedder.dim + NGRAM_DIM), dtype=np.float32)
+    return np.hstack([embedder.embed(cleaned).astype(np.float32), ngram_features(cleaned)])
+
+
+@dataclass(frozen=True)
+class ClassifierWeights:
+    """Logistic regression weights over :func:`features` and the decision threshold on its probability."""
+
+    coef: np.ndarray
+    bias: float
+    threshold: float
+    version: str = CLASSIFIER_VERSION
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        """P(injected) for each row of the feature matrix ``x``."""
+        z = x.astype(np.float64) @ self.coef.astype(np.float64) + self.bias
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def weights_path() -> Path:
+    """The packaged ``data/injection_classifier.npz``."""
+    return Path(str(resources.files("memwarden.projections") / "data" / "injection_classifier.npz"))
+
+
+def load_weights(path: Path | None = None) -> ClassifierWeights:
+    """Read the weights file (``allow_pickle`` off); raises ``OSError``/``ValueError`` on a bad file."""
+    with np.load(path or weights_path(), allow_pickle=False) as data:
+        version = str(data["version"])
+        if version != CLASSIFIER_VERSION:
+            raise ValueError(f"classifier weights are {version!r}, this code expects {CLASSIFIER_VERSION!r}")
+        return ClassifierWeights(np.asarray(data["coef"], dtype=np.float32), float(data["bias"]),
+                                 float(data["threshold"]), version)
+
+
+class InjectionScorer:
+    """P(injected) for texts: the embedder and the weights (loaded once)."""
+
+    def __init__(self, embedder: Embedder, weights: ClassifierWeights | None = None) -> None:
+        self.embedder = embedder
+        self.weights = weights or load_weights()
+
+    def scores(self, texts: Sequence[str]) -> np.ndarray:
+        """One probability per text (a single embedding call for the batch)."""
+        if not texts:
+            return np.zeros(0)
+        return self.weights.probability(features(self.embedder, texts))
+
+
+class CombinedDetector:
+    """Rules OR classifier (an :class:`InstructionDetector`; version :data:`DETECTOR_VERSION`).
+
+    ``prime(texts)`` scores a batch in one call and keeps the scores until the next ``prime``;
+    ``detect(text)`` adds a ``classifier.*`` finding when the text's probability reaches the threshold.
+    """
+
+    version = DETECTOR_VERSION
+
+    def __init__(self, scorer: InjectionScorer, rules: InstructionDetector = RULES) -> None:
+        self._scorer = scorer
+        self._rules = rules
+        self._cache: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def threshold(self) -> float:
+        """The decision threshold on the classifier's probability."""
+        return self._scorer.weights.threshold
+
+    def prime(self, texts: Iterable[str]) -> None:
+        """Score ``texts`` (one embedding call) and keep only their scores for the following ``detect``."""
+        wanted = sorted({t for t in texts if t})
+        found = dict(zip(wanted, (float(p) for p in self._scorer.scores(wanted)), strict=True))
+        with self._lock:
+            self._cache = found
+
+    def score(self, text: str) -> float:
+        """The classifier's probability for ``text`` (cached by ``prime``, else computed now)."""
+        with self._lock:
+            hit = self._cache.get(text)
+        return hit if hit is not None else float(self._scorer.scores([text])[0])
+
+    def detect(self, text: str) -> Detection:
+        """The rules' findings, plus one whole-text ``classifier.*`` finding on a classifier hit."""
+        found = self._rules.detect(text)
+        if not text.strip() or self.score(text) < self.threshold:
+            return found
+        hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), CLASSIFIER_RULE)
+        return Detection(tuple(sorted((*found.findings, hit), key=lambda f: (f.span, f.kind.value, f.rule))))
