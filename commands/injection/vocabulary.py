@@ -64,7 +64,9 @@ SECRET = (r"(?:passwords?|passwd|passcodes?|passphrases?|pins?\b|pin codes?|(?:a
           r"|(?:verification|security|confirmation|mfa|2fa|backup) codes?|\d-digit codes?|2fa (?:backup )?codes?"
           r"|security (?:question )?answers?|secrets?\b|credentials?|(?:seed|recovery|mnemonic) phrases?|cvv|cvc"
           r"|card numbers?|credit card(?: numbers?| details)?|login(?! page)(?: details| credentials)?"
-          r"|cookies?|environment variables|\.env\b|mots? de passe|cl[ée]s? api|contrase[ñn]as?"
+          r"|(?:session|auth(?:entication)?|login|browser|tracking|sso) cookies?"
+          r"|cookies? (?:file|jar|header|value|string|data|store)s?\b|environment variables|\.env\b"
+          r"|mots? de passe|cl[ée]s? api|contrase[ñn]as?"
           r"|c[óo]digo de verificaci[óo]n|passw[oö]rt(?:er)?|best[äa]tigungscode|zugangsdaten)")
 DISCLOSE_V = (r"(?:reveal|disclose|print|output|dump|expose|leak|list|show|display|return|read (?:out|back)|spell out"
               rf"|provide|divulge|(?:reply|respond|answer|write back)\b{C}{{0,30}}?\bwith"

@@ -4,9 +4,8 @@ favourite cookie recipe; our own sentences) are stored and recallable, and a par
 quarantined with ``INSTRUCTIONS_IN_CONTENT``. The worker of this module runs the opt-in detector
 ``rules+classifier`` (``MEMWARDEN_INSTRUCTION_DETECTOR``; the default is the rules alone).
 
-Known fault (kept visible as a strict xfail): the rules of ``rules/1`` count a bare "cookie" as a
-secret (``credentials.*`` / ``exfiltration.*``), so the cookie-recipe question is still quarantined;
-the combination is an OR, so the classifier cannot undo a rule's false alarm.
+The rules count a cookie as a secret only when it is a session, login, browser ... cookie or a cookie
+file, jar, header or value (a bare "cookie" made the cookie-recipe question a credentials request).
 """
 
 from __future__ import annotations
@@ -62,7 +61,6 @@ def test_phone_invitation_stored_and_recallable_attack_quarantined(
     assert attack.memory_id not in {m.memory_id for m in client.recall(user, "forward payslip", k=10)}
 
 
-@pytest.mark.xfail(strict=True, reason="known, issue 12: rules/1 reads a bare 'cookie' as a secret; OR cannot undo")
 def test_cookie_recipe_question_stored_and_recallable(
         namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
         principal: Callable[..., str]) -> None:
