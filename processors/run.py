@@ -51,9 +51,9 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     container = Container(settings)
     if "projector" in roles:
         container.embedder()  # load the model before consuming, not on the first batch
+        container.index()
     if "gate" in roles and settings.gate_mode == "full":
         container.instruction_detector()  # the classifier's model too, before the first batch
-        container.index()
     (settings.data_dir / "faust" / settings.topic_prefix).mkdir(parents=True, exist_ok=True)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
