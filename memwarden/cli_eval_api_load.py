@@ -23,10 +23,7 @@ def eval_api_load(
     lookups and a few intended refusals for DURATION seconds, then check that every acknowledged write
     was decided and every accepted memory is recallable. Prints throughput and p50/p95/p99 latency
     per endpoint; exits 1 when anything was lost, unrecallable or unexpectedly refused or failed."""
-    import json
-
-    from rich.console import Console
-
+    from memwarden.cli_results import report
     from memwarden.errors import MemwardenError
     from memwarden.evals.api_load import render, run_api_load
     from memwarden.settings import Settings
@@ -37,9 +34,4 @@ def eval_api_load(
     except (MemwardenError, ValueError, RuntimeError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        render(result, Console())
-    if not result["passed"]:
-        raise typer.Exit(1)
+    report(result, as_json, render)

@@ -21,10 +21,7 @@ def eval_chaos(
     load on a private loopback stack, restart each, and report per fault lost, duplicated, undecided
     and unrecallable commands, recovery time, false readiness and the read error rate. Exits 1 when
     a zero goal is not met."""
-    import json
-
-    from rich.console import Console
-
+    from memwarden.cli_results import report
     from memwarden.errors import MemwardenError
     from memwarden.evals.chaos import render, run_chaos
     from memwarden.evals.chaos_stack import COMPONENTS
@@ -36,9 +33,4 @@ def eval_chaos(
     except (MemwardenError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    if as_json:
-        print(json.dumps(result, indent=2))
-    else:
-        render(result, Console())
-    if not result["passed"]:
-        raise typer.Exit(1)
+    report(result, as_json, render)

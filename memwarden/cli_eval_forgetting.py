@@ -16,10 +16,7 @@ def eval_forgetting(
     """Forget by id, query, tags, scope, source, subject, legal hold, repair, lineage and expiry; time
     forget → unreadable, check receipts, then scan every data folder for forgotten and kept text.
     Exits 1 when a goal is not met."""
-    import json
-
-    from rich.console import Console
-
+    from memwarden.cli_results import report
     from memwarden.errors import MemwardenError
     from memwarden.evals.forgetting_eval import render, run_forgetting
     from memwarden.settings import Settings
@@ -29,9 +26,4 @@ def eval_forgetting(
     except (MemwardenError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None
-    if as_json:
-        print(json.dumps(result, indent=2, default=str))
-    else:
-        render(result, Console())
-    if not result["passed"]:
-        raise typer.Exit(1)
+    report(result, as_json, render)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +44,17 @@ def worker_serves(settings: Settings) -> bool:
     return health is not None and health.get("prefix") == settings.topic_prefix
 
 
+def health_url(settings: Settings, roles: Sequence[str]) -> str | None:
+    """Where a worker with ``roles`` answers ``/health`` and ``/ready``: the read endpoint's URL for a
+    projector, ``http://<worker_host>:<health_port>`` for a gate-only worker that has a
+    ``health_port``, else ``None`` (no HTTP server)."""
+    if "projector" in roles:
+        return settings.worker_url
+    if settings.health_port is not None:
+        return f"http://{settings.worker_host}:{settings.health_port}"
+    return None
+
+
 class WorkerProcess:
     """``memwarden worker`` for ``settings`` in a child process; its log goes to ``log_path``."""
 
@@ -55,27 +65,32 @@ class WorkerProcess:
         self.log_path = log_path or settings.data_dir / "logs" / f"worker-{settings.topic_prefix}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
+    @property
+    def url(self) -> str | None:
+        """Where the worker answers ``/health`` (:func:`health_url`); ``None``: it serves no HTTP."""
+        return health_url(self.settings, self.roles)
+
     def start(self, timeout_s: float = 120.0) -> WorkerProcess:
-        """Start and wait until the read endpoint answers (projector) or the process is up."""
+        """Start, and wait until ``/health`` answers when the worker serves HTTP (:attr:`url`)."""
+        from memwarden.ops.supervisor import worker_argv
+
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        args = [sys.executable, "-m", "memwarden.cli", "worker"]
-        for role in self.roles:
-            args += ["--role", role]
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(args, env=settings_env(self.settings), stdout=log, stderr=log,
-                                         start_new_session=True)
-        if "projector" in self.roles:
+            self.proc = subprocess.Popen(worker_argv(self.roles), env=settings_env(self.settings), stdout=log,
+                                         stderr=log, start_new_session=True)
+        if self.url is not None:
             self.wait_healthy(timeout_s)
         return self
 
     def wait_healthy(self, timeout_s: float) -> None:
-        """Poll ``GET /health`` until it answers; raises ``StackUnavailable`` with the log tail."""
+        """Poll ``GET /health`` at :attr:`url` until it answers; raises ``StackUnavailable`` with the
+        log tail (at once when the process exits)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 break
             try:
-                if httpx.get(f"{self.settings.worker_url}/health", timeout=1.0).status_code == 200:
+                if httpx.get(f"{self.url}/health", timeout=1.0).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass

@@ -17,17 +17,6 @@ def worker_name(settings: Settings, roles: Sequence[str]) -> str:
     return f"worker-{settings.topic_prefix}-{'-'.join(sorted(roles))}"
 
 
-def health_url(settings: Settings, roles: Sequence[str]) -> str | None:
-    """Where a worker with ``roles`` answers ``/health`` and ``/ready``: the read endpoint's URL for a
-    projector, ``http://<worker_host>:<health_port>`` for a gate-only worker that has a
-    ``health_port``, else ``None`` (no HTTP server)."""
-    if "projector" in roles:
-        return settings.worker_url
-    if settings.health_port is not None:
-        return f"http://{settings.worker_host}:{settings.health_port}"
-    return None
-
-
 def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     """Run the worker for ``roles`` in this process until SIGTERM/SIGINT.
 
@@ -41,6 +30,7 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     from memwarden.bootstrap import Container
     from memwarden.ops.pidfiles import write_pidfile
     from memwarden.ops.topics import ensure_topics
+    from memwarden.ops.worker_process import health_url
     from memwarden.processors.worker import build_app
     from memwarden.stores.pg import migrate
 

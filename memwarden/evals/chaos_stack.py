@@ -83,35 +83,19 @@ class PrivateStack:
     @property
     def gate_url(self) -> str:
         """Where the gate worker answers ``/health`` and ``/ready``."""
-        return f"http://{self.settings.worker_host}:{self.settings.health_port}"
+        return self.gate.url or ""
 
     @property
     def projector_url(self) -> str:
         """Where the projector worker answers the read API, ``/health`` and ``/ready``."""
-        return self.settings.worker_url
+        return self.projector.url or ""
 
     def up(self) -> None:
         """Start the broker and the database, then both workers (each answering ``/health``).
         Raises ``PrerequisiteMissing`` or ``StackUnavailable``."""
         stack_up(self.settings)
-        self.start_gate()
+        self.gate.start()  # waits until its /health answers on health_port
         self.projector.start()
-
-    def start_gate(self, timeout_s: float = 120.0) -> None:
-        """Start the gate worker and wait until its ``/health`` answers."""
-        self.gate.start()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not self.gate.alive():
-                break
-            try:
-                if httpx.get(f"{self.gate_url}/health", timeout=1.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        tail = self.gate.log_path.read_text(errors="replace")[-3000:] if self.gate.log_path.exists() else ""
-        raise StackUnavailable(f"gate worker did not answer /health in {timeout_s:.0f}s; log tail:\n{tail}")
 
     def kill(self, component: str) -> None:
         """SIGKILL ``component`` (one of :data:`COMPONENTS`); ``ValueError`` for another name,
@@ -153,7 +137,7 @@ class PrivateStack:
         if component in ("broker", "postgres"):
             stack_up(self.settings)
         elif component == "gate":
-            self.start_gate()
+            self.gate.start()
         elif component == "projector":
             self.projector.start()
         else:

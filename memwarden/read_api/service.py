@@ -68,6 +68,17 @@ def unavailable(what: str, exc: BaseException) -> Reply:
                        "retry_after_s": RETRY_AFTER_S}, {"Retry-After": str(RETRY_AFTER_S)})
 
 
+async def _audited(audit: Awaitable[None], answer: Reply) -> Reply:
+    """``answer`` once ``audit`` (appending the read's audit record) is acknowledged; a 503
+    ``BROKER_UNAVAILABLE`` (the answer withheld) when it is not within ``AUDIT_TIMEOUT_S``."""
+    try:
+        await asyncio.wait_for(audit, AUDIT_TIMEOUT_S)
+    except TimeoutError:
+        return unavailable("broker", TimeoutError(f"the read audit was not acknowledged in {AUDIT_TIMEOUT_S:.0f} s;"
+                                                  " the answer is withheld"))
+    return answer
+
+
 def _bad_request(exc: ValidationError) -> Reply:
     return Reply(400, {"error": str(exc), "field": exc.field})
 
@@ -157,12 +168,7 @@ class ReadService:
             return unavailable("database", exc)
         except (ValueError, TypeError) as exc:  # a value the checks above let through: still the caller's
             return Reply(400, {"error": f"bad request: {exc}"})
-        try:
-            await asyncio.wait_for(self._audit(request, found), AUDIT_TIMEOUT_S)
-        except TimeoutError:
-            return unavailable("broker", TimeoutError(f"the read audit was not acknowledged in {AUDIT_TIMEOUT_S:.0f} s;"
-                                                      " the answer is withheld"))
-        return Reply(200, found.to_json())
+        return await _audited(self._audit(request, found), Reply(200, found.to_json()))
 
     async def history(self, body: Any) -> Reply:
         """``POST /history``: 200 ``{"memory_id", "current", "versions": [...]}`` (see
@@ -188,12 +194,7 @@ class ReadService:
         audited = history_audited(self._c.digest_key, request.principal, request.purpose, request.memory_id,
                                   found["versions"], datetime.now(UTC))
         record = Outbound("audit", request.principal.encode(), self._c.codec.encode("ReadAudited", audited))
-        try:
-            await asyncio.wait_for(self._publish([record]), AUDIT_TIMEOUT_S)
-        except TimeoutError:
-            return unavailable("broker", TimeoutError(f"the read audit was not acknowledged in {AUDIT_TIMEOUT_S:.0f} s;"
-                                                      " the answer is withheld"))
-        return Reply(200, found)
+        return await _audited(self._publish([record]), Reply(200, found))
 
     async def _recall(self, r: RecallRequest) -> Recalled:
         found = await (await self.recaller()).recall(r.principal, r.query, r.k, r.as_of, r.known_at, r.purpose,
