@@ -119,17 +119,19 @@ def _fault(private: PrivateStack, component: str, slice_s: float, outage_s: floa
     killed = time.time()
     time.sleep(outage_s)
     restarted = time.time()
-    back = _restart(private, component)
+    down_until, back = _restart(private, component)
     console.print(f"{component}: restarted, answering after {back - restarted:.1f} s")
     end = max(time.time() + 1.0, start + slice_s)
     time.sleep(max(0.0, end - time.time()))
-    return Window(component, start, killed, restarted, back, end)
+    return Window(component, start, killed, restarted, back, end, down_until)
 
 
-def _restart(private: PrivateStack, component: str, timeout_s: float = 180.0) -> float:
-    """Restart ``component`` (in a thread, as the operator's command runs) and return the wall time
-    at which it first answered again (:meth:`PrivateStack.answers`), which ends its outage. Raises
-    the restart's error, or ``StackUnavailable`` if it does not answer within ``timeout_s``."""
+def _restart(private: PrivateStack, component: str, timeout_s: float = 180.0) -> tuple[float, float]:
+    """Restart ``component`` (in a thread, as the operator's command runs) and return two wall times:
+    when the last probe that found it down started (it was surely down until then) and when a probe
+    first found it answering again (:meth:`PrivateStack.answers`; a probe takes up to a second, so
+    the component came back somewhere between the two). Raises the restart's error, or
+    ``StackUnavailable`` if it does not answer within ``timeout_s``."""
     failure: list[BaseException] = []
 
     def restart() -> None:
@@ -142,17 +144,20 @@ def _restart(private: PrivateStack, component: str, timeout_s: float = 180.0) ->
     thread.start()
     deadline = time.monotonic() + timeout_s
     back: float | None = None
+    down_until = time.time()
     while back is None and time.monotonic() < deadline and not failure:
+        probed = time.time()
         if private.answers(component):
             back = time.time()
         else:
+            down_until = probed
             time.sleep(0.1)
     thread.join(timeout_s)
     if failure:
         raise failure[0]
     if back is None:
         raise StackUnavailable(f"{component} did not answer within {timeout_s:.0f} s of its restart")
-    return back
+    return down_until, back
 
 
 def _wait_decided(client: Any, acks: list[Ack], settle_s: float) -> set[str]:

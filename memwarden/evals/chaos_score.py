@@ -14,8 +14,9 @@ Per fault (its :class:`Window`):
 * ``recovery_s`` — from the restart to the first command decided after it (broker, PostgreSQL, gate);
   for the projector, whose loss stops reads and not decisions, to the first successful recall;
 * ``health_false_ok_s`` — seconds a ``/ready`` of a worker that depends on the component answered
-  ready while the component was down (a call sent after the kill and answered before the component
-  answered again);
+  ready while the component was down (a call sent after the kill and answered before the last probe
+  that still found the component down started: a probe takes up to a second, so a ready answer
+  between that probe and the first one finding it back may be right);
 * ``read_error_rate`` — failed recalls over recalls sent while it was down.
 """
 
@@ -38,7 +39,9 @@ DEPENDENTS: Mapping[str, tuple[str, ...]] = {
 @dataclass(frozen=True)
 class Window:
     """One fault of the run: its slice of the load ``[start, end)``, when the component was killed,
-    when its restart was issued and when the restart returned (the component answers again)."""
+    when its restart was issued, when a probe first found it answering again (``back``) and when the
+    last probe that found it down started (``down_until``, default ``back``: surely down until then;
+    it came back somewhere in between)."""
 
     component: str
     start: float
@@ -46,6 +49,12 @@ class Window:
     restarted: float
     back: float
     end: float
+    down_until: float | None = None
+
+    @property
+    def surely_down_until(self) -> float:
+        """The end of the time the component was certainly down."""
+        return self.back if self.down_until is None else min(self.down_until, self.back)
 
 
 @dataclass(frozen=True)
@@ -100,7 +109,8 @@ def score_fault(w: Window, acks: Sequence[Ack], on_ledger: set[tuple[int, int]],
         after = [r.at for r in reads if r.ok and r.at >= w.restarted]
     else:
         after = [d.at for ds in decided.values() for d in ds if d.at >= w.restarted]
-    false_ok = sum(health_false_ok_s(probes.get(name, ()), w.killed, w.back) for name in DEPENDENTS[w.component])
+    false_ok = sum(health_false_ok_s(probes.get(name, ()), w.killed, w.surely_down_until)
+                   for name in DEPENDENTS[w.component])
     return {
         "acknowledged": len(mine),
         "lost": len(mine) - len(present),

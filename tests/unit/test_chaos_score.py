@@ -69,6 +69,13 @@ def test_only_the_dependent_probes_count_for_a_worker_fault() -> None:
     assert score_fault(pg, [], set(), {}, set(), [], probes, [])["health_false_ok_s"] == 5.5
 
 
+def test_a_ready_answer_after_the_last_probe_that_found_the_component_down_is_no_false_ok() -> None:
+    probes = {"gate": [Outcome(111.0, True, "", 111.2), Outcome(115.5, True, "", 115.8)], "projector": []}
+    w = Window("broker", 100.0, 110.0, 113.0, 116.0, 130.0, down_until=115.0)
+    assert score_fault(w, [], set(), {}, set(), [], probes, [])["health_false_ok_s"] == 3.8
+    assert Window("broker", 100.0, 110.0, 113.0, 116.0, 130.0).surely_down_until == 116.0
+
+
 def test_passed_needs_every_zero_goal_and_a_recovery() -> None:
     good = {"lost": 0, "duplicated": 0, "undecided_after_recovery": 0, "unrecallable": 0, "health_false_ok_s": 0.0,
             "recovery_s": 3.0}
