@@ -11,11 +11,12 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from memwarden.errors import StackUnavailable
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
+from memwarden.stores.ledger import high_watermark
 
 
 def audit_records(settings: Settings, timeout_s: float = 30.0) -> Iterator[dict[str, Any]]:
@@ -33,8 +34,11 @@ def audit_records(settings: Settings, timeout_s: float = 30.0) -> Iterator[dict[
     if meta is None or meta.error is not None:
         consumer.close()
         return
-    highs = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
-             for p in meta.partitions}
+    try:
+        highs = {p: high_watermark(consumer, topic, p, timeout_s) for p in meta.partitions}
+    except KafkaException as exc:
+        consumer.close()
+        raise StackUnavailable(f"Kafka at {settings.bootstrap_servers} does not answer: {exc}") from exc
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in meta.partitions])
     pending = {p for p, h in highs.items() if h > 0}
     codec = default_codec()

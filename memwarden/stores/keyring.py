@@ -22,6 +22,7 @@ from memwarden.crypto import ContentUnreadable, Kek
 from memwarden.errors import DecodeError, StackUnavailable
 from memwarden.schemas.codec import AvroCodec
 from memwarden.settings import Settings
+from memwarden.stores.ledger import high_watermark
 
 
 def unwrap_data_key(kek: Kek, codec: AvroCodec, key_id: str, value: bytes) -> bytes | None:
@@ -124,8 +125,7 @@ class KeyRing:
         with self._probe_lock:
             try:
                 for p in list(self._positions):
-                    _, high = self._probe.get_watermark_offsets(TopicPartition(self._topic, p), timeout=timeout_s)
-                    targets[p] = high
+                    targets[p] = high_watermark(self._probe, self._topic, p, timeout_s)
             except KafkaException as exc:
                 raise StackUnavailable(f"log-end offsets of {self._topic} unavailable: {exc}") from exc
         with self._lock:

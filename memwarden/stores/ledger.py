@@ -38,6 +38,35 @@ def _consumer(settings: Settings, **extra: object) -> Consumer:
                      "reconnect.backoff.ms": 5, **extra})
 
 
+# what librdkafka answers while leaders move: the watermark query does not flag these as retriable
+_TRANSIENT = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT,
+                        KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN})
+
+
+def high_watermark(consumer: Consumer, topic: str, partition: int, timeout_s: float = 10.0) -> int:
+    """The high watermark (next offset to be written) of one partition, asked through ``consumer``.
+
+    A retriable broker answer (``NOT_LEADER_FOR_PARTITION`` while a fresh topic elects its leaders or
+    after a broker restart, ``LEADER_NOT_AVAILABLE``, a timed-out request) is asked again with a short
+    backoff until ``timeout_s`` seconds have passed; then, or on a fatal answer, ``KafkaException``
+    is raised as the client gave it.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.05
+    while True:
+        try:
+            return int(consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                      timeout=max(0.1, deadline - time.monotonic()))[1])
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            transient = err is not None and (err.retriable() or err.code() in _TRANSIENT)
+            if not transient or time.monotonic() + delay >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
 def partitions(settings: Settings, logical: str, timeout_s: float = 10.0) -> list[int]:
     """The partition numbers of the namespace topic ``logical``; raises ``StackUnavailable`` when the
     broker does not answer or the topic does not exist."""
@@ -59,8 +88,7 @@ def end_offsets(settings: Settings, logical: str, timeout_s: float = 10.0) -> di
     consumer = _consumer(settings)
     topic = settings.topic(logical)
     try:
-        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
-                for p in partitions(settings, logical, timeout_s)}
+        return {p: high_watermark(consumer, topic, p, timeout_s) for p in partitions(settings, logical, timeout_s)}
     except KafkaException as exc:
         raise StackUnavailable(f"Kafka at {settings.bootstrap_servers} does not answer: {exc}") from exc
     finally:
@@ -78,8 +106,7 @@ def ends_of(settings: Settings, logicals: list[str], timeout_s: float = 10.0) ->
             info = meta.get(topic)
             if info is None or info.error is not None or not info.partitions:
                 raise StackUnavailable(f"topic {topic} does not exist")
-            out[logical] = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1]
-                            for p in sorted(info.partitions)}
+            out[logical] = {p: high_watermark(consumer, topic, p, timeout_s) for p in sorted(info.partitions)}
         return out
     except KafkaException as exc:
         raise StackUnavailable(f"Kafka at {settings.bootstrap_servers} does not answer: {exc}") from exc

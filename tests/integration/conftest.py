@@ -22,6 +22,7 @@ from memwarden.producers.client import MemwardenClient
 from memwarden.producers.enroll import enroll
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
+from memwarden.stores.ledger import high_watermark
 from memwarden.stores.pg import connect, migrate
 
 T = TypeVar("T")
@@ -86,7 +87,7 @@ def read_topic(settings: Settings, logical: str) -> list[Any]:
                          "enable.auto.commit": False, "enable.partition.eof": True})
     topic = settings.topic(logical)
     parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-    highs = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+    highs = {p: high_watermark(consumer, topic, p) for p in parts}
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
     out: list[Any] = []
     pending = {p for p, h in highs.items() if h > 0}

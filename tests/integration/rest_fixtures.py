@@ -11,7 +11,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer
 from fastapi.testclient import TestClient
 
 from memwarden.commands.tokens import make_token, token_hash
@@ -19,6 +19,7 @@ from memwarden.keystore import admin_signer, key_path, load_or_create_signer
 from memwarden.producers.client import MemwardenClient
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
+from memwarden.stores.ledger import high_watermark
 from tests.integration.conftest import kind_of, read_topic
 
 
@@ -64,7 +65,7 @@ def ends(settings: Settings, logical: tuple[str, ...] = ("commands", "keys")) ->
     for name in logical:
         topic = settings.topic(name)
         parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        out[name] = sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts)
+        out[name] = sum(high_watermark(consumer, topic, p) for p in parts)
     consumer.close()
     return out
 
