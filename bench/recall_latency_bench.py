@@ -47,10 +47,11 @@ from typing import Any
 
 import numpy as np
 
-from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.commands.model import Right
 from memwarden.commands.readmodel.payload import point_payload as payload_of
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.commands.readmodel.read_filter import read_filter
+from memwarden.evals.recall_world import MemorySpec, World
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.embedder import SentenceTransformerEmbedder
 from memwarden.projections.index_projector import point_id
@@ -59,69 +60,23 @@ from memwarden.projections.vector_index import PREFETCH_FACTOR, IndexPoint
 
 DIM = 384
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
-PURPOSES = ("support", "billing", "research", "general")
-ROLES = tuple(f"role{i}" for i in range(10))
-VOCAB_SIZE = 20_000
 
 
-class World:
-    """Principals, teams, roles and grants for ``size`` memories (seeded)."""
+def grants_of(world: World) -> tuple[Grant, ...]:
+    """The world's grants as the read filter takes them."""
+    return tuple(Grant(g.grant_id, g.grantee, frozenset({Right.READ}), g.scopes, subjects=g.subjects,
+                       purposes=g.purposes, store_kinds=g.store_kinds, sensitivity_ceiling=g.sensitivity_ceiling,
+                       valid_from_ms=g.valid_from_ms or 0, valid_to_ms=g.valid_to_ms) for g in world.grants)
 
-    def __init__(self, size: int, rng: np.random.Generator) -> None:
-        self.rng = rng
-        self.n_principals = max(20, size // 100)
-        self.principals = [f"user:p{i}" for i in range(self.n_principals)]
-        self.team_of = {p: f"team:{i // 10}" for i, p in enumerate(self.principals)}
-        self.roles = {p: frozenset(rng.choice(ROLES, size=int(rng.integers(0, 3)), replace=False).tolist())
-                      for p in self.principals}
-        now_ms = int(NOW.timestamp() * 1000)
-        grants: list[Grant] = []
-        for i, p in enumerate(self.principals):
-            grants.append(Grant(f"team-{i}", p, frozenset({Right.READ}), (self.team_of[p],), purposes=("support",)))
-            for j in range(int(rng.integers(0, 3))):
-                other = self.principals[int(rng.integers(0, self.n_principals))]
-                grants.append(Grant(f"del-{i}-{j}", p, frozenset({Right.READ}), ("*",), subjects=(other,),
-                                    valid_from_ms=now_ms - 10**10, valid_to_ms=now_ms + 10**10))
-        for r in ROLES:
-            scopes = tuple(sorted({self.team_of[self.principals[int(x)]]
-                                   for x in rng.integers(0, self.n_principals, 5)}))
-            grants.append(Grant(f"role-{r}", f"role:{r}", frozenset({Right.READ}), scopes,
-                                store_kinds=(StoreKind.PROCEDURE, StoreKind.PROFILE),
-                                sensitivity_ceiling=Sensitivity.CONFIDENTIAL))
-        self.grants = tuple(grants)
-        ranks = np.arange(1, VOCAB_SIZE + 1)
-        self.word_p = (1.0 / ranks) / (1.0 / ranks).sum()
-        self.vocab = np.asarray([f"w{i}" for i in range(VOCAB_SIZE)])
 
-    def text(self, lo: int, hi: int) -> str:
-        """``lo``..``hi`` Zipf-distributed words."""
-        n = int(self.rng.integers(lo, hi + 1))
-        return " ".join(self.vocab[self.rng.choice(VOCAB_SIZE, size=n, p=self.word_p)].tolist())
-
-    def record(self, i: int) -> dict[str, Any]:
-        """A ``MemoryRecorded``-shaped record (the fields ``payload_of`` reads)."""
-        rng = self.rng
-        owner = self.principals[int(rng.integers(0, self.n_principals))]
-        subject = owner if rng.random() < 0.8 else self.principals[int(rng.integers(0, self.n_principals))]
-        scope = self.team_of[owner] if rng.random() < 0.7 else f"personal:{owner}"
-        observed = NOW - timedelta(seconds=int(rng.integers(0, 2 * 365 * 86_400)))
-        closed = rng.random() < 0.15
-        expires = None
-        if rng.random() < 0.1:
-            expires = NOW + timedelta(days=int(rng.integers(-200, 200)))
-        n_purposes = int(rng.integers(0, 3))
-        envelope = {
-            "principal": owner, "subject": subject, "scope": scope,
-            "store_kind": str(rng.choice([k.value for k in StoreKind])),
-            "sensitivity": str(rng.choice([s.value for s in Sensitivity], p=[0.2, 0.5, 0.2, 0.1])),
-            "purposes": sorted(rng.choice(PURPOSES, size=n_purposes, replace=False).tolist()),
-            "effective_from": None, "observed_at": observed,
-            "effective_to": observed + timedelta(days=int(rng.integers(1, 300))) if closed else None,
-            "expires_at": expires,
-        }
-        mid = str(uuid.UUID(int=i + 1))
-        return {"memory_id": mid, "command_id": mid, "version": 1, "envelope": envelope,
-                "decided_at": observed + timedelta(seconds=1), "_closed": closed}
+def record_of(m: MemorySpec, i: int) -> dict[str, Any]:
+    """A ``MemoryRecorded``-shaped record (the fields ``payload_of`` reads) of the world's memory ``m``."""
+    envelope = {"principal": m.owner, "subject": m.subject, "scope": m.scope, "store_kind": m.store_kind,
+                "sensitivity": m.sensitivity, "purposes": list(m.purposes), "effective_from": None,
+                "observed_at": m.observed_at, "effective_to": m.effective_to, "expires_at": m.expires_at}
+    mid = str(uuid.UUID(int=i + 1))
+    return {"memory_id": mid, "command_id": mid, "version": 1, "envelope": envelope,
+            "decided_at": m.observed_at + timedelta(seconds=1), "_closed": m.effective_to is not None}
 
 
 def build(index: EdgeVectorIndex, world: World, size: int, batch: int, encoder: Bm25Encoder) -> float:
@@ -133,12 +88,13 @@ def build(index: EdgeVectorIndex, world: World, size: int, batch: int, encoder: 
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         points = []
         for j in range(n):
-            rec = world.record(start + j)
+            m = world.memory()
+            rec = record_of(m, start + j)
             payload = payload_of(rec)
             if rec["_closed"]:
                 payload["status"] = "superseded"
             pid = point_id(rec["memory_id"], rec["command_id"])
-            points.append(IndexPoint(pid, vectors[j].tolist(), payload, encoder.document(world.text(8, 20), key=pid)))
+            points.append(IndexPoint(pid, vectors[j].tolist(), payload, encoder.document(m.text, key=pid)))
         t0 = time.perf_counter()
         index.upsert(points)
         spent += time.perf_counter() - t0
@@ -152,7 +108,8 @@ def pct(values: Sequence[float], q: float) -> float:
 
 def bench(size: int, n_queries: int, k: int, batch: int, seed: int, embedder: SentenceTransformerEmbedder) -> None:
     rng = np.random.default_rng(seed)
-    world = World(size, rng)
+    world = World(size, rng, NOW)
+    grants = grants_of(world)
     encoder = Bm25Encoder()
     with tempfile.TemporaryDirectory(prefix="mw-recall-bench-") as tmp:
         index = EdgeVectorIndex(Path(tmp), "bench")
@@ -162,14 +119,13 @@ def bench(size: int, n_queries: int, k: int, batch: int, seed: int, embedder: Se
               f" {len(world.grants)} grants")
         total, in_index, in_embed, dense_only, admitted = [], [], [], [], []
         for qi in range(n_queries + 20):
-            reader = world.principals[int(rng.integers(0, world.n_principals))]
-            purpose = str(rng.choice(PURPOSES))
-            text = world.text(3, 8)
+            reader, purpose, text = world.query()
             t0 = time.perf_counter()
             vector = embedder.embed([text])[0].tolist()
             t1 = time.perf_counter()
             lexical = encoder.query(text)
-            where = read_filter(reader, NOW, NOW, purpose=purpose, roles=world.roles[reader], grants=world.grants)
+            where = read_filter(reader, NOW, NOW, purpose=purpose, roles=frozenset(world.roles[reader]),
+                                grants=grants)
             t2 = time.perf_counter()
             hits = index.query(vector, lexical, where, k, PREFETCH_FACTOR * k)
             t3 = time.perf_counter()

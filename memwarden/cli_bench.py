@@ -42,3 +42,35 @@ def bench_peers(
         print(json.dumps(result, indent=2))
     else:
         render(result, Console())
+
+
+@bench_app.command("recall")
+def bench_recall(
+    sizes: Annotated[str, typer.Option(help="comma-separated memory counts, e.g. 100000,1000000")] = "10000,100000",
+    queries: Annotated[int, typer.Option(help="timed recalls per size (after 20 warm-up ones)")] = 300,
+    k: Annotated[int, typer.Option(help="memories per recall")] = 10,
+    seed: Annotated[int, typer.Option(help="seed of the synthetic world")] = 20250601,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    keep: Annotated[bool, typer.Option(help="keep each size's namespace (topics, schema, index)")] = False,
+) -> None:
+    """Recall as a user pays it: signed recalls through the client and the worker's HTTP read API
+    (authentication, grants, the filter inside the hybrid query, Postgres verification, decryption,
+    the audit append) over a synthetic world of each size, every filter on; p50/p95 ms at the client,
+    each stage's share (Server-Timing), the worker's resident memory and the index build time.
+    Brings nothing up: run `memwarden stack up` first."""
+    from memwarden.evals.recall_full import run_recall_bench
+
+    try:
+        counts = [int(x) for x in sizes.split(",") if x.strip()]
+        result = run_recall_bench(Settings(), counts, queries, k, seed, progress=not as_json, keep=keep)
+    except (MemwardenError, ValueError) as exc:
+        _console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    for run in result["runs"]:
+        shares = ", ".join(f"{name} {share:.0%}" for name, share in run["stage_share"].items() if share >= 0.01)
+        Console().print(f"{run['size']:>9,} memories: p50 {run['p50_ms']} ms, p95 {run['p95_ms']} ms"
+                        f" (worker {run['server_p50_ms']} ms at p50); {shares}; worker RSS {run['worker_rss_mb']} MB;"
+                        f" index build {run['build']['index_build_s']} s; {run['hits_per_query']} hits per query")

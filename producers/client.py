@@ -57,6 +57,7 @@ from memwarden.producers.lookups import LookupCalls
 from memwarden.producers.sending import producer, send
 from memwarden.schemas.codec import AvroCodec, default_codec
 from memwarden.settings import Settings
+from memwarden.timing import parse_server_timing
 
 #: Command ids per decisions lookup request.
 _LOOKUP_CHUNK = 2_000
@@ -82,6 +83,8 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         self._codec = codec or default_codec()
         self._producer = producer(settings.bootstrap_servers)
         self._http = httpx.Client(base_url=settings.worker_url, timeout=30.0)
+        #: Stage timings (ms) of the last recall as the read API reported them (``Server-Timing``).
+        self.last_server_timing: dict[str, float] = {}
 
     def add_signer(self, signer: Signer) -> None:
         """Sign commands of ``signer.principal_id`` with it from now on."""
@@ -277,6 +280,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
             raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
         if response.status_code != 200:
             raise MemwardenError(f"recall failed with HTTP {response.status_code}: {data}")
+        self.last_server_timing = parse_server_timing(response.headers.get("server-timing"))
         return Recalled.from_json(data)
 
     def close(self) -> None:

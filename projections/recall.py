@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import psycopg
 
@@ -38,6 +38,7 @@ from memwarden.projections.sparse import Bm25Encoder, tokens
 from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, VectorIndex
 from memwarden.stores.profile_rows import verify_candidates
 from memwarden.stores.registry import principal_record, read_context
+from memwarden.timing import stage
 
 
 class DataKeys(Protocol):
@@ -77,16 +78,24 @@ class Recaller:
         async with self._lock:
             return await principal_record(self._conn, principal)
 
-    async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode) -> tuple[list[Hit], list[float]]:
+    async def _embed(self, query: str) -> list[float]:
+        """The query's dense vector (every mode needs it: the dense leg and the relevance)."""
+        with stage("embed"):
+            vector: list[float] = (await asyncio.to_thread(self._embedder.embed, [query]))[0].tolist()
+            return vector
+
+    async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode,
+                          embedding: asyncio.Task[list[float]]) -> tuple[list[Hit], list[float]]:
         """Top-``k`` candidates of ``mode`` among the points matching ``where`` (filter inside the
-        search), and the query's dense vector (every mode needs it for the relevance)."""
-        vector: list[float] = (await asyncio.to_thread(self._embedder.embed, [query]))[0].tolist()
-        if mode == "lexical":
-            return await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k), vector
-        if mode == "dense":
-            return await asyncio.to_thread(self._index.search, vector, where, k), vector
-        return await asyncio.to_thread(self._index.query, vector, self._lexical.query(query), where, k,
-                                       PREFETCH_FACTOR * k), vector
+        search), and the query's dense vector (``embedding``, started before the grants were read)."""
+        vector = await embedding
+        with stage("index"):
+            if mode == "lexical":
+                return await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k), vector
+            if mode == "dense":
+                return await asyncio.to_thread(self._index.search, vector, where, k), vector
+            return await asyncio.to_thread(self._index.query, vector, self._lexical.query(query), where, k,
+                                           PREFETCH_FACTOR * k), vector
 
     async def _cosines(self, vector: list[float], hits: list[Hit], where: Filter, mode: RecallMode) -> dict[str, float]:
         """The dense cosine of the query with each hit, by command id: the hit scores themselves in
@@ -130,23 +139,44 @@ class Recaller:
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
         known = (known_at or now).astimezone(UTC)
-        async with self._lock:
-            roles, grants = await read_context(self._conn, principal)
-        if as_of is not None:  # a read of the past uses grants valid then *and* now (a revocation always holds)
-            grants = tuple(g for g in grants if g.valid_at(to_ms(at)))
-        where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants, known_at=known_at,
-                            freshness=freshness, include_untrusted=include_untrusted)
-        hits, vector = await self._candidates(query, where, k, mode)
+        # the query is embedded (in a thread, outside the GIL) while the grants are read and the filter built
+        embedding = asyncio.create_task(self._embed(query))
+        try:
+            with stage("grants"):
+                async with self._lock:
+                    roles, grants = await read_context(self._conn, principal)
+            with stage("filter"):
+                if as_of is not None:  # a read of the past uses grants valid then *and* now (a revocation holds)
+                    grants = tuple(g for g in grants if g.valid_at(to_ms(at)))
+                where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants,
+                                    known_at=known_at, freshness=freshness, include_untrusted=include_untrusted)
+        except BaseException:
+            embedding.cancel()
+            raise
+        hits, vector = await self._candidates(query, where, k, mode, embedding)
         if not hits:
             return Recalled(min_score=float(min_score))
-        cosines = await self._cosines(vector, hits, where, mode)
+        with stage("relevance"):
+            cosines = await self._cosines(vector, hits, where, mode)
         query_terms = tokens(query)
         scores = {h.payload["command_id"]: h.score for h in hits}
         sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
                                       include_untrusted)
-        async with self._lock:
-            rows = await verify_candidates(self._conn, list(scores), sql, params)
-        keys = await asyncio.to_thread(self._keys.lookup, sorted({r[3] for r in rows})) if rows else {}
+        with stage("verify"):
+            async with self._lock:
+                rows = await verify_candidates(self._conn, list(scores), sql, params)
+        with stage("keys"):
+            keys = await asyncio.to_thread(self._keys.lookup, sorted({r[3] for r in rows})) if rows else {}
+        with stage("open"):
+            out = self._opened(rows, keys, scores, cosines, query_terms)
+        ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
+        kept = [m for m in ranked if m.relevance >= min_score]
+        return Recalled(kept, float(min_score), len(ranked) - len(kept))
+
+    @staticmethod
+    def _opened(rows: list[tuple[Any, ...]], keys: Mapping[str, bytes | None], scores: Mapping[str, float],
+                cosines: Mapping[str, float], query_terms: list[str]) -> list[RecalledMemory]:
+        """The verified rows whose text opens, as recalled memories with their relevance."""
         out = []
         for r in rows:
             text = open_text(r[3], r[18], r[19], keys)
@@ -160,6 +190,4 @@ class Recaller:
                 ledger_topic=r[13], ledger_partition=r[14], ledger_offset=r[15], unverified=r[16], tags=tuple(r[17]),
                 relevance=relevance,
             ))
-        ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
-        kept = [m for m in ranked if m.relevance >= min_score]
-        return Recalled(kept, float(min_score), len(ranked) - len(kept))
+        return out

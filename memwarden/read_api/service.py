@@ -38,6 +38,7 @@ from memwarden.read_api.history import lookup_history
 from memwarden.read_api.requests import RecallRequest, decision_ids, history_request, recall_request
 from memwarden.stores.decisions import find
 from memwarden.stores.pg import DB_ERRORS
+from memwarden.timing import server_timing, stage, timed
 
 #: Publishes records on the namespace's topics (logical names), acknowledged when it returns.
 Publish = Callable[[Sequence[Outbound]], Awaitable[None]]
@@ -150,25 +151,35 @@ class ReadService:
 
     async def recall(self, body: Any) -> Reply:
         """``POST /recall``: 200 ``{"memories": [...], "min_score", "below_floor"}`` (plus ``"reason":
-        "BELOW_FLOOR"`` when hits were found but none reached ``min_score``), 400 naming a bad field,
+        "BELOW_FLOOR"`` when hits were found but none reached ``min_score``) with a ``Server-Timing``
+        header of its stages in ms (``auth``, ``grants``, ``filter``, ``embed``, ``index``, ``relevance``,
+        ``verify``, ``keys``, ``open``, ``answer``, ``audit``: :mod:`memwarden.timing`), 400 naming a bad field,
         401 with the reason code when authentication fails, 503 with ``Retry-After`` when the database
         is down or the broker does not acknowledge the read audit within ``AUDIT_TIMEOUT_S``."""
-        try:
-            request = recall_request(body)
-            problem = await self._authenticate(body)
-            if problem is not None:
-                return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
-                                   "field": "auth"})
-            async with self._read():
-                found = await self._recall(request)
-        except ValidationError as exc:
-            return _bad_request(exc)
-        except DB_ERRORS as exc:
-            self._recaller = None  # its connection is gone: the next recall opens a new one
-            return unavailable("database", exc)
-        except (ValueError, TypeError) as exc:  # a value the checks above let through: still the caller's
-            return Reply(400, {"error": f"bad request: {exc}"})
-        return await _audited(self._audit(request, found), Reply(200, found.to_json()))
+        with timed() as stages:
+            try:
+                with stage("auth"):
+                    request = recall_request(body)
+                    problem = await self._authenticate(body)
+                if problem is not None:
+                    return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
+                                       "field": "auth"})
+                async with self._read():
+                    found = await self._recall(request)
+            except ValidationError as exc:
+                return _bad_request(exc)
+            except DB_ERRORS as exc:
+                self._recaller = None  # its connection is gone: the next recall opens a new one
+                return unavailable("database", exc)
+            except (ValueError, TypeError) as exc:  # a value the checks above let through: still the caller's
+                return Reply(400, {"error": f"bad request: {exc}"})
+            with stage("answer"):
+                answer = found.to_json()
+            with stage("audit"):
+                reply = await _audited(self._audit(request, found), Reply(200, answer))
+        if reply.status == 200:  # where the time went, for the caller and the recall benchmark
+            reply.headers["Server-Timing"] = server_timing(stages)
+        return reply
 
     async def history(self, body: Any) -> Reply:
         """``POST /history``: 200 ``{"memory_id", "current", "versions": [...]}`` (see
