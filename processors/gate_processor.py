@@ -31,9 +31,8 @@ from typing import Any
 import psycopg
 import pydantic
 
-from memwarden.commands.attribution import SourceRecord, normalise
-from memwarden.commands.contradiction import DEFAULT_CLAIMS, Claim, ClaimExtractor, KeyedClaims
-from memwarden.commands.facts import keyed_fact
+from memwarden.commands.attribution import normalise
+from memwarden.commands.contradiction import DEFAULT_CLAIMS, KeyedClaims
 from memwarden.commands.gate import (
     Decision,
     Effect,
@@ -48,19 +47,11 @@ from memwarden.commands.gate import (
 )
 from memwarden.commands.gate.recorded import from_record
 from memwarden.commands.injection import DEFAULT_DETECTOR, Detection, InstructionDetector
-from memwarden.commands.model import (
-    ApproveQuarantined,
-    Command,
-    EpistemicStatus,
-    RecordMemory,
-    Sensitivity,
-    SupersedeMemory,
-    from_avro,
-)
+from memwarden.commands.model import ApproveQuarantined, Command, from_avro
 from memwarden.commands.principals import PrincipalRecord
-from memwarden.crypto import SPAN_PREFIX, open_content, open_fact, open_span
 from memwarden.epoch import truncate_ms
 from memwarden.errors import DecodeError
+from memwarden.processors.gate_inputs import BatchInputs, CachedClaims, NoClaims, open_sources, open_writes
 from memwarden.processors.gate_io import Inbound, Outbound, Parsed, dead_letter, decision_records, parse
 from memwarden.processors.gate_loading import Batch, load_batch
 from memwarden.processors.gate_replay import RecordedOutcome
@@ -80,39 +71,6 @@ class _NoInstructions:
 
     def detect(self, text: str) -> Detection:
         return Detection(())
-
-
-class _CachedClaims:
-    """Claims extracted once per batch text (the processor needs them to load state, the gate to decide)."""
-
-    def __init__(self, found: dict[str, tuple[Claim, ...]], extractor: ClaimExtractor) -> None:
-        self._found = found
-        self._extractor = extractor
-
-    def claims(self, text: str) -> tuple[Claim, ...]:
-        got = self._found.get(text)
-        return got if got is not None else self._extractor.claims(text)
-
-
-class _NoClaims:
-    def claims(self, text: str) -> tuple[Claim, ...]:
-        return ()
-
-
-@dataclass(frozen=True)
-class _Inputs:
-    """What a batch's decisions read besides the state: texts and keyed digests by command id, the
-    claim extractor, approvals' review targets, and (replay) the recorded decisions by position;
-    ``compared`` the writes whose typed fact opened, as the gate compares them (by command id), and
-    ``ledger`` the review targets as the ledger carries them (their facts sealed)."""
-
-    texts: dict[str, str | None]
-    digests: dict[str, str | None]
-    claims: _CachedClaims
-    review: dict[str, Any]
-    recorded: Mapping[Position, RecordedOutcome] | None
-    compared: dict[str, Command] = field(default_factory=dict)
-    ledger: dict[str, Command] = field(default_factory=dict)
 
 
 @dataclass
@@ -208,15 +166,16 @@ class GateProcessor:
         texts, compared = await self._decrypt(commands)
         digests = {c.envelope.command_id: self._digest(c.envelope.subject, texts.get(c.envelope.command_id))
                    for c in commands}
-        claims = _CachedClaims({t: self._claims.claims(t) for t in texts.values() if t} if self._full else {},
-                               self._claims)
+        claims = CachedClaims({t: self._claims.claims(t) for t in texts.values() if t} if self._full else {},
+                              self._claims)
         claim_keys = sorted({(c.envelope.subject, claim.digest) for c in commands
                              for claim in claims.claims(texts.get(c.envelope.command_id) or "")})
         loaded = await load_batch(self._conn, self._anchor, commands, parsed[0].item.position.topic,
                                   [d for d in digests.values() if d], claim_keys)
         known = set(loaded.priors)  # decided before this batch (deciding adds the batch's own)
         if recorded is None:
-            loaded.state = replace(loaded.state, sources=await self._sources(loaded.source_events))
+            sources = await open_sources(self._codec, self._keyring, loaded.source_events)
+            loaded.state = replace(loaded.state, sources=sources)
         ledger: dict[str, Command] = {}
         review = await self._review_targets(commands, loaded, ledger)
         prime = getattr(self._detector, "prime", None)
@@ -225,8 +184,8 @@ class GateProcessor:
                                             *(r[1] for r in review.values() if r[1])])
         writes = _Writes()
         for p in parsed:
-            out += await self._decide_one(p, _Inputs(texts, digests, claims, review, recorded, compared, ledger),
-                                          loaded, writes, now)
+            out += await self._decide_one(p, BatchInputs(texts, digests, claims, review, recorded, compared,
+                                                         ledger), loaded, writes, now)
         try:
             await self._store(writes, (offsets[0], offsets[1], next_offsets(batch)) if offsets else None, batch,
                               known)
@@ -238,7 +197,7 @@ class GateProcessor:
             return await self.handle(batch, now, recorded, offsets, attempt + 1)
         return out
 
-    async def _decide_one(self, p: Parsed, inputs: _Inputs, loaded: Batch, writes: _Writes,
+    async def _decide_one(self, p: Parsed, inputs: BatchInputs, loaded: Batch, writes: _Writes,
                           now: datetime) -> list[Outbound]:
         command, item = p.command, p.item
         review = inputs.review
@@ -267,7 +226,7 @@ class GateProcessor:
                               signed_bytes=p.signed, content_digest=inputs.digests.get(cid),
                               verify_signatures=self._full,
                               detector=self._detector,
-                              claims=inputs.claims if self._full else _NoClaims())
+                              claims=inputs.claims if self._full else NoClaims())
             records = decision_records(self._codec, command, _as_on_ledger(decision, inputs.ledger), item, now)
         if prior is None:  # a copy of a decided command id is answered, never stored over the first decision
             self._evolve(loaded, writes, p, decision, records, now)
@@ -299,16 +258,6 @@ class GateProcessor:
             held = writes.changed.get(f.memory.memory_id)
             writes.changed[f.memory.memory_id] = (f.memory, held[1] if held else None)
 
-    async def _sources(self, source_events: dict[str, bytes]) -> dict[str, SourceRecord]:
-        decoded = {m: self._codec.decode(b)[1] for m, b in source_events.items()}
-        keys = await asyncio.to_thread(self._keyring.lookup, [r["content"]["key_id"] for r in decoded.values()])
-        out: dict[str, SourceRecord] = {}
-        for m, r in decoded.items():
-            env = r["envelope"]
-            out[m] = SourceRecord(m, env["scope"], Sensitivity(env["sensitivity"]),
-                                  EpistemicStatus(env["epistemic_status"]), open_content(r["content"], keys))
-        return out
-
     async def _review_targets(self, commands: list[Command], loaded: Batch,
                               ledger: dict[str, Command]) -> dict[str, Any]:
         """For each ``ApproveQuarantined``: (original command as compared, plaintext, content digest);
@@ -331,34 +280,10 @@ class GateProcessor:
         return out
 
     async def _decrypt(self, commands: list[Command]) -> tuple[dict[str, str | None], dict[str, Command]]:
-        """For each memory write (by command id): the plaintext of its content (``None`` when its data
-        key is missing or shredded) and, when its typed fact's value opens with the same key, the write
-        as the gate compares it: that value replaced by its keyed digest (no clear value reaches the
-        gate's state). A value that does not open stays sealed: the gate refuses such a write
-        (``FACT_UNREADABLE``), a replay gives its slot no value (its memory was forgotten)."""
-        wanted = [c for c in commands if isinstance(c, RecordMemory | SupersedeMemory)]
-        if not wanted:
-            return {}, {}
-        keys = await asyncio.to_thread(self._keyring.lookup, [c.content.key_id for c in wanted])
-        texts = {c.envelope.command_id: open_content({"key_id": c.content.key_id, "nonce": c.content.nonce,
-                                                      "ciphertext": c.content.ciphertext}, keys) for c in wanted}
-        compared: dict[str, Command] = {}
-        for c in wanted:
-            cid, fact, span = c.envelope.command_id, c.fact, c.envelope.source.quoted_span
-            if fact is not None:
-                value = open_fact({"value": fact.value, "value_nonce": fact.value_nonce,
-                                   "value_sealed": fact.value_sealed}, c.content.key_id, keys)
-                if value is not None:
-                    keyed = keyed_fact(fact, c.envelope.subject, value, self._digest_key)
-                    compared[cid] = c.model_copy(update={"fact": keyed})
-            if span is not None and span.startswith(SPAN_PREFIX):  # the derivation check reads the words
-                words = open_span(span, c.content.key_id, keys)
-                if words is not None:
-                    base = compared.get(cid, c)
-                    env = base.envelope.model_copy(update={
-                        "source": base.envelope.source.model_copy(update={"quoted_span": words})})
-                    compared[cid] = base.model_copy(update={"envelope": env})
-        return texts, compared
+        """The plaintexts of the memory writes of ``commands`` and the writes as the gate compares them,
+        by command id: :func:`~memwarden.processors.gate_inputs.open_writes` with this processor's key
+        ring and digest key."""
+        return await open_writes(self._keyring, self._digest_key, commands)
 
     async def _store(self, writes: _Writes, offsets: tuple[str, str, dict[int, int]] | None,
                      batch: Sequence[Inbound], known: set[str]) -> None:

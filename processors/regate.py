@@ -28,9 +28,9 @@ from memwarden.commands.principals import PrincipalRecord
 from memwarden.processors.gate_io import Inbound, Parsed
 from memwarden.processors.gate_processor import GateProcessor
 from memwarden.processors.gate_replay import RecordedOutcome
-from memwarden.processors.replay import BATCH, batches
 from memwarden.processors.replay_cut import resolve_cut
 from memwarden.processors.replay_ledger import read_ledger
+from memwarden.processors.replay_stages import BATCH, batches
 from memwarden.settings import Settings
 from memwarden.stores import gate_state as db
 from memwarden.stores import namespaces

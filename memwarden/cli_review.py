@@ -1,0 +1,87 @@
+"""``memwarden principal register`` and ``memwarden review list | approve | reject``: principals with
+their local signing keys (issue 3) and the quarantine review they sign."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from memwarden.cli_ledger import fail
+
+
+def principal_register(
+    principal_id: Annotated[str, typer.Argument(help="e.g. user:rita")],
+    kind: Annotated[str, typer.Option(help="USER, AGENT, SERVICE or REVIEWER")] = "USER",
+    role: Annotated[list[str] | None, typer.Option(help="role (repeatable), e.g. reviewer, approver, admin")] = None,
+) -> None:
+    """Register a principal (signed by the root admin); its private key is kept in the local key folder."""
+    from memwarden.keystore import admin_signer, key_path, load_or_create_signer
+    from memwarden.producers.client import MemwardenClient
+    from memwarden.settings import Settings
+
+    s = Settings()
+    try:
+        signer = load_or_create_signer(key_path(s.data_dir, principal_id), principal_id)
+        with MemwardenClient(s, signers=[admin_signer(s)]) as client:
+            r = client.register_principal(principal_id, by=s.admin_principal, kind=kind.upper(), roles=role or (),
+                                          public_key=signer.public_key, key_id=signer.key_id, wait=False)
+            outcome = client.decisions([r.command_id])[r.command_id]
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        fail(exc)
+    typer.echo(f"{principal_id}: {outcome} (key {signer.key_id}, file {key_path(s.data_dir, principal_id)})")
+
+
+def review_list() -> None:
+    """Quarantined memory commands awaiting review: command id, writer, subject, reasons."""
+    from memwarden.settings import Settings
+    from memwarden.stores.gate_state import pending_reviews
+    from memwarden.stores.pg import connect
+
+    try:
+        with connect(Settings()) as conn:
+            rows = pending_reviews(conn)
+    except Exception as exc:  # noqa: BLE001
+        fail(exc)
+    for cid, writer, subject, reasons, at in rows:
+        codes = ",".join(r["code"] for r in reasons)
+        typer.echo(f"{cid}  {at:%Y-%m-%d %H:%M}  {writer} -> {subject}  {codes}")
+    if not rows:
+        typer.echo("nothing awaits review")
+
+
+def _review(command_id: str, by: str, note: str, approve: bool) -> None:
+    from memwarden.keystore import key_path, load_or_create_signer
+    from memwarden.producers.client import MemwardenClient
+    from memwarden.settings import Settings
+    from memwarden.stores.gate_state import review_subject
+    from memwarden.stores.pg import connect
+
+    s = Settings()
+    try:
+        with connect(s) as conn:
+            subject = review_subject(conn, command_id)
+        if subject is None:
+            raise ValueError(f"command {command_id} is not in quarantine")
+        path = key_path(s.data_dir, by)
+        if not path.exists():
+            raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
+        with MemwardenClient(s, signers=[load_or_create_signer(path, by)]) as client:
+            act = client.approve_quarantined if approve else client.reject_quarantined
+            r = act(command_id, by=by, subject=subject, note=note, wait=False)
+            outcome = client.decisions([r.command_id])[r.command_id]
+    except Exception as exc:  # noqa: BLE001
+        fail(exc)
+    typer.echo(f"{'approve' if approve else 'reject'} {command_id}: {outcome}")
+
+
+def review_approve(command_id: str, by: Annotated[str, typer.Option(help="reviewer principal id")],
+                   note: Annotated[str, typer.Option(help="why")] = "") -> None:
+    """Release a quarantined memory command (signed by reviewer ``--by``; audited on the ledger)."""
+    _review(command_id, by, note, approve=True)
+
+
+def review_reject(command_id: str, by: Annotated[str, typer.Option(help="reviewer principal id")],
+                  note: Annotated[str, typer.Option(help="why")] = "") -> None:
+    """Reject a quarantined memory command: it never becomes readable and its data key is shredded."""
+    _review(command_id, by, note, approve=False)
