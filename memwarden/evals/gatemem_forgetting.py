@@ -81,26 +81,27 @@ R12 Redaction on write. The deletion turn and every later turn of the episode ar
    attributes, plus ``redacted_copy``), unless nothing but the redaction is left or a deleted value
    would survive (:func:`memwarden.evals.gatemem.redacted_copies`). A later forget removes a copy
    like any memory (and copies it again).
+
+R9 is read in :mod:`memwarden.evals.gatemem_deletion_requests`, R10 in
+:mod:`memwarden.evals.gatemem_deletion_values`; this module holds R11 and R12.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from memwarden.commands.model import Right
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.evals.gatemem_circles import TRACK_KEYS, Circles
-from memwarden.evals.gatemem_content import excluded
 from memwarden.evals.gatemem_data import Episode
+from memwarden.evals.gatemem_deletion_requests import deletion_values
+from memwarden.evals.gatemem_deletion_values import contains, fold, pattern
 from memwarden.evals.gatemem_plan import ForgetSpec
 
 __all__ = [
     "REDACTED",
-    "DeletionFinding",
-    "deletion_values",
     "forgets_of",
     "redact",
     "standing_scopes",
@@ -110,361 +111,13 @@ __all__ = [
 #: What a deleted value is replaced with in a recorded text (R12).
 REDACTED = "[deleted]"
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'\u201d\u2019]))\s+(?=\S)")
-_DELETE_WORD = re.compile(
-    r"\b(?:delet(?:e|es|ed|ing|ion)|eras(?:e|es|ed|ing)|purg(?:e|es|ed|ing)|scrub(?:s|bed|bing)?|wip(?:e|es|ed|ing)|"
-    r"forget(?:s|ting)?|do not retain|treated as (?:deleted|unavailable)|unavailable going forward)\b",
-    re.IGNORECASE,
-)
-_REMOVE_WORD = re.compile(r"\bremov(?:e|es|ed|ing|al)\b", re.IGNORECASE)
-_MEMORY_TARGET = re.compile(
-    r"\bfrom\b(?:\s+[\w-]+){0,4}?\s+(?:memory|record|summary|file|history|layer)\b", re.IGNORECASE
-)
-_HEADER = re.compile(r"^\W*(?:[\w-]+\s+){0,5}?(?:deletion|cleanup|clean-up|pruning)\b[^:.]{0,60}:", re.IGNORECASE)
-#: Deletion words that name a time, not a request ("post-deletion state", "before deletion").
-_NOT_A_REQUEST = re.compile(
-    r"\b(?:post|pre)-?(?:delet\w*|cleanup)|\b(?:before|after|since) (?:the )?(?:delet\w*|cleanup)|"
-    r"\bdeletion[- ]boundary\b|\bdeleted-memory\b",
-    re.IGNORECASE,
-)
-_DEFERRED = re.compile(
-    r"\b(?:prep|prepare[sd]?|preparing|planning|queued|once|until|when ready|will(?! not\b)|may later|ask to)\b",
-    re.IGNORECASE,
-)
-#: In a turn that asks for a deletion, a sentence saying a value is no longer active or must not come back.
-_NO_LONGER = re.compile(
-    r"\bno longer (?:active|valid|current)\b|\b(?:no longer|not|never)\b[^.;]{0,30}?\b(?:be )?(?:disclos|repeat|recall|"
-    r"retriev|restor|restat|reus|resurfac)\w*",
-    re.IGNORECASE,
-)
-#: A request that a value must not come back, as a deletion says it in other words ("do not revive it",
-#: "should be treated as retired and not brought back", "unavailable for reuse").
-_NEVER_AGAIN = re.compile(
-    r"\b(?:revive[sd]?|reviving|(?:be |been )?brought back|bring(?:ing)? (?:it |them )?back|comes? back|"
-    r"unavailable for reuse|treated as (?:historical|retired|obsolete)|(?:not|never) be recovered|"
-    r"(?:not|never) be used in (?:current|active) answers)\b",
-    re.IGNORECASE,
-)
-#: A sentence saying a value is retired; read as a deletion only in a turn that asks it not to come back.
-_RETIRED = re.compile(r"\b(?:retired|historical|obsolete)\b", re.IGNORECASE)
-#: Where a retired value is no longer used ("retired from active use"): not a keep word.
-_RETIRED_CONTEXT = re.compile(
-    r"\b(?:from|into|in|for) (?:active|current)(?:-state)? (?:use|answers?|summaries|memory)\b", re.IGNORECASE
-)
-_KEEP = re.compile(
-    r"\b(?:keep|keeps|keeping|kept|retain|retains|retained|retaining|current(?:ly)?|active|only|remains?|now)\b",
-    re.IGNORECASE,
-)
-#: Memory nouns and their adjectives, removed before looking for keep words ("retained active memory").
-_MEMORY_PHRASE = re.compile(
-    r"\b(?:(?:active|retained|answerable|shared|accessible|usable|retrievable|reusable|working|routine|helper|"
-    r"household|recoverable|private|case)\s+)+(?=(?:[\w-]+\s+){0,2}(?:memory|record|summary|file|history|layer)\b)",
-    re.IGNORECASE,
-)
-_BOUNDARY = re.compile(
-    r";|:(?=\s)|,\s+(?:while|but)\b|\s+because\b|\s+now that\b|\s+rather than\b|\s+instead of\b|"
-    r"\s+and (?:do )?not\b|,?\s+not the\b|"
-    r",?\s+and (?=(?:keep|retain|use|switch|replace|only|rely)\b)|,\s+(?=only\b)",
-    re.IGNORECASE,
-)
-#: A comma or "and" opening a clause with a verb of its own (not the next item of a list).
-_CLAUSE = re.compile(
-    r"(?:,\s+(?:and\s+)?|\s+and\s+)(?=\S+(?:\s+\S+){0,6}?\s+(?:is|are|remains?|stays?|has|have|was|must|should)\b)"
-)
-_QUOTE = re.compile(r"(?<!\w)'([^']{2,120})'(?!\w)|\"([^\"]{2,120})\"|\u201c([^\u201d]{2,120})\u201d")
-_SAFE_BEFORE = re.compile(
-    r"\b(?:safe|broad|public|general|neutral|outward|generic|say|use|using|only)\b[^'\"\u201c]{0,40}$",
-    re.IGNORECASE,
-)
-_MAPPING = re.compile(r"\s*(?:=|\bcorresponds to\b|\bmaps to\b|\bmapped to\b)\s*", re.IGNORECASE)
-_MAPPED_NAME = re.compile(
-    r"(?:=|\bcorresponds to|\bmaps to|\bmapped to)\s+([A-Z][\w&.-]*(?:\s+(?:[A-Z][\w&.-]*|&|of))*)"
-)
-_TOKEN = re.compile(r"\b[A-Za-z]{2,}_[A-Za-z0-9]+_[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*")
-_CODE = re.compile(
-    r"\b[A-Z]{2,4}-\d{3,6}\b|\b(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{4}-[A-Z0-9]{2,4}\b|\b[A-Z]{1,3}-\d{1,3}[A-Z]?\b"
-)
-_LABEL = re.compile(r"\b[a-z]+(?:-[a-z]+)*-\d+\b")
-_MONEY = re.compile(r"\$\s?\d[\d,]*(?:\.\d+)?|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?(?:\s?USD)?|\b\d+(?:\.\d+)?\s?USD\b")
-_PERCENT = re.compile(r"\b\d+(?:\.\d+)?\s?%")
-_TIME = re.compile(r"\b\d{1,2}:\d{2}\s?(?:AM|PM|am|pm)\b")
-_AT_PLACE = re.compile(r"\b\d{1,2}:\d{2}\s?(?:AM|PM|am|pm)\s+at the ((?:[a-z]+[\s-]){1,4}[a-z]+)\b")
-_PLACE = re.compile(r"\b(?:[A-Z][A-Za-z]+\s){1,4}(?:room\s)?[A-Z]?\d{1,5}[A-Z]?\b(?![:,]\d)")
-_DIGITS = re.compile(r"(?<![\d,.:$-])\b\d{4,8}\b(?![,.:]\d)")
-_CREDENTIAL_WORD = re.compile(r"\b(?:PINs?|Codes?|Keypads?|Badges?|Passcodes?|Tokens?)\b")
-_IDENTITY_NOUN = re.compile(
-    r"\b(?:customer|sponsor|client|company|partner|host-school|host|mapping|employer|name)\b", re.IGNORECASE
-)
-_NAME = re.compile(r"(?<![\w'])([A-Z][\w&.-]*(?:\s+(?:[A-Z][\w&.-]*|&|of))+)")
-_KIND = r"(?:phrase|wording|label|note|location|spot|point|string|fallback)"
-_KIND_AT = re.compile(r"(?<![\w-])" + _KIND + r"\b")
-_AFTER_KIND = re.compile(_KIND + r"(?:\s+" + _KIND + r")*\s+([a-z0-9][\w'-]*(?:\s+[\w'-]+){1,12})")
-_IMPERATIVE = re.compile(
-    r"(?:^|[.:;]\s*|\b(?:and|please|also)\s+)(?:delete|remove)\s+([a-z0-9][\w'-]*(?:\s+[\w'-]+){1,8})", re.IGNORECASE
-)
-_LEADING_THE = re.compile(
-    r"^the\s+(?:(?:exact|old|older|earlier|former|prior|previous|retired|temporary|current|hidden|private|internal)\s+)*"
-)
-#: Nouns that describe a value without naming it ("the old school release phrase", "the typed fallback").
-_DESCRIPTORS = _words(
-    "phrase wording label note location spot point string minute time times layer mapping amount figure number "
-    "numbers credential credentials badge value values details detail specifics identifier room assignment entrance "
-    "one it exacts history code codes pin pins keypad token fallback method option path rule summary record memory "
-    "name mapping partner customer sponsor host"
-)
-_PHRASE_STOP = re.compile(
-    r"\s+(?:from|and (?:the|my|a|an|delete|remove|keep|retain|use|do|switch|replace|never|not|no)|as well|too|now|"
-    r"entirely|"
-    r"removed|deleted|marked|erased|never|"
-    r"in (?:future|later)|should|is|are|was|has|have|must|will|stays?|remains?|can|it|that|which|because|for|all|both|"
-    r"so|to|with)\b|[,;:]"
-)
-_CURRENT_BEFORE = re.compile(r"\b(?:current|active|new|now|remains?|stays?)\b(?:\s+\S+){0,3}\s*$", re.IGNORECASE)
-_DELETE_VERB = re.compile(r"\b(?:delete|deleting|remove|removing|erase|erasing|purge|purging|scrub|forget)\b",
-                          re.IGNORECASE)
-_PLACE_KIND = re.compile(r"\b(?:location|spot|point)\b", re.IGNORECASE)
-_FUNCTION = re.compile(r"\b(?:the|a|an|though|even|was|were|been|if|when|than|who|what)\b", re.IGNORECASE)
-_OPENERS = _words(
-    "a an the my our your his her their its this that these those it any all every each no some both either "
-    "is are was were be been has have had should must will can may from as to of for with and or but not so "
-    "side exact old older earlier going none before after where when whether while keeps keep kept became becomes "
-    "said says needs uses stays remains remain survives holds labeled used means cannot could would still"
-)
-#: Words that make an unquoted phrase a clause rather than a value.
-_CLAUSE_WORDS = _words("not does do did is are was were should must can will would could")
-#: Verbs a numbered "place" may open with when it is not a place ("Delete 4416", "Logging 2846").
-_VERBS = _words("delete deleted deleting remove removed removing logging logged erase purge")
-_PREPOSITIONS = _words("under behind beside by near inside in on at above below next")
-_YEAR = re.compile(r"^(?:19|20)\d\d$")
-
-
-@dataclass(frozen=True, slots=True)
-class DeletionFinding:
-    """What R9-R10 read from one turn: whether it speaks of deleting something from memory (a
-    deletion sentence that is not deferred), whether it only defers one, and the values to forget."""
-
-    deletion: bool
-    deferred: bool
-    values: tuple[str, ...]
-
-
-def _sentences(text: str) -> list[str]:
-    return [s for s in _SENTENCE_END.split(text.strip()) if s.strip()]
-
-
-def _is_deletion_sentence(sentence: str) -> bool:
-    cleaned = _NOT_A_REQUEST.sub(" ", sentence)
-    if _DELETE_WORD.search(cleaned):
-        return True
-    return bool(_REMOVE_WORD.search(cleaned) and (_MEMORY_TARGET.search(cleaned) or _HEADER.match(cleaned)))
-
-
-def _says_deletion(segment: str) -> bool:
-    cleaned = _NOT_A_REQUEST.sub(" ", _QUOTE.sub(" ", segment))
-    return bool(_DELETE_WORD.search(cleaned) or _REMOVE_WORD.search(cleaned))
-
-
-def _says_keep(segment: str) -> bool:
-    return bool(_KEEP.search(_MEMORY_PHRASE.sub(" ", _QUOTE.sub(" ", segment))))
-
-
-def _segments(sentence: str) -> list[tuple[str, str]]:
-    """(separator before it, segment) pieces of one sentence; a comma starts a new segment only when
-    what follows has a verb of its own (a list of noun phrases stays one segment). Nothing inside
-    quotes cuts a segment."""
-    masked = _QUOTE.sub(lambda m: "x" * len(m.group(0)), sentence)  # same offsets, no boundary inside quotes
-    cuts: list[tuple[int, int, str]] = [(m.start(), m.end(), m.group(0).strip().lower())
-                                        for m in _BOUNDARY.finditer(masked)]
-    out: list[tuple[str, str]] = []
-    start, sep = 0, ""
-    for begin, end, mark in [*cuts, (len(sentence), len(sentence), "")]:
-        piece_start = start
-        for m in _CLAUSE.finditer(masked, start, begin):
-            out.append((sep, sentence[piece_start:m.start()]))
-            piece_start, sep = m.end(), ","
-        out.append((sep, sentence[piece_start:begin]))
-        start, sep = end, mark
-    return [(s, p) for s, p in out if p.strip()]
-
-
-def _deletion_segments(sentence: str) -> list[str]:
-    """R9: the deletion segments of one deletion sentence."""
-    chosen: list[str] = []
-    previous = False
-    for _sep, segment in _segments(sentence):
-        if _says_deletion(segment):
-            previous = True
-        elif _says_keep(segment):
-            previous = False
-        if previous:  # a segment saying neither continues the one before (a list, "and phrase X should ...")
-            chosen.append(segment)
-    return chosen
-
-
-def _quoted(segment: str, exclude: frozenset[str]) -> tuple[list[str], list[str]]:
-    """(quoted values, the sides of quoted mappings that are not names of the episode)."""
-    out: list[str] = []
-    sides: list[str] = []
-    for m in _QUOTE.finditer(segment):
-        value = next(g for g in m.groups() if g is not None).strip(" ,.")
-        if _SAFE_BEFORE.search(segment[max(0, m.start() - 50): m.start()]):
-            continue
-        parts = [s.strip(" ,.") for s in _MAPPING.split(value)]
-        if len(parts) > 1:
-            out.append(value)
-            sides.extend(s for s in parts if s and not excluded(s, exclude))
-        elif _fold(value) not in {_fold(x) for x in exclude}:
-            out.append(value)  # a quoted phrase may contain a track's name ('laurel pulse'), never be one
-    unquoted = _QUOTE.sub(" ", segment)
-    sides.extend(n.strip().rstrip(".,") for n in _MAPPED_NAME.findall(unquoted) if not excluded(n, exclude))
-    return out, sides
-
-
-def _identities(segment: str, exclude: frozenset[str]) -> list[str]:
-    if not _IDENTITY_NOUN.search(segment):
-        return []
-    unquoted = _QUOTE.sub(" ", segment)
-    return [n.strip().rstrip(".,") for n in _NAME.findall(unquoted)
-            if len(n.strip()) > 3 and not excluded(n, exclude) and not _is_calendar(n)]
-
-
-def _phrases(segment: str) -> list[str]:
-    """Unquoted words after a kind noun, and the unquoted object of an imperative delete / remove."""
-    unquoted = _QUOTE.sub(" \" ", segment)
-    found: list[str] = []
-    for kind in _KIND_AT.finditer(unquoted):  # every kind noun, also one inside an earlier phrase
-        m = _AFTER_KIND.match(unquoted, kind.start())
-        if m is None:
-            continue
-        place = bool(_PLACE_KIND.search(m.group(0)[:m.start(1) - m.start(0)]))
-        item = _cut(m.group(1))
-        tokens = item.split()
-        if (len(tokens) < 2 or "\"" in item or tokens[0].lower() in _OPENERS
-                or any(t.lower() in _DESCRIPTORS | _CLAUSE_WORDS for t in tokens)):
-            continue
-        if not place and (tokens[0].lower() in _PREPOSITIONS or _FUNCTION.search(item)):
-            continue  # "phrase survives even though the ..." is a sentence, not a value
-        found.append(item)
-    for m in _IMPERATIVE.finditer(unquoted):
-        for item in re.split(r"\s+and\s+(?:remove\s+|delete\s+)?", _cut(m.group(1))):
-            item = _LEADING_THE.sub("", item.strip(" .'\""))
-            tokens = item.split()
-            if (len(tokens) < 2 or any(ch.isdigit() for ch in item) or "\"" in item or tokens[0][0].isupper()
-                    or tokens[0].lower() in _OPENERS | _PREPOSITIONS or tokens[0].lower().endswith("'s")
-                    or any(t.lower() in _DESCRIPTORS | _CLAUSE_WORDS or t[0].isupper() for t in tokens)):
-                continue  # "delete the old school release phrase" describes a value, it does not name one
-            found.append(item)
-    return found
-
-
-def _cut(words: str) -> str:
-    """The words before the first stop of :data:`_PHRASE_STOP`, without edge punctuation."""
-    cut = _PHRASE_STOP.split(" " + words, maxsplit=1)[0].strip(" .'\"")
-    return re.sub(r"\s+(?:and|or)$", "", cut)
-
-
-def _is_calendar(value: str) -> bool:
-    return bool(re.match(r"^(?:January|February|March|April|May|June|July|August|September|October|November|"
-                         r"December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b", value))
-
-
-def _segment_values(segment: str, exclude: frozenset[str]) -> list[str]:
-    """R10 over one deletion segment (in order of rule, then of occurrence), without contained values."""
-    places = [p for p in _PLACE.findall(segment)
-              if not _is_calendar(p) and not excluded(p, exclude) and not _CREDENTIAL_WORD.search(p)
-              and p.split()[0].lower() not in _OPENERS | _VERBS]
-    quoted, sides = _quoted(segment, exclude)
-    candidates = [
-        *quoted,
-        *_TOKEN.findall(segment), *_CODE.findall(segment), *_LABEL.findall(segment),
-        *(m.strip() for m in _MONEY.findall(segment)), *(p.strip() for p in _PERCENT.findall(segment)),
-        *_TIME.findall(segment), *_AT_PLACE.findall(segment), *places,
-        *(d for d in _DIGITS.findall(segment) if not _YEAR.match(d)),
-        *_identities(segment, exclude), *_phrases(segment),
-    ]
-    values = list(dict.fromkeys(v.strip(" ,.") for v in candidates if len(v.strip(" ,.")) >= 2))
-    folded = [_fold(v) for v in values]
-    kept = [v for v, f in zip(values, folded, strict=True)
-            if not any(f != g and _contains(g, f) for g in folded) and not _named_current(segment, v)]
-    return list(dict.fromkeys([*kept, *(s for s in sides if len(s) >= 2)]))
-
-
-def _named_current(segment: str, value: str) -> bool:
-    """A value introduced as current / active / new ("the current amount 3,620 USD") in a segment
-    with no delete / remove verb before it: a reminder of what stays, not a deletion."""
-    m = _pattern(value).search(segment)
-    if m is None:
-        return False
-    before = segment[: m.start()]
-    return bool(_CURRENT_BEFORE.search(before)) and not _DELETE_VERB.search(before)
-
-
-def _retired_segments(sentence: str) -> list[str]:
-    """R9 in a turn asking that a value not come back: the segments of ``sentence`` saying a value is
-    retired / historical / obsolete or must not come back, and saying no keep word once the retirement
-    wording itself ("from active use", "not brought back into active answers") is set aside."""
-    return [seg for _sep, seg in _segments(sentence)
-            if (_RETIRED.search(seg) or _NEVER_AGAIN.search(seg))
-            and not _says_keep(_NEVER_AGAIN.sub(" ", _RETIRED_CONTEXT.sub(" ", seg)))]
-
-
-def deletion_values(text: str, exclude: frozenset[str] = frozenset()) -> DeletionFinding:
-    """R9-R10 for one turn text. ``exclude``: names never taken as values (R4's principal and track
-    names). Pure."""
-    deletion = deferred = False
-    values: list[str] = []
-    sentences = _sentences(text)
-    requested = any(_is_deletion_sentence(s) and not _DEFERRED.search(s) for s in sentences)
-    never_again = any(_NEVER_AGAIN.search(s) and not _DEFERRED.search(s) and not s.rstrip().endswith("?")
-                      for s in sentences)
-    for sentence in sentences:
-        if sentence.rstrip().endswith("?"):
-            continue  # a question about a deleted value asks, it does not delete
-        if not _is_deletion_sentence(sentence):
-            if _DEFERRED.search(sentence):
-                continue
-            if requested and _NO_LONGER.search(sentence):
-                values.extend(_segment_values(sentence, exclude))  # "The old code 3184 should no longer be disclosed."
-            elif never_again and (_RETIRED.search(sentence) or _NEVER_AGAIN.search(sentence)):
-                deletion = deletion or bool(_NEVER_AGAIN.search(sentence))  # "bridge-28 is retired. Do not revive it."
-                for segment in _retired_segments(sentence):
-                    values.extend(_segment_values(segment, exclude))
-            continue
-        if _DEFERRED.search(sentence):
-            deferred = True
-            continue
-        deletion = True
-        for segment in _deletion_segments(sentence):
-            values.extend(_segment_values(segment, exclude))
-    return DeletionFinding(deletion, deferred and not deletion, tuple(dict.fromkeys(values)))
-
-
-def _fold(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-def _contains(text: str, value: str) -> bool:
-    """``value`` occurs in ``text`` (both folded) on word boundaries where the value starts or ends with one."""
-    return _pattern(value).search(text) is not None
-
-
-def _pattern(value: str) -> re.Pattern[str]:
-    body = r"\s+".join(re.escape(w) for w in value.split())
-    head = r"(?<!\w)" if value[:1].isalnum() else ""
-    tail = r"(?!\w)" if value[-1:].isalnum() else ""
-    return re.compile(head + body + tail, re.IGNORECASE)
-
 
 def redact(text: str, values: Iterable[str]) -> tuple[str, int]:
     """R12: ``text`` with every occurrence of each value (case and spacing folded, word boundaries)
     replaced by :data:`REDACTED`, longest values first; returns (text, replacements)."""
     count = 0
     for value in sorted({v for v in values if v.strip()}, key=len, reverse=True):
-        text, n = _pattern(value).subn(REDACTED, text)
+        text, n = pattern(value).subn(REDACTED, text)
         count += n
     return text, count
 
@@ -485,9 +138,9 @@ def forgets_of(episode: Episode, exclude: frozenset[str], qualified: Mapping[str
         stats["deferred_turns"] += int(finding.deferred)
         if finding.deletion and not finding.values:
             stats["turns_without_value"] += 1
-        known_folded = {_fold(v) for v in deleted}
-        new = tuple(v for v in finding.values if _fold(v) not in known_folded)
-        known = tuple(v for v in finding.values if _fold(v) in known_folded)
+        known_folded = {fold(v) for v in deleted}
+        new = tuple(v for v in finding.values if fold(v) not in known_folded)
+        known = tuple(v for v in finding.values if fold(v) in known_folded)
         stats["values_repeated"] += len(known)
         if new:
             requester = qualified.get(turn.speaker_id, turn.speaker_id)
@@ -496,7 +149,7 @@ def forgets_of(episode: Episode, exclude: frozenset[str], qualified: Mapping[str
             stats["values"] += len(new)
             deleted.update(dict.fromkeys(new))
         if deleted:
-            present = tuple(v for v in deleted if _contains(turn.text, v))
+            present = tuple(v for v in deleted if contains(turn.text, v))
             if present:
                 redactions[turn.turn_id] = present
     return forgets, redactions, stats

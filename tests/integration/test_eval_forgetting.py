@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from memwarden.evals.forgetting_eval import (
+from memwarden.evals.forgetting_eval import run_forgetting
+from memwarden.evals.forgetting_eval_plan import (
     EXPIRY,
     GOAL_P99_MS,
     KEPT,
@@ -17,7 +18,6 @@ from memwarden.evals.forgetting_eval import (
     PATHS,
     PRUNING,
     prune_command,
-    run_forgetting,
 )
 from memwarden.settings import Settings
 

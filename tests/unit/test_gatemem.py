@@ -25,7 +25,8 @@ from memwarden.evals.gatemem_data import (
     Judgement,
     Query,
 )
-from memwarden.evals.gatemem_forgetting import REDACTED, deletion_values, redact, standing_scopes
+from memwarden.evals.gatemem_deletion_requests import deletion_values
+from memwarden.evals.gatemem_forgetting import REDACTED, redact, standing_scopes
 from memwarden.evals.gatemem_loader import (
     available_domains,
     load_domain,
