@@ -78,7 +78,7 @@ def payload(conv: Conversation, turn: Turn, command_id: str) -> dict[str, Any]:
     principal = principal_of(conv.conversation_id, turn.speaker)
     envelope = {
         "principal": principal, "subject": principal, "scope": f"conversation:{conv.conversation_id}",
-        "store_kind": "episodic", "sensitivity": "internal", "purposes": [PURPOSE], "effective_from": None,
+        "store_kind": "PROFILE", "sensitivity": "INTERNAL", "purposes": [PURPOSE], "effective_from": None,
         "observed_at": turn.observed_at, "effective_to": None, "expires_at": None,
     }
     record = {"memory_id": command_id, "command_id": command_id, "version": 1, "envelope": envelope,
