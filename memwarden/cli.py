@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from memwarden.cli_bench import bench_app
+from memwarden.cli_ledger import fail
 from memwarden.errors import MemwardenError
 from memwarden.settings import Settings
 
@@ -27,11 +28,6 @@ review_app = typer.Typer(no_args_is_help=True, help="Quarantine review: list, ap
 app.add_typer(review_app, name="review")
 app.add_typer(bench_app, name="bench")
 console = Console(stderr=True)
-
-
-def _fail(exc: Exception) -> None:
-    console.print(f"[red]error:[/red] {exc}")
-    raise typer.Exit(1)
 
 
 @stack_app.command("up")
@@ -51,7 +47,7 @@ def stack_up(worker: Annotated[bool, typer.Option(
         if api:
             console.print(stack.start_api(settings, port=api_port))
     except MemwardenError as exc:
-        _fail(exc)
+        fail(exc)
     stack_status()
 
 
@@ -94,11 +90,11 @@ def worker(role: Annotated[list[str] | None, typer.Option(help="gate and/or proj
         try:
             raise typer.Exit(run_supervised(Settings(), roles))
         except (MemwardenError, ValueError) as exc:
-            _fail(exc)
+            fail(exc)
     try:
         run_worker(Settings(), roles)
     except (MemwardenError, ValueError) as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @app.command("migrate")
@@ -125,12 +121,12 @@ def eval_locomo(
     try:
         ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()}))
     except ValueError:
-        _fail(ValueError("k: comma-separated integers"))
+        fail(ValueError("k: comma-separated integers"))
     ids = [c.strip() for c in conversations.split(",") if c.strip()] if conversations else None
     try:
         result = run_locomo(Settings(), data, ids, ks, keep=keep, progress=not as_json)
     except (MemwardenError, ValueError, FileNotFoundError) as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         print(json.dumps(result, indent=2))
     else:
@@ -159,13 +155,13 @@ def eval_poisoning(
 
     choices = {"rules": "rules", "combined": "rules+classifier"}
     if detector not in choices:
-        _fail(ValueError(f"--detector must be rules or combined, got {detector!r}"))
+        fail(ValueError(f"--detector must be rules or combined, got {detector!r}"))
     try:
         result = run_poisoning(Settings(), data, progress=not as_json, keep=keep,
                                detector=choices[detector],  # type: ignore[arg-type]
                                locomo=locomo, gatemem=gatemem, pipeline=pipeline)
     except (MemwardenError, ValueError, FileNotFoundError) as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         print(json.dumps(result, indent=2))
     else:
@@ -200,7 +196,7 @@ def eval_gatemem(
         result = run_gatemem(Settings(), data, names, k=k, progress=not as_json, keep=keep, split=split,
                              details=details)
     except (MemwardenError, ValueError, FileNotFoundError) as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         print(json.dumps(result, indent=2, default=str))
     else:
@@ -223,7 +219,7 @@ def audit_reads(
     try:
         found = reads_of(Settings(), memory)
     except Exception as exc:  # noqa: BLE001 - reported, not raised
-        _fail(exc)
+        fail(exc)
     for r in found:
         typer.echo(json.dumps(r) if as_json else f"{r['read_at']}  {r['principal']:<30} purpose={r['purpose']:<16}"
                    f" rank={r['rank']} policy={r['policy_version']}")

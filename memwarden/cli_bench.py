@@ -9,11 +9,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from memwarden.cli_ledger import fail
 from memwarden.errors import MemwardenError
 from memwarden.settings import Settings
 
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks, with --json for run-to-run comparison.")
-_console = Console(stderr=True)
 
 #: Where ``make demo`` and the README expect the LoCoMo file.
 DEFAULT_LOCOMO = Path("../shared/data/locomo/locomo7.json")
@@ -36,8 +36,7 @@ def bench_peers(
     try:
         result = run_peers(Settings(), data, ids, k, keep=keep, progress=not as_json)
     except (MemwardenError, ValueError, FileNotFoundError) as exc:
-        _console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from exc
+        fail(exc)
     if as_json:
         print(json.dumps(result, indent=2))
     else:
@@ -64,8 +63,7 @@ def bench_recall(
         counts = [int(x) for x in sizes.split(",") if x.strip()]
         result = run_recall_bench(Settings(), counts, queries, k, seed, progress=not as_json, keep=keep)
     except (MemwardenError, ValueError) as exc:
-        _console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1) from exc
+        fail(exc)
     if as_json:
         print(json.dumps(result, indent=2))
         return

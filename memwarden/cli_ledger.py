@@ -7,7 +7,7 @@ import json
 import time
 import uuid
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -20,7 +20,7 @@ state_app = typer.Typer(no_args_is_help=True, help="The state of a namespace's p
 console = Console(stderr=True)
 
 
-def fail(exc: Exception) -> None:
+def fail(exc: Exception) -> NoReturn:
     """Print the error in one line and exit 1."""
     console.print(f"[red]error:[/red] {exc}")
     raise typer.Exit(1)
