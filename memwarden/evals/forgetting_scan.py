@@ -156,23 +156,48 @@ def namespace_topic_dirs(settings: Settings) -> list[str]:
     return sorted(d.name for d in root.iterdir() if d.name.startswith(prefix) and d.is_dir())
 
 
-def keys_on_disk(settings: Settings, wrapped: dict[str, bytes]) -> set[str]:
-    """Key ids whose wrapped data key is in a file of the namespace's keys topic folders."""
+def keys_on_disk(settings: Settings, wrapped: dict[str, bytes], attempts: int = 5) -> set[str]:
+    """Key ids whose wrapped data key is in a file of the namespace's keys topic folders.
+
+    The broker's log cleaner replaces segment files while they are read (a cleaned copy is renamed
+    over the old one): a scan during which a file vanished or the set of files changed may miss a key
+    that never left the disk. Such a scan is repeated, up to ``attempts`` times; the answer is the
+    first scan over an unchanged set of files, or else every key any scan found (never a key missed
+    because the cleaner moved it)."""
+    seen: set[str] = set()
+    for _ in range(attempts):
+        before = _key_files(settings)
+        hits, complete = _scan_keys(before, wrapped)
+        if complete and _key_files(settings) == before:
+            return hits
+        seen |= hits
+    return seen
+
+
+def _key_files(settings: Settings) -> frozenset[Path]:
+    """The regular files of the namespace's keys topic partition folders now."""
     from memwarden.ops.kafka_files import kafka_paths
 
     prefix = settings.topic("keys") + "-"
-    hits: set[str] = set()
+    out: set[Path] = set()
     for folder in kafka_paths(settings).data.iterdir():
-        if not (folder.name.startswith(prefix) and folder.name[len(prefix):].isdigit()):
-            continue
-        for path in _files(folder):
-            try:
-                if stat.S_ISREG(path.lstat().st_mode):
-                    for block in _chunks(path):
-                        hits.update(k for k, w in wrapped.items() if w in block)
-            except OSError:
-                continue
-    return hits
+        if folder.name.startswith(prefix) and folder.name[len(prefix):].isdigit():
+            out.update(_files(folder))
+    return frozenset(out)
+
+
+def _scan_keys(paths: frozenset[Path], wrapped: dict[str, bytes]) -> tuple[set[str], bool]:
+    """Key ids found in ``paths``, and whether every file could be read to its end."""
+    hits: set[str] = set()
+    complete = True
+    for path in paths:
+        try:
+            if stat.S_ISREG(path.lstat().st_mode):
+                for block in _chunks(path):
+                    hits.update(k for k, w in wrapped.items() if w in block)
+        except OSError:
+            complete = False
+    return hits, complete
 
 
 # -- the ledger ---------------------------------------------------------------------------------------
