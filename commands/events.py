@@ -88,6 +88,7 @@ def memory_recorded(command: Command, decision: Decision, position: Position, no
         "closes": list(decision.closes),
         "approved_by": approved_by,
         "tags": tags,
+        "follows": command.follows if isinstance(command, RecordMemory) else None,
     }
 
 

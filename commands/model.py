@@ -48,6 +48,15 @@ class RecordMemory(FrozenModel):
     content: EncryptedContent
     fact: Fact | None = None
     tags: tuple[Name, ...] = ()
+    #: The memory this one follows in its conversation or thread (the previous turn of a session):
+    #: ranking context for hybrid recall only (issue 12 item 6), never lineage nor access.
+    follows: Uuid | None = None
+
+    @model_validator(mode="after")
+    def _follows_another(self) -> RecordMemory:
+        if self.follows is not None and self.follows == self.memory_id:
+            raise ValueError("follows: a memory cannot follow itself")
+        return self
 
 
 class SupersedeMemory(FrozenModel):

@@ -130,10 +130,13 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         return command, data_key
 
     def build_record(self, *, principal: str, subject: str, text: str, memory_id: str | None = None,
-                     fact: Mapping[str, str] | None = None, tags: Sequence[str] = (),
+                     fact: Mapping[str, str] | None = None, tags: Sequence[str] = (), follows: str | None = None,
                      **envelope: Any) -> tuple[RecordMemory, tuple[str, bytes]]:
-        """Validate and build a ``RecordMemory`` and its wrapped data key (not yet published)."""
-        fields = {"memory_id": memory_id or str(uuid.uuid4()), "fact": build_fact(fact), "tags": names(tags, "tags")}
+        """Validate and build a ``RecordMemory`` and its wrapped data key (not yet published).
+        ``follows``: the memory id this one follows in its conversation (the previous turn of the same
+        session), ranking context for hybrid recall; never lineage nor access."""
+        fields = {"memory_id": memory_id or str(uuid.uuid4()), "fact": build_fact(fact), "tags": names(tags, "tags"),
+                  "follows": follows}
         command, data_key = self._write(RecordMemory, principal, subject, text, fields, envelope)
         return command, data_key
 

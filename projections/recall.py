@@ -31,6 +31,7 @@ from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.commands.readmodel.relevance import coverage
 from memwarden.commands.readmodel.relevance import relevance as score_relevance
 from memwarden.commands.readmodel.sql import read_filter_sql
+from memwarden.commands.readmodel.thread_context import Scored, lift_followers, predecessors
 from memwarden.crypto import ContentUnreadable, decrypt_text
 from memwarden.epoch import to_ms
 from memwarden.projections.embedder import Embedder
@@ -94,8 +95,22 @@ class Recaller:
                 return await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k), vector
             if mode == "dense":
                 return await asyncio.to_thread(self._index.search, vector, where, k), vector
-            return await asyncio.to_thread(self._index.query, vector, self._lexical.query(query), where, k,
-                                           PREFETCH_FACTOR * k), vector
+            return await asyncio.to_thread(self._hybrid, vector, query, where, k), vector
+
+    def _hybrid(self, vector: list[float], query: str, where: Filter, k: int) -> list[Hit]:
+        """The hybrid top-``k`` with thread context (:mod:`memwarden.commands.readmodel.thread_context`):
+        every fused candidate of the engine's query (both prefetch stages, ``PREFETCH_FACTOR * k`` each),
+        then the points that follow one of them under the same read filter ``where``, re-scored by
+        :func:`lift_followers`. Two index calls, both filtered inside the search."""
+        prefetch = PREFETCH_FACTOR * k
+        fused = [(h.point_id, h.score, h.payload)
+                 for h in self._index.query(vector, self._lexical.query(query), where, 2 * prefetch, prefetch)]
+        ids = predecessors(fused)
+        followers: list[Scored] = []
+        if ids:
+            near = Filter(must=(FieldIn("follows", ids), where))
+            followers = [(h.point_id, h.score, h.payload) for h in self._index.search(vector, near, 2 * len(ids))]
+        return [Hit(pid, score, payload) for pid, score, payload in lift_followers(fused, followers)[:k]]
 
     async def _cosines(self, vector: list[float], hits: list[Hit], where: Filter, mode: RecallMode) -> dict[str, float]:
         """The dense cosine of the query with each hit, by command id: the hit scores themselves in
@@ -123,8 +138,10 @@ class Recaller:
         tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
 
         ``mode`` picks the retrieval path (:data:`RecallMode`): ``hybrid`` (``VectorIndex.query``,
-        score = fused), ``dense`` (``VectorIndex.search``, score = cosine) or ``lexical``
-        (``VectorIndex.search_lexical``, score = BM25; only memories sharing a term with the query).
+        score = fused, plus the thread-context lift of a memory whose predecessor was fused:
+        :mod:`memwarden.commands.readmodel.thread_context`), ``dense`` (``VectorIndex.search``, score =
+        cosine) or ``lexical`` (``VectorIndex.search_lexical``, score = BM25; only memories sharing a term
+        with the query).
         The read filter is the same on every path.
 
         Each memory also carries its ``relevance`` in [0, 1] (:mod:`memwarden.commands.readmodel.relevance`:

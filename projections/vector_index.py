@@ -126,7 +126,7 @@ class VectorIndex(Protocol):
         group of equal scores: lexical ties are broken at write time (``Bm25Encoder.document(key=)``);
         exact duplicate dense vectors straddling the ``prefetch_limit`` boundary remain engine-ordered.
         An empty
-        ``sparse`` leaves only the dense stage. Raises ``ValidationError`` for ``prefetch_limit <
+        ``sparse`` leaves only the dense stage. Raises ``ValidationError`` for ``2 * prefetch_limit <
         limit``."""
 
     def retrieve(self, point_ids: Sequence[str]) -> list[Hit]:
@@ -207,10 +207,11 @@ def search_with_tie_closure(fetch: Callable[[int], list[Hit]], limit: int) -> li
 
 
 def check_hybrid_limits(limit: int, prefetch_limit: int) -> None:
-    """Validate :meth:`VectorIndex.query` limits: ``prefetch_limit`` must be ``>= limit`` (a
-    prefetch stage shorter than the result cannot fill it). Raises ``ValidationError``."""
-    if limit > 0 and prefetch_limit < limit:
-        raise ValidationError("prefetch_limit", f"must be >= limit ({limit}), got {prefetch_limit}")
+    """Validate :meth:`VectorIndex.query` limits: the two prefetch stages together must be able to
+    fill the result, ``2 * prefetch_limit >= limit`` (``limit = 2 * prefetch_limit`` asks for every
+    fused candidate, as the thread-context lift of the read path does). Raises ``ValidationError``."""
+    if limit > 0 and 2 * prefetch_limit < limit:
+        raise ValidationError("prefetch_limit", f"must be >= limit / 2 ({limit} / 2), got {prefetch_limit}")
 
 
 __all__ = [

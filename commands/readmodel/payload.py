@@ -30,7 +30,7 @@ UNTRUSTED_TAG = "untrusted"
 #: Payload fields that carry a keyword index (exact match filters).
 KEYWORD_FIELDS: tuple[str, ...] = (
     "memory_id", "command_id", "owner", "subject", "scope", "status", "store_kind", "sensitivity", "purposes",
-    "trust",
+    "trust", "follows",
 )
 #: Payload fields that carry an integer index (epoch milliseconds, UTC).
 INTEGER_FIELDS: tuple[str, ...] = (
@@ -76,7 +76,8 @@ def valid_from_of(envelope: Mapping[str, Any]) -> Any:
 def point_payload(record: Mapping[str, Any], last_used_ms: int | None = None) -> dict[str, Any]:
     """The payload of the point of a ``MemoryRecorded`` event record (Avro dict): ids, access
     attributes, status ``active``, validity interval, expiry, decision time, freshness reference
-    (the later of the validity start and the memory's last use, ``last_used_ms``), trust class."""
+    (the later of the validity start and the memory's last use, ``last_used_ms``), trust class, and
+    ``follows`` (the memory it follows in its thread, when the record names one: ranking context)."""
     env = record["envelope"]
     valid_from = to_ms(valid_from_of(env))
     return {
@@ -93,6 +94,7 @@ def point_payload(record: Mapping[str, Any], last_used_ms: int | None = None) ->
         "closed_known_ms": OPEN_END_MS,  # when the ledger closed this version (known_at reads)
         "fresh_ref_ms": max(valid_from, last_used_ms or valid_from),  # last use, else validity start
         "trust": UNTRUSTED_TAG if UNTRUSTED_TAG in (record.get("tags") or ()) else "trusted",
+        **({"follows": record["follows"]} if record.get("follows") else {}),
     }
 
 

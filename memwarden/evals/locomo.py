@@ -3,7 +3,8 @@
 Each run gets its own namespace (topic prefix, Postgres schema, index shard) and its own worker, so
 runs never see each other's data. Each dialogue turn becomes one ``RecordMemory``: the speaker is
 principal and subject (``user:<conversation>/<speaker>``), the turn a user statement quoted with its
-speaker (attribution kept), the session date the observed time, the ``dia_id`` the source reference.
+speaker (attribution kept), the session date the observed time, the ``dia_id`` the source reference,
+and ``follows`` the previous turn of the same session (thread context for the hybrid ranking).
 
 Both participants heard the whole conversation, so each grants the other READ on its own memories
 in the conversation's scope, for the evaluation purpose (``GrantAccess`` by the subject, through the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import uuid
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -77,17 +79,27 @@ def ingest(client: Any, settings: Settings, conversations: Sequence[Conversation
         raise MemwardenError(f"{len(refused)} conversation grants were refused: {refused[:3]}")
     t0 = time.perf_counter()
     for conv in conversations:
-        items = [
-            {"principal": principal_of(conv.conversation_id, t.speaker),
-             "subject": principal_of(conv.conversation_id, t.speaker),
-             "text": memory_text(t), "scope": f"conversation:{conv.conversation_id}",
-             "source_kind": "USER_STATEMENT", "source_ref": t.dia_id, "observed_at": t.observed_at,
-             "purposes": (PURPOSE,)}
-            for t in conv.turns
-        ]
+        items = turn_records(conv)
         for i in range(0, len(items), INGEST_BATCH):
             client.record_many(items[i:i + INGEST_BATCH])
     return t0
+
+
+def turn_records(conv: Conversation) -> list[dict[str, Any]]:
+    """The ``record_many`` items of a conversation's turns, in order: speaker as principal and subject,
+    the turn's text (:func:`memory_text`), scope ``conversation:<id>``, ``dia_id`` as source reference,
+    the session date as observed time, and ``follows`` the previous turn of the same session (thread
+    context for hybrid recall; the first turn of a session follows nothing)."""
+    items: list[dict[str, Any]] = []
+    for i, t in enumerate(conv.turns):
+        before = conv.turns[i - 1] if i and conv.turns[i - 1].session == t.session else None
+        items.append({
+            "principal": principal_of(conv.conversation_id, t.speaker),
+            "subject": principal_of(conv.conversation_id, t.speaker), "memory_id": str(uuid.uuid4()),
+            "text": memory_text(t), "scope": f"conversation:{conv.conversation_id}",
+            "source_kind": "USER_STATEMENT", "source_ref": t.dia_id, "observed_at": t.observed_at,
+            "purposes": (PURPOSE,), "follows": items[-1]["memory_id"] if before is not None else None})
+    return items
 
 
 def run_locomo(base: Settings, data: Path, ids: Sequence[str] | None, ks: Sequence[int], *, keep: bool = False,

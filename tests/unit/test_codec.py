@@ -120,3 +120,36 @@ def test_encode_names_the_field_that_does_not_fit(codec: AvroCodec) -> None:
     with pytest.raises(ValidationError) as err:
         codec.encode("RecordMemory", record)
     assert "memory_id" in str(err.value)
+
+
+def test_a_record_naming_what_it_follows_round_trips_and_reaches_its_event(codec: AvroCodec) -> None:
+    prev = "7b0c7c1e-9f32-4c57-9d1e-2f2f6c1d9a10"
+    cmd = f.record().model_copy(update={"follows": prev})
+    name, decoded = codec.decode(codec.encode("RecordMemory", to_avro(cmd)))
+    assert decoded["follows"] == prev and from_avro(name, decoded).follows == prev
+    decision = Decision(Outcome.ACCEPTED, (Reason("OK", "accepted"),), MemoryState(cmd.memory_id, "s", "p", 1), 1)
+    assert codec.decode(codec.encode("MemoryRecorded", events.memory_recorded(cmd, decision, POS, NOW)))[1][
+        "follows"] == prev
+
+
+def test_records_of_the_writer_before_follows_replay_with_none(codec: AvroCodec) -> None:
+    # the previous RecordMemory / MemoryRecorded writers (history v2 / v4) still decode: follows defaults to null
+    for name, version in (("RecordMemory", 2), ("MemoryRecorded", 4)):
+        old = json.loads((SCHEMA_DIR / "history" / f"memwarden.v1.{name}.v{version}.avsc").read_text())
+        assert all(fld["name"] != "follows" for fld in old["fields"])
+        parsed = fastavro.parse_schema(old)
+        cmd = f.record()
+        record = to_avro(cmd) if name == "RecordMemory" else events.memory_recorded(
+            cmd, Decision(Outcome.ACCEPTED, (), MemoryState(cmd.memory_id, "s", "p", 1), 1), POS, NOW)
+        record.pop("follows")
+        buf = io.BytesIO()
+        buf.write(MAGIC + schema_fingerprint(parsed))
+        fastavro.schemaless_writer(buf, parsed, record)
+        got_name, got = codec.decode(buf.getvalue())
+        assert got_name == name and got["follows"] is None
+
+
+def test_a_memory_cannot_follow_itself() -> None:
+    cmd = f.record()
+    with pytest.raises(ValueError, match="follows"):
+        type(cmd).model_validate({**cmd.model_dump(), "follows": cmd.memory_id})
