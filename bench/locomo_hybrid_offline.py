@@ -9,6 +9,11 @@ lists by score as ``memwarden eval locomo`` does (``--merge per-speaker``), or o
 that admits both participants (``--merge union``, what a read under a grant does). Scoring is
 turn-level evidence recall@k (``locomo_data.turn_recall``), per conversation and over all.
 
+``--lift`` runs the hybrid query with thread context (:func:`memwarden.projections.recall.hybrid_in_context`,
+each turn ``follows`` the previous turn of its session) at the given weights (0: the plain fusion);
+``--dev`` names the conversations the weight is chosen on and prints the others apart (held-out).
+The production weight, 0.6, was chosen on conv-26, conv-30 and conv-41.
+
 Dense vectors are cached in ``--cache`` (``.npy`` keyed by the text form and the data file), so a
 grid over the sparse settings re-embeds nothing. Each grid point rebuilds the shard (seconds).
 
@@ -16,7 +21,7 @@ Usage::
 
     python bench/locomo_hybrid_offline.py [--data PATH] [--fusion rrf dbsf] [--prefetch 10 20 50]
         [--k1 1.2] [--b 0 0.75] [--avg-len 14] [--text memory_text] [--merge per-speaker union]
-        [--modes hybrid dense lexical]
+        [--modes hybrid dense lexical] [--lift 0 0.6] [--dev conv-26 conv-30 conv-41]
 
 Every option takes several values (a grid); the defaults are the production settings.
 
@@ -72,9 +77,14 @@ def plain_text(turn: Turn) -> str:
 TEXT_FORMS: dict[str, Callable[[Turn], str]] = {"memory_text": memory_text, "speaker: text": plain_text}
 
 
-def payload(conv: Conversation, turn: Turn, command_id: str) -> dict[str, Any]:
+def turn_id(conv: Conversation, turn: Turn) -> str:
+    """The deterministic memory (and command) id of a turn in this harness."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv.conversation_id}/{turn.dia_id}"))
+
+
+def payload(conv: Conversation, turn: Turn, command_id: str, follows: str | None = None) -> dict[str, Any]:
     """The payload :func:`payload_of` gives the turn's ``MemoryRecorded`` (as ``eval locomo`` records
-    it), plus ``source_ref`` (the ``dia_id``) for scoring."""
+    it: ``follows`` the previous turn of the session), plus ``source_ref`` (the ``dia_id``) for scoring."""
     principal = principal_of(conv.conversation_id, turn.speaker)
     envelope = {
         "principal": principal, "subject": principal, "scope": f"conversation:{conv.conversation_id}",
@@ -82,7 +92,7 @@ def payload(conv: Conversation, turn: Turn, command_id: str) -> dict[str, Any]:
         "observed_at": turn.observed_at, "effective_to": None, "expires_at": None,
     }
     record = {"memory_id": command_id, "command_id": command_id, "version": 1, "envelope": envelope,
-              "decided_at": turn.observed_at}
+              "decided_at": turn.observed_at, "follows": follows}
     return {**payload_of(record), "source_ref": turn.dia_id}
 
 
@@ -106,20 +116,25 @@ def read_filter_for(principals: Sequence[str], now: datetime) -> Filter:
 
 
 def run(convs: Sequence[Conversation], dense_docs: np.ndarray, dense_q: np.ndarray, texts: list[str],
-        encoder: Bm25Encoder, fusion: FusionMethod, prefetch: int, mode: str, merge: str) -> dict[str, float]:
-    """One grid point: build a shard, answer every question, return recall@K per conversation and all."""
+        encoder: Bm25Encoder, fusion: FusionMethod, prefetch: int, mode: str, merge: str, lift: float = 0.0,
+        dev: Sequence[str] = ()) -> dict[str, float]:
+    """One grid point: build a shard, answer every question, return recall@K per conversation and all
+    (and ``dev`` / ``held_out`` when ``dev`` names conversations)."""
     now = datetime.now(UTC)
     tables = {c.conversation_id: RecallTable((K,), turn_recall) for c in convs}
     overall = RecallTable((K,), turn_recall)
+    splits = {"dev": RecallTable((K,), turn_recall), "held_out": RecallTable((K,), turn_recall)}
     with tempfile.TemporaryDirectory(prefix="mw-locomo-hybrid-") as tmp:
         index = EdgeVectorIndex(Path(tmp), "locomo")
         index.ensure(dense_docs.shape[1])
         points, i = [], 0
         for conv in convs:
-            for turn in conv.turns:
-                cid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv.conversation_id}/{turn.dia_id}"))
+            for n, turn in enumerate(conv.turns):
+                cid = turn_id(conv, turn)
+                before = conv.turns[n - 1] if n and conv.turns[n - 1].session == turn.session else None
                 pid = point_id(cid, cid)
-                points.append(IndexPoint(pid, dense_docs[i].tolist(), payload(conv, turn, cid),
+                points.append(IndexPoint(pid, dense_docs[i].tolist(),
+                                         payload(conv, turn, cid, turn_id(conv, before) if before else None),
                                          encoder.document(texts[i], key=pid)))
                 i += 1
         for j in range(0, len(points), 500):
@@ -139,15 +154,20 @@ def run(convs: Sequence[Conversation], dense_docs: np.ndarray, dense_q: np.ndarr
                     where = read_filter_for(group, now)
                     if mode == "lexical":
                         merged += _lexical_only(index, lexical, where)
+                    elif mode == "hybrid" and lift:
+                        merged += recall_mod.hybrid_in_context(index, vec, lexical, where, K, lift)
                     else:
                         merged += index.query(vec, lexical, where, K, prefetch, fusion)
                 merged.sort(key=lambda h: (-h.score, h.point_id))
                 ranked = [str(h.payload["source_ref"]) for h in merged[:K]]
                 tables[conv.conversation_id].add_question(q, ranked)
                 overall.add_question(q, ranked)
+                splits["dev" if conv.conversation_id in dev else "held_out"].add_question(q, ranked)
         index.close()
     out = {cid: t.result()[K].get("all", 0.0) for cid, t in tables.items()}
     out["all"] = overall.result()[K].get("all", 0.0)
+    if dev:
+        out.update({name: t.result()[K].get("all", 0.0) for name, t in splits.items()})
     return out
 
 
@@ -178,6 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--text", nargs="+", default=["memory_text"], choices=list(TEXT_FORMS))
     parser.add_argument("--merge", nargs="+", default=["per-speaker"], choices=["per-speaker", "union"])
     parser.add_argument("--modes", nargs="+", default=["hybrid"], choices=["hybrid", "dense", "lexical"])
+    parser.add_argument("--lift", type=float, nargs="+", default=[0.0],
+                        help="thread-context weights (hybrid mode; 0 = plain fusion)")
+    parser.add_argument("--dev", nargs="*", default=[], help="conversations to choose on (the rest: held-out)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "mw-locomo-cache")
     parser.add_argument("--json", type=Path, default=None, help="append one JSON line per grid point")
     args = parser.parse_args(argv)
@@ -189,17 +212,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     for form in args.text:
         texts = [TEXT_FORMS[form](t) for c in convs for t in c.turns]
         dense_docs = embed_cached(embedder, texts, args.cache, form)
-        grid = itertools.product(args.modes, args.merge, args.fusion, args.prefetch, args.k1, args.b, args.avg_len)
-        for mode, merge, fusion, prefetch, k1, b, avg_len in grid:
+        grid = itertools.product(args.modes, args.merge, args.fusion, args.prefetch, args.k1, args.b, args.avg_len,
+                                 args.lift)
+        for mode, merge, fusion, prefetch, k1, b, avg_len, lift in grid:
             t0 = time.perf_counter()
-            res = run(convs, dense_docs, dense_q, texts, Bm25Encoder(k1, b, avg_len), fusion, prefetch, mode, merge)
+            res = run(convs, dense_docs, dense_q, texts, Bm25Encoder(k1, b, avg_len), fusion, prefetch, mode, merge,
+                      lift, args.dev)
             took = time.perf_counter() - t0
             per = " ".join(f"{cid}={v:.3f}" for cid, v in res.items() if cid != "all")
             print(f"{mode:<7} {merge:<11} text={form!r:<15} fusion={fusion} prefetch={prefetch} k1={k1} b={b} "
-                  f"avg_len={avg_len}: R@{K} all={res['all']:.4f}  [{per}] ({took:.0f}s)", flush=True)
+                  f"avg_len={avg_len} lift={lift}: R@{K} all={res['all']:.4f}  [{per}] ({took:.0f}s)", flush=True)
             if args.json:
                 row = {"mode": mode, "merge": merge, "text": form, "fusion": fusion, "prefetch": prefetch, "k1": k1,
-                       "b": b, "avg_len": avg_len, "recall_at_10": res}
+                       "b": b, "avg_len": avg_len, "lift": lift, "recall_at_10": res}
                 with args.json.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(row) + "\n")
     return 0

@@ -17,7 +17,7 @@ the keys topic, whether or not the projectors have applied the forget yet (issue
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -31,12 +31,12 @@ from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.commands.readmodel.relevance import coverage
 from memwarden.commands.readmodel.relevance import relevance as score_relevance
 from memwarden.commands.readmodel.sql import read_filter_sql
-from memwarden.commands.readmodel.thread_context import Scored, lift_followers, predecessors
+from memwarden.commands.readmodel.thread_context import FOLLOW_LIFT, Scored, lift_followers, predecessors
 from memwarden.crypto import ContentUnreadable, decrypt_text
 from memwarden.epoch import to_ms
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.sparse import Bm25Encoder, tokens
-from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, VectorIndex
+from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, SparseVector, VectorIndex
 from memwarden.stores.profile_rows import verify_candidates
 from memwarden.stores.registry import principal_record, read_context
 from memwarden.timing import stage
@@ -59,6 +59,26 @@ def open_text(key_id: str, nonce: bytes | None, sealed: bytes | None, keys: Mapp
         return decrypt_text(nonce, sealed, key, key_id)
     except ContentUnreadable:
         return None
+
+
+def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: SparseVector, where: Filter, k: int,
+                      weight: float = FOLLOW_LIFT) -> list[Hit]:
+    """The hybrid top-``k`` with thread context (:mod:`memwarden.commands.readmodel.thread_context`):
+    every fused candidate of the engine's query (both prefetch stages, ``PREFETCH_FACTOR * k`` points
+    each), then the points that follow one of them under the same read filter ``where``, re-scored by
+    :func:`lift_followers` with ``weight`` (0: the plain hybrid ranking). Two index calls, both
+    filtered inside the search; the second (about 1 ms) is skipped when no fused candidate belongs to a
+    thread (none names what it ``follows``): a store written without threads pays nothing. Sorted by
+    ``(-score, point id)``; raises ``IndexUnavailable``."""
+    prefetch = PREFETCH_FACTOR * k
+    fused = [(h.point_id, h.score, h.payload) for h in index.query(vector, sparse, where, 2 * prefetch, prefetch)]
+    threaded = any(p.get("follows") for _, _, p in fused)
+    ids = predecessors(fused) if weight and threaded else ()
+    followers: list[Scored] = []
+    if ids:
+        near = Filter(must=(FieldIn("follows", ids), where))
+        followers = [(h.point_id, h.score, h.payload) for h in index.search(vector, near, 2 * len(ids))]
+    return [Hit(pid, score, payload) for pid, score, payload in lift_followers(fused, followers, weight)[:k]]
 
 
 class Recaller:
@@ -98,19 +118,8 @@ class Recaller:
             return await asyncio.to_thread(self._hybrid, vector, query, where, k), vector
 
     def _hybrid(self, vector: list[float], query: str, where: Filter, k: int) -> list[Hit]:
-        """The hybrid top-``k`` with thread context (:mod:`memwarden.commands.readmodel.thread_context`):
-        every fused candidate of the engine's query (both prefetch stages, ``PREFETCH_FACTOR * k`` each),
-        then the points that follow one of them under the same read filter ``where``, re-scored by
-        :func:`lift_followers`. Two index calls, both filtered inside the search."""
-        prefetch = PREFETCH_FACTOR * k
-        fused = [(h.point_id, h.score, h.payload)
-                 for h in self._index.query(vector, self._lexical.query(query), where, 2 * prefetch, prefetch)]
-        ids = predecessors(fused)
-        followers: list[Scored] = []
-        if ids:
-            near = Filter(must=(FieldIn("follows", ids), where))
-            followers = [(h.point_id, h.score, h.payload) for h in self._index.search(vector, near, 2 * len(ids))]
-        return [Hit(pid, score, payload) for pid, score, payload in lift_followers(fused, followers)[:k]]
+        """The hybrid top-``k`` with thread context (:func:`hybrid_in_context`)."""
+        return hybrid_in_context(self._index, vector, self._lexical.query(query), where, k)
 
     async def _cosines(self, vector: list[float], hits: list[Hit], where: Filter, mode: RecallMode) -> dict[str, float]:
         """The dense cosine of the query with each hit, by command id: the hit scores themselves in

@@ -61,12 +61,15 @@ class EnvelopeBody(Body):
 
 
 class RecordBody(EnvelopeBody):
-    """``POST /v1/memories``: a new memory (its text, optional id, typed fact and tags)."""
+    """``POST /v1/memories``: a new memory (its text, optional id, typed fact, tags, and the memory it
+    follows in its conversation)."""
 
     text: Annotated[StrictStr, Field(min_length=1)]
     memory_id: UUID | None = None
     fact: FactBody | None = None
     tags: Names = []
+    follows: UUID | None = Field(None, description="the memory this one follows in its conversation (the previous "
+                                 "turn): ranking context for hybrid recall, never lineage nor access")
 
 
 class SupersedeBody(EnvelopeBody):

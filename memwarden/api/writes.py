@@ -66,7 +66,7 @@ def record(body: RecordBody, who: Authenticated, gw: Served, wait: Wait = False)
     receipt = gw.client.record(principal=who.principal, subject=body.subject or who.principal, text=body.text,
                                memory_id=str(body.memory_id) if body.memory_id else None,
                                fact=body.fact.model_dump() if body.fact else None, tags=body.tags,
-                               **envelope_args(body, who))
+                               follows=str(body.follows) if body.follows else None, **envelope_args(body, who))
     return written(gw.client, receipt, wait, creates=True)
 
 

@@ -151,13 +151,15 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
         observed_at: Time = None,
         effective_from: Time = None,
         effective_to: Time = None,
+        follows: Annotated[str | None, Field(description="memory_id of the previous turn of this conversation"
+                                             " (helps recall find replies; never access)")] = None,
     ) -> CallToolResult:
         """Record a new memory. Waits for the write gate: accepted → its memory_id; refused or
         quarantined → an error with the reason codes (nothing is stored)."""
         args = given(text=text, subject=subject, scope=scope, tags=tags, source_ref=source_ref,
                      source_kind=source_kind, store_kind=store_kind, epistemic_status=epistemic_status,
                      sensitivity=sensitivity, purposes=purposes, observed_at=observed_at,
-                     effective_from=effective_from, effective_to=effective_to)
+                     effective_from=effective_from, effective_to=effective_to, follows=follows)
         return run("remember", lambda who: writes.record(RecordBody.model_validate(args), who, gateway, wait=True))
 
     @server.tool()

@@ -63,6 +63,8 @@ CASES: list[tuple[str, str, str, Any, int, str, str | None]] = [
      "INVALID_FIELD", "observed_at"),
     ("a string list given as a string", "POST", "/v1/memories", {"text": "tea", "tags": "a"}, 400, "INVALID_FIELD",
      "tags"),
+    ("follows: not a memory id", "POST", "/v1/memories", {"text": "tea", "follows": "turn-1"}, 400, "INVALID_FIELD",
+     "follows"),
     ("principal of another", "POST", "/v1/memories", {"text": "tea", "principal": "user:mallory"}, 403,
      "PRINCIPAL_MISMATCH", "principal"),
     ("empty query", "POST", "/v1/recall", {"query": ""}, 400, "INVALID_FIELD", "query"),
