@@ -74,7 +74,8 @@ class Container:
 
             s = self.settings
             self._embedder = SentenceTransformerEmbedder(s.model_path, s.embed_batch_size, backend=s.embed_backend,
-                                                         cache_dir=s.data_dir / "onnx")
+                                                         cache_dir=s.data_dir / "onnx",
+                                                         query_quantized=s.query_quantized)
         return self._embedder
 
     def instruction_detector(self) -> InstructionDetector:

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
             ``data_dir/onnx``; a query embeds in ~5 ms instead of ~13 ms) or ``torch``
             (sentence-transformers on PyTorch). ``onnx`` falls back to ``torch`` with a logged warning
             if ONNX Runtime is missing or the export fails. Env: ``MEMWARDEN_EMBED_BACKEND``.
+        query_quantized: with ``onnx``, recall queries are embedded by an 8-bit (per-channel dynamic
+            quantization) copy of the export: about 4 ms less per recall, stored memories keep fp32
+            vectors (LoCoMo recall@10 0.738 -> 0.735). Env: ``MEMWARDEN_QUERY_QUANTIZED``.
         data_dir: state of the local stack (Kafka log dirs, Postgres cluster, Edge shards, pid files).
         kafka_port / kafka_controller_port / postgres_port: loopback ports of the local stack.
         worker_port: HTTP port of the worker's read endpoint (recall), on 127.0.0.1.
@@ -97,6 +100,7 @@ class Settings(BaseSettings):
     model_path: Path | None = None
     embed_batch_size: int = Field(default=64, ge=1)
     embed_backend: Literal["torch", "onnx"] = "onnx"
+    query_quantized: bool = True
     data_dir: Path = Field(default_factory=_default_data_dir)
     kafka_port: int = 19092
     kafka_controller_port: int = 19093

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import psycopg
 
 from memwarden.commands.principals import PrincipalRecord
-from memwarden.commands.readmodel.filters import FieldIn, Filter
+from memwarden.commands.readmodel.filters import Condition, FieldIn, Filter
 from memwarden.commands.readmodel.permission import ReadContext
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecalledMemory, RecallMode, check_query
 from memwarden.commands.readmodel.read_filter import read_filter
@@ -62,23 +62,40 @@ def open_text(key_id: str, nonce: bytes | None, sealed: bytes | None, keys: Mapp
 
 
 def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: SparseVector, where: Filter, k: int,
-                      weight: float = FOLLOW_LIFT) -> list[Hit]:
-    """The hybrid top-``k`` with thread context (:mod:`memwarden.commands.readmodel.thread_context`):
-    every fused candidate of the engine's query (both prefetch stages, ``PREFETCH_FACTOR * k`` points
-    each), then the points that follow one of them under the same read filter ``where``, re-scored by
-    :func:`lift_followers` with ``weight`` (0: the plain hybrid ranking). Two index calls, both
-    filtered inside the search; the second (about 1 ms) is skipped when no fused candidate belongs to a
-    thread (none names what it ``follows``): a store written without threads pays nothing. Sorted by
-    ``(-score, point id)``; raises ``IndexUnavailable``."""
+                      weight: float = FOLLOW_LIFT) -> tuple[list[Hit], dict[str, float]]:
+    """The hybrid top-``k`` with thread context (:mod:`memwarden.commands.readmodel.thread_context`),
+    and the dense cosine of the query with every candidate, by command id (the relevance of each hit).
+
+    Two index calls. The engine's hybrid query gives every fused candidate (both prefetch stages,
+    ``PREFETCH_FACTOR * k`` points each); then one dense search scores the fused candidates (by
+    command id: they passed ``where`` a moment ago) *and* finds the points that follow one of them
+    under the same read filter ``where`` (skipped when no candidate belongs to a thread, i.e. none
+    names what it ``follows``). The candidates are re-scored by :func:`lift_followers` with ``weight``
+    (0: the plain hybrid ranking). Hits sorted by ``(-score, point id)``; raises ``IndexUnavailable``."""
     prefetch = PREFETCH_FACTOR * k
     fused = [(h.point_id, h.score, h.payload) for h in index.query(vector, sparse, where, 2 * prefetch, prefetch)]
+    if not fused:
+        return [], {}
     threaded = any(p.get("follows") for _, _, p in fused)
     ids = predecessors(fused) if weight and threaded else ()
-    followers: list[Scored] = []
+    legs: list[Condition | Filter] = [FieldIn("command_id", tuple(dict.fromkeys(str(p["command_id"])
+                                                                              for _, _, p in fused)))]
     if ids:
-        near = Filter(must=(FieldIn("follows", ids), where))
-        followers = [(h.point_id, h.score, h.payload) for h in index.search(vector, near, 2 * len(ids))]
-    return [Hit(pid, score, payload) for pid, score, payload in lift_followers(fused, followers, weight)[:k]]
+        legs.append(Filter(must=(FieldIn("follows", ids), where)))
+    near = index.search(vector, Filter(should=tuple(legs)), len(fused) + 4 * len(ids))
+    cosines: dict[str, float] = {}
+    for h in near:
+        cid = str(h.payload["command_id"])
+        cosines[cid] = max(cosines.get(cid, 0.0), h.score)
+    fused_ids, wanted = {pid for pid, _, _ in fused}, set(ids)
+    followers: list[Scored] = [(h.point_id, h.score, h.payload) for h in near
+                               if h.point_id not in fused_ids and h.payload.get("follows") in wanted]
+    ranked = lift_followers(fused, followers, weight)[:k]
+    return [Hit(pid, score, payload) for pid, score, payload in ranked], cosines
+
+
+#: Dense cosine of the query with each hit, by command id.
+Cosines = dict[str, float]
 
 
 class Recaller:
@@ -102,24 +119,25 @@ class Recaller:
     async def _embed(self, query: str) -> list[float]:
         """The query's dense vector (every mode needs it: the dense leg and the relevance)."""
         with stage("embed"):
-            vector: list[float] = (await asyncio.to_thread(self._embedder.embed, [query]))[0].tolist()
+            embed = getattr(self._embedder, "embed_query", self._embedder.embed)  # 8-bit query model if any
+            vector: list[float] = (await asyncio.to_thread(embed, [query]))[0].tolist()
             return vector
 
     async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode,
-                          embedding: asyncio.Task[list[float]]) -> tuple[list[Hit], list[float]]:
+                          embedding: asyncio.Task[list[float]]) -> tuple[list[Hit], list[float], Cosines | None]:
         """Top-``k`` candidates of ``mode`` among the points matching ``where`` (filter inside the
-        search), and the query's dense vector (``embedding``, started before the grants were read)."""
+        search), the query's dense vector (``embedding``, started before the grants were read), and
+        the hits' cosines when the search gave them (hybrid: :func:`hybrid_in_context`), else ``None``."""
         vector = await embedding
         with stage("index"):
             if mode == "lexical":
-                return await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, k), vector
+                lexical = self._lexical.query(query)
+                return await asyncio.to_thread(self._index.search_lexical, lexical, where, k), vector, None
             if mode == "dense":
-                return await asyncio.to_thread(self._index.search, vector, where, k), vector
-            return await asyncio.to_thread(self._hybrid, vector, query, where, k), vector
-
-    def _hybrid(self, vector: list[float], query: str, where: Filter, k: int) -> list[Hit]:
-        """The hybrid top-``k`` with thread context (:func:`hybrid_in_context`)."""
-        return hybrid_in_context(self._index, vector, self._lexical.query(query), where, k)
+                return await asyncio.to_thread(self._index.search, vector, where, k), vector, None
+            hits, cosines = await asyncio.to_thread(hybrid_in_context, self._index, vector, self._lexical.query(query),
+                                                    where, k)
+            return hits, vector, cosines
 
     async def _cosines(self, vector: list[float], hits: list[Hit], where: Filter, mode: RecallMode) -> dict[str, float]:
         """The dense cosine of the query with each hit, by command id: the hit scores themselves in
@@ -179,11 +197,11 @@ class Recaller:
         except BaseException:
             embedding.cancel()
             raise
-        hits, vector = await self._candidates(query, where, k, mode, embedding)
+        hits, vector, searched = await self._candidates(query, where, k, mode, embedding)
         if not hits:
             return Recalled(min_score=float(min_score))
         with stage("relevance"):
-            cosines = await self._cosines(vector, hits, where, mode)
+            cosines = searched if searched is not None else await self._cosines(vector, hits, where, mode)
         query_terms = tokens(query)
         scores = {h.payload["command_id"]: h.score for h in hits}
         sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,

@@ -173,3 +173,38 @@ def test_setting_selects_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMWARDEN_EMBED_BACKEND", "tensorflow")
     with pytest.raises(ValueError, match="embed_backend"):
         Settings()
+
+
+def test_queries_run_on_an_8_bit_copy_close_to_fp32_and_documents_stay_fp32(cache_dir: Path,
+                                                                           onnx_embedder: SentenceTransformerEmbedder
+                                                                           ) -> None:
+    quantized = SentenceTransformerEmbedder(backend="onnx", cache_dir=cache_dir, query_quantized=True)
+    assert quantized.query_quantized and not onnx_embedder.query_quantized
+    assert any(p.name.endswith(".int8pc.onnx") for p in cache_dir.iterdir())
+    fp32 = onnx_embedder.embed(SENTENCES)
+    assert np.array_equal(quantized.embed(SENTENCES), fp32)  # what is stored never changes
+    queries = quantized.embed_query(SENTENCES)
+    assert queries.shape == fp32.shape and not np.array_equal(queries, fp32)
+    cos = _cosines(queries, fp32)  # a one-word text moves most ("ok": about 0.965)
+    assert cos.min() >= 0.95 and cos.mean() >= 0.98
+    assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-3)
+    assert np.array_equal(onnx_embedder.embed_query(SENTENCES), fp32)  # without the copy: fp32
+    assert quantized.embed_query([]).shape == (0, 384)
+
+
+def test_a_quantized_copy_that_disagrees_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     caplog_warn: pytest.LogCaptureFixture) -> None:
+    from memwarden.projections import embed_quantized
+
+    monkeypatch.setattr(embed_quantized, "MIN_QUANTIZED_COSINE", 1.5)  # no copy can pass
+    embedder = SentenceTransformerEmbedder(backend="onnx", cache_dir=tmp_path, query_quantized=True)
+    assert embedder.backend == "onnx" and not embedder.query_quantized
+    assert any("queries use fp32" in r.getMessage() for r in caplog_warn.records)
+    assert np.array_equal(embedder.embed_query(["tea"]), embedder.embed(["tea"]))
+
+
+def test_setting_turns_the_query_model_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEMWARDEN_QUERY_QUANTIZED", raising=False)
+    assert Settings().query_quantized is True
+    monkeypatch.setenv("MEMWARDEN_QUERY_QUANTIZED", "false")
+    assert Settings().query_quantized is False
