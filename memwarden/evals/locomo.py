@@ -89,13 +89,18 @@ def turn_records(conv: Conversation) -> list[dict[str, Any]]:
     """The ``record_many`` items of a conversation's turns, in order: speaker as principal and subject,
     the turn's text (:func:`memory_text`), scope ``conversation:<id>``, ``dia_id`` as source reference,
     the session date as observed time, and ``follows`` the previous turn of the same session (thread
-    context for hybrid recall; the first turn of a session follows nothing)."""
+    context for hybrid recall; the first turn of a session follows nothing). Memory and command ids are
+    derived from the conversation and the turn's position, so two runs order equal scores alike (every
+    evaluation has a namespace of its own)."""
     items: list[dict[str, Any]] = []
     for i, t in enumerate(conv.turns):
         before = conv.turns[i - 1] if i and conv.turns[i - 1].session == t.session else None
+        key = f"memwarden/eval-locomo/{conv.conversation_id}/{i}/{t.dia_id}"
         items.append({
             "principal": principal_of(conv.conversation_id, t.speaker),
-            "subject": principal_of(conv.conversation_id, t.speaker), "memory_id": str(uuid.uuid4()),
+            "subject": principal_of(conv.conversation_id, t.speaker),
+            "memory_id": str(uuid.uuid5(uuid.NAMESPACE_URL, key)),
+            "command_id": str(uuid.uuid5(uuid.NAMESPACE_URL, key + "/command")),
             "text": memory_text(t), "scope": f"conversation:{conv.conversation_id}",
             "source_kind": "USER_STATEMENT", "source_ref": t.dia_id, "observed_at": t.observed_at,
             "purposes": (PURPOSE,), "follows": items[-1]["memory_id"] if before is not None else None})

@@ -292,3 +292,17 @@ def test_turn_is_frozen(sample: Conversation) -> None:
     turn: Turn = sample.turns[0]
     with pytest.raises(AttributeError):
         turn.text = "changed"  # type: ignore[misc]
+
+
+def test_turn_records_chain_each_session_and_keep_their_ids(sample: Conversation) -> None:
+    from memwarden.evals.locomo import turn_records
+
+    items = turn_records(sample)
+    assert [i["memory_id"] for i in items] == [i["memory_id"] for i in turn_records(sample)]  # stable run to run
+    assert len({i["memory_id"] for i in items}) == len(items) == len({i["command_id"] for i in items})
+    for before, (item, turn) in zip([None, *sample.turns], zip(items, sample.turns, strict=True), strict=False):
+        same_session = before is not None and before.session == turn.session
+        previous = items[sample.turns.index(before)]["memory_id"] if same_session and before else None
+        assert item["follows"] == previous
+        assert item["source_ref"] == turn.dia_id and item["scope"] == f"conversation:{sample.conversation_id}"
+    assert items[0]["follows"] is None and all(i["follows"] for i in items[1:2])
