@@ -15,9 +15,13 @@ For each floor of the grid and each split the script prints recall@10 (turn-leve
 floor, the recall@10 without it, the share of nonsense recalls left empty, and the mean number of
 hits kept per real question.
 
+Recalls go the production way: ``hybrid_in_context`` (each turn ``follows`` the previous turn of its
+session, thread context on) and queries embedded by the 8-bit query model when it loads
+(``--query-model fp32`` for the fp32 graph, what the floor was first calibrated with).
+
 Usage::
 
-    .venv/bin/python bench/relevance_floor.py [--data PATH] [--power 1 2] [--json OUT]
+    .venv/bin/python bench/relevance_floor.py [--data PATH] [--power 1 2] [--query-model int8|fp32] [--json OUT]
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ import argparse
 import json
 import sys
 import tempfile
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,18 +43,20 @@ import locomo_hybrid_offline as hyb  # noqa: E402  (bench scripts are not a pack
 
 from memwarden.commands.readmodel import relevance as rel  # noqa: E402
 from memwarden.commands.readmodel.payload import point_payload  # noqa: E402
+from memwarden.commands.readmodel.thread_context import inherited_relevance  # noqa: E402
 from memwarden.evals.locomo import PURPOSE, principal_of  # noqa: E402
 from memwarden.evals.locomo_data import RecallTable, load_conversations, memory_text, turn_recall  # noqa: E402
 from memwarden.projections.edge_index import EdgeVectorIndex  # noqa: E402
 from memwarden.projections.embedder import SentenceTransformerEmbedder  # noqa: E402
 from memwarden.projections.index_projector import point_id  # noqa: E402
+from memwarden.projections.recall import hybrid_in_context  # noqa: E402
 from memwarden.projections.sparse import Bm25Encoder, tokens  # noqa: E402
-from memwarden.projections.vector_index import PREFETCH_FACTOR, IndexPoint  # noqa: E402
+from memwarden.projections.vector_index import IndexPoint  # noqa: E402
 
 K = 10
 
 
-def payload(conv: Any, turn: Any, command_id: str) -> dict[str, Any]:
+def payload(conv: Any, turn: Any, command_id: str, follows: str | None = None) -> dict[str, Any]:
     """The point payload of a turn's ``MemoryRecorded`` (as ``eval locomo`` records it) plus its ``dia_id``."""
     principal = principal_of(conv.conversation_id, turn.speaker)
     envelope = {
@@ -60,7 +65,7 @@ def payload(conv: Any, turn: Any, command_id: str) -> dict[str, Any]:
         "observed_at": turn.observed_at, "effective_to": None, "expires_at": None,
     }
     record = {"memory_id": command_id, "command_id": command_id, "version": 1, "envelope": envelope,
-              "decided_at": turn.observed_at}
+              "decided_at": turn.observed_at, "follows": follows}
     return {**point_payload(record), "source_ref": turn.dia_id}
 
 
@@ -99,19 +104,57 @@ def floor_rows(records: list[dict[str, Any]], nonsense: list[list[float]], floor
     return rows
 
 
+Signals = dict[str, tuple[str, float, float]]
+
+
+def signals(by_pid: dict[str, tuple[np.ndarray, set[str], str]], hits: Sequence[Any], vec: np.ndarray,
+            qterms: list[str]) -> Signals:
+    """Per hit, by memory id: its ``dia_id``, its cosine with the query and the query's coverage."""
+    out: Signals = {}
+    for h in hits:
+        stored, terms, ref = by_pid[h.point_id]
+        out[str(h.payload["memory_id"])] = (ref, rel.cosine(vec.tolist(), stored.tolist()), rel.coverage(qterms, terms))
+    return out
+
+
+def inherit(found: Any, sig: Signals) -> list[tuple[str, float, float]]:
+    """``(dia_id, cosine, coverage)`` per hit, a lifted hit inheriting its predecessor's relevance as
+    ``Recaller.recall`` does (the predecessor's own relevance when it is a hit, else its cosine),
+    folded into the cosine (exact at the production coverage power)."""
+    out = []
+    for mid, (ref, c, v) in sig.items():
+        prev = found.lifted.get(mid)  # memory id = command id in this harness
+        if prev is not None:
+            before = rel.relevance(sig[prev][1], sig[prev][2]) if prev in sig else found.memory_cosines.get(prev)
+            c = max(c, inherited_relevance(0.0, before))
+        out.append((ref, c, v))
+    return out
+
+
+def query_vectors(embedder: SentenceTransformerEmbedder, questions: list[str], cache: Path
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The questions' and the nonsense queries' vectors, by the query model the read path uses."""
+    if embedder.query_quantized:
+        print("query model: int8")
+        return embedder.embed_query(questions), embedder.embed_query(list(NONSENSE))
+    print("query model: fp32")
+    return hyb.embed_cached(embedder, questions, cache, "questions"), embedder.embed(list(NONSENSE))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=hyb.DEFAULT_DATA)
     parser.add_argument("--power", type=float, nargs="+", default=[rel.COVERAGE_POWER])
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "mw-locomo-cache")
+    parser.add_argument("--query-model", choices=["int8", "fp32"], default="int8",
+                        help="query embeddings: the 8-bit query model (production) or the fp32 graph")
     parser.add_argument("--json", type=Path, default=None, help="write the figures as JSON")
     args = parser.parse_args(argv)
 
     convs = load_conversations(args.data, None)
-    embedder = SentenceTransformerEmbedder()
+    embedder = SentenceTransformerEmbedder(query_quantized=args.query_model == "int8")
     questions = [q.question for c in convs for q in c.questions]
-    dense_q = hyb.embed_cached(embedder, questions, args.cache, "questions")
-    dense_n = embedder.embed(list(NONSENSE))
+    dense_q, dense_n = query_vectors(embedder, questions, args.cache)
     texts = [memory_text(t) for c in convs for t in c.turns]
     dense_docs = hyb.embed_cached(embedder, texts, args.cache, "memory_text")
     encoder = Bm25Encoder()
@@ -126,10 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         index.ensure(dense_docs.shape[1])
         points, i = [], 0
         for conv in convs:
-            for turn in conv.turns:
-                cid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"locomo/{conv.conversation_id}/{turn.dia_id}"))
+            for n, turn in enumerate(conv.turns):
+                cid = hyb.turn_id(conv, turn)
+                before = conv.turns[n - 1] if n and conv.turns[n - 1].session == turn.session else None
                 pid = point_id(cid, cid)
-                points.append(IndexPoint(pid, dense_docs[i].tolist(), payload(conv, turn, cid),
+                points.append(IndexPoint(pid, dense_docs[i].tolist(),
+                                         payload(conv, turn, cid, hyb.turn_id(conv, before) if before else None),
                                          encoder.document(texts[i], key=pid)))
                 by_pid[pid] = (dense_docs[i], set(tokens(texts[i])), turn.dia_id)
                 i += 1
@@ -137,10 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             index.upsert(points[j:j + 500])
 
         def top(vec: np.ndarray, query: str, where: Any) -> list[tuple[str, float, float]]:
-            hits = index.query(vec.tolist(), encoder.query(query), where, K, PREFETCH_FACTOR * K)
-            qterms = tokens(query)
-            return [(by_pid[h.point_id][2], rel.cosine(vec.tolist(), by_pid[h.point_id][0].tolist()),
-                     rel.coverage(qterms, by_pid[h.point_id][1])) for h in hits]
+            found = hybrid_in_context(index, vec.tolist(), encoder.query(query), where, K)
+            return inherit(found, signals(by_pid, found.hits, vec, tokens(query)))
+
 
         qi = 0
         for conv in convs:

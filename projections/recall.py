@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -31,7 +32,14 @@ from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.commands.readmodel.relevance import coverage
 from memwarden.commands.readmodel.relevance import relevance as score_relevance
 from memwarden.commands.readmodel.sql import read_filter_sql
-from memwarden.commands.readmodel.thread_context import FOLLOW_LIFT, Scored, lift_followers, predecessors
+from memwarden.commands.readmodel.thread_context import (
+    FOLLOW_LIFT,
+    Scored,
+    inherited_relevance,
+    lift_followers,
+    lifted_by,
+    predecessors,
+)
 from memwarden.crypto import ContentUnreadable, decrypt_text
 from memwarden.epoch import to_ms
 from memwarden.projections.embedder import Embedder
@@ -61,10 +69,23 @@ def open_text(key_id: str, nonce: bytes | None, sealed: bytes | None, keys: Mapp
         return None
 
 
+@dataclass(frozen=True)
+class InContext:
+    """What :func:`hybrid_in_context` found: the ranked ``hits``; ``cosines``, the dense cosine of the
+    query with every candidate by command id (the hits' relevance); ``lifted``, the predecessor memory
+    id of every hit the thread context lifted, by the hit's command id; ``memory_cosines``, the best
+    cosine of each fused memory by memory id (a predecessor's relevance when it is not a hit itself)."""
+
+    hits: list[Hit]
+    cosines: dict[str, float] = field(default_factory=dict)
+    lifted: dict[str, str] = field(default_factory=dict)
+    memory_cosines: dict[str, float] = field(default_factory=dict)
+
+
 def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: SparseVector, where: Filter, k: int,
-                      weight: float = FOLLOW_LIFT) -> tuple[list[Hit], dict[str, float]]:
+                      weight: float = FOLLOW_LIFT) -> InContext:
     """The hybrid top-``k`` with thread context (:mod:`memwarden.commands.readmodel.thread_context`),
-    and the dense cosine of the query with every candidate, by command id (the relevance of each hit).
+    with the cosines the relevance of each hit needs (:class:`InContext`).
 
     Two index calls. The engine's hybrid query gives every fused candidate (both prefetch stages,
     ``PREFETCH_FACTOR * k`` points each); then one dense search scores the fused candidates (by
@@ -75,7 +96,7 @@ def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: Spars
     prefetch = PREFETCH_FACTOR * k
     fused = [(h.point_id, h.score, h.payload) for h in index.query(vector, sparse, where, 2 * prefetch, prefetch)]
     if not fused:
-        return [], {}
+        return InContext([])
     threaded = any(p.get("follows") for _, _, p in fused)
     ids = predecessors(fused) if weight and threaded else ()
     legs: list[Condition | Filter] = [FieldIn("command_id", tuple(dict.fromkeys(str(p["command_id"])
@@ -91,11 +112,33 @@ def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: Spars
     followers: list[Scored] = [(h.point_id, h.score, h.payload) for h in near
                                if h.point_id not in fused_ids and h.payload.get("follows") in wanted]
     ranked = lift_followers(fused, followers, weight)[:k]
-    return [Hit(pid, score, payload) for pid, score, payload in ranked], cosines
+    scopes = {str(p["memory_id"]): p.get("scope") for _, _, p in fused}
+    memory_cosines: dict[str, float] = {}
+    for _, _, p in fused:
+        mid = str(p["memory_id"])
+        memory_cosines[mid] = max(memory_cosines.get(mid, 0.0), cosines.get(str(p["command_id"]), 0.0))
+    lifted = {str(p["command_id"]): prev for _, _, p in ranked
+              if weight and (prev := lifted_by(p, scopes)) is not None}
+    return InContext([Hit(pid, score, payload) for pid, score, payload in ranked], cosines, lifted, memory_cosines)
 
 
 #: Dense cosine of the query with each hit, by command id.
 Cosines = dict[str, float]
+
+
+def _inherit(found: list[RecalledMemory], searched: InContext, command_of: Mapping[str, str]) -> list[RecalledMemory]:
+    """The lifted memories with the relevance they inherit from their predecessor
+    (:func:`inherited_relevance`): the predecessor's own relevance when it is among ``found``, else its
+    cosine with the query (its text is not opened for this)."""
+    own = {m.memory_id: m.relevance for m in found}
+    out = []
+    for m in found:
+        prev = searched.lifted.get(command_of.get(m.memory_id, ""))
+        if prev is not None:
+            before = own.get(prev, searched.memory_cosines.get(prev))
+            m = replace(m, relevance=inherited_relevance(m.relevance, before))
+        out.append(m)
+    return out
 
 
 class Recaller:
@@ -124,10 +167,10 @@ class Recaller:
             return vector
 
     async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode,
-                          embedding: asyncio.Task[list[float]]) -> tuple[list[Hit], list[float], Cosines | None]:
+                          embedding: asyncio.Task[list[float]]) -> tuple[list[Hit], list[float], InContext | None]:
         """Top-``k`` candidates of ``mode`` among the points matching ``where`` (filter inside the
         search), the query's dense vector (``embedding``, started before the grants were read), and
-        the hits' cosines when the search gave them (hybrid: :func:`hybrid_in_context`), else ``None``."""
+        the hybrid search's :class:`InContext` (cosines, lifts) in hybrid mode, else ``None``."""
         vector = await embedding
         with stage("index"):
             if mode == "lexical":
@@ -135,9 +178,9 @@ class Recaller:
                 return await asyncio.to_thread(self._index.search_lexical, lexical, where, k), vector, None
             if mode == "dense":
                 return await asyncio.to_thread(self._index.search, vector, where, k), vector, None
-            hits, cosines = await asyncio.to_thread(hybrid_in_context, self._index, vector, self._lexical.query(query),
-                                                    where, k)
-            return hits, vector, cosines
+            found = await asyncio.to_thread(hybrid_in_context, self._index, vector, self._lexical.query(query),
+                                            where, k)
+            return found.hits, vector, found
 
     async def _cosines(self, vector: list[float], hits: list[Hit], where: Filter, mode: RecallMode) -> dict[str, float]:
         """The dense cosine of the query with each hit, by command id: the hit scores themselves in
@@ -201,7 +244,7 @@ class Recaller:
         if not hits:
             return Recalled(min_score=float(min_score))
         with stage("relevance"):
-            cosines = searched if searched is not None else await self._cosines(vector, hits, where, mode)
+            cosines = searched.cosines if searched is not None else await self._cosines(vector, hits, where, mode)
         query_terms = tokens(query)
         scores = {h.payload["command_id"]: h.score for h in hits}
         sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
@@ -213,6 +256,8 @@ class Recaller:
             keys = await asyncio.to_thread(self._keys.lookup, sorted({r[3] for r in rows})) if rows else {}
         with stage("open"):
             out = self._opened(rows, keys, scores, cosines, query_terms)
+            if searched is not None and searched.lifted:
+                out = _inherit(out, searched, {r[0]: r[2] for r in rows})
         ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
         kept = [m for m in ranked if m.relevance >= min_score]
         return Recalled(kept, float(min_score), len(ranked) - len(kept))

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["FOLLOW_LIFT", "Scored", "lift_followers", "predecessors"]
+__all__ = ["FOLLOW_LIFT", "Scored", "inherited_relevance", "lift_followers", "lifted_by", "predecessors"]
 
 #: Weight of the predecessor's fused score added to its follower's (chosen on LoCoMo's dev split).
 FOLLOW_LIFT = 0.6
@@ -38,6 +38,27 @@ def predecessors(fused: Sequence[Scored]) -> tuple[str, ...]:
     """The memory ids of the fused candidates, best first, without repeats: the ids whose followers
     may enter the ranking (a search for points whose ``follows`` is one of them)."""
     return tuple(dict.fromkeys(str(p["memory_id"]) for _, _, p in fused if p.get("memory_id")))
+
+
+def lifted_by(payload: Mapping[str, Any], fused_scopes: Mapping[str, Any]) -> str | None:
+    """The memory id whose fused score lifts the point with ``payload``: what it ``follows``, when
+    that memory is among the fused candidates (``fused_scopes``: memory id -> scope) in the same scope
+    and is not the point's own memory; else ``None``."""
+    prev = payload.get("follows")
+    if prev is None or prev == payload.get("memory_id") or prev not in fused_scopes:
+        return None
+    return str(prev) if fused_scopes[prev] == payload.get("scope") else None
+
+
+def inherited_relevance(own: float, predecessor: float | None, weight: float = FOLLOW_LIFT) -> float:
+    """The relevance (:mod:`.relevance`, [0, 1]) of a memory lifted by its predecessor: the larger of
+    its own and ``weight`` times the predecessor's, so a reply keeps the floor its question clears
+    when ``weight * predecessor`` does (a reply shares few words with the query by nature). A query
+    that finds nothing relevant stays empty: a follower never gets more than ``weight`` times the
+    best relevance among the fused candidates. ``predecessor`` ``None``: ``own``."""
+    if predecessor is None:
+        return own
+    return round(max(own, weight * max(0.0, min(1.0, predecessor))), 6)
 
 
 def lift_followers(fused: Sequence[Scored], followers: Sequence[Scored] = (),
@@ -60,12 +81,11 @@ def lift_followers(fused: Sequence[Scored], followers: Sequence[Scored] = (),
         mid = payload.get("memory_id")
         if mid is not None and (mid not in best or score > best[mid][0]):
             best[mid] = (score, payload.get("scope"))
+    scopes = {mid: scope for mid, (_, scope) in best.items()}
+
     def lift(payload: Mapping[str, Any]) -> float | None:
-        prev = payload.get("follows")
-        if not weight or prev is None or prev == payload.get("memory_id") or prev not in best \
-                or best[prev][1] != payload.get("scope"):
-            return None
-        return weight * best[prev][0]
+        prev = lifted_by(payload, scopes) if weight else None
+        return None if prev is None else weight * best[prev][0]
 
     out: dict[str, Scored] = {}
     for pid, score, payload in fused:

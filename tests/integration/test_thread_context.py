@@ -74,3 +74,12 @@ def test_forgetting_the_question_ends_the_lift(namespace: Settings, worker: Work
     after = {h.memory_id: h.score for h in client.recall(who, QUERY, k=20, freshness=False)}
     assert thread["question"] not in after
     assert after.get(thread["reply"], 0.0) < lifted[thread["reply"]] - 0.4 * lifted[thread["question"]]
+
+
+def test_a_floor_keeps_the_reply_its_question_clears(client: MemwardenClient, thread: dict[str, str]) -> None:
+    # the reply alone is not relevant to the query (no shared word); lifted, it inherits 0.6 x its question's
+    # relevance, so the recommended floor keeps it; a nonsense query still finds nothing
+    hits = {h.memory_id: h for h in client.recall(thread["who"], QUERY, k=10, freshness=False, min_score=0.35)}
+    assert thread["question"] in hits and thread["reply"] in hits
+    assert hits[thread["reply"]].relevance >= 0.35
+    assert list(client.recall(thread["who"], "zxqv-unknown-token", k=10, freshness=False, min_score=0.35)) == []

@@ -89,3 +89,25 @@ def test_the_lift_never_lowers_a_score_nor_invents_a_point(fused_spec: list[tupl
         else:  # a follower enters only through a fused predecessor
             assert payload["follows"] in fused_memories
     assert [s for _, s, _ in ranked] == sorted((s for _, s, _ in ranked), reverse=True)
+
+
+def test_a_lifted_memory_inherits_part_of_its_predecessors_relevance() -> None:
+    from memwarden.commands.readmodel.thread_context import inherited_relevance
+
+    assert inherited_relevance(0.1, 0.9) == round(FOLLOW_LIFT * 0.9, 6)  # a reply keeps its question's floor
+    assert inherited_relevance(0.8, 0.9) == 0.8  # never lowers its own
+    assert inherited_relevance(0.2, None) == 0.2
+    assert inherited_relevance(0.0, 1.7) == FOLLOW_LIFT and inherited_relevance(0.0, -1.0) == 0.0  # clamped
+    # a nonsense query stays empty under the recommended floor: 0.6 x the best nonsense relevance stays below it
+    assert inherited_relevance(0.0, 0.5) < 0.35
+
+
+def test_lifted_by_names_a_fused_predecessor_of_the_same_scope_only() -> None:
+    from memwarden.commands.readmodel.thread_context import lifted_by
+
+    fused = {"q": "conversation:c", "x": "conversation:other"}
+    assert lifted_by(point("a", "a", follows="q"), fused) == "q"
+    assert lifted_by(point("a", "a", follows="x"), fused) is None  # another scope
+    assert lifted_by(point("a", "a", follows="z"), fused) is None  # not fused
+    assert lifted_by(point("q", "q", follows="q"), fused) is None  # itself
+    assert lifted_by(point("a", "a"), fused) is None
