@@ -155,7 +155,7 @@ def run(convs: Sequence[Conversation], dense_docs: np.ndarray, dense_q: np.ndarr
                     if mode == "lexical":
                         merged += _lexical_only(index, lexical, where)
                     elif mode == "hybrid" and lift:
-                        merged += recall_mod.hybrid_in_context(index, vec, lexical, where, K, lift).hits
+                        merged += recall_mod.hybrid_in_context(index, vec, lexical, where, K, lift).hits(K)
                     else:
                         merged += index.query(vec, lexical, where, K, prefetch, fusion)
                 merged.sort(key=lambda h: (-h.score, h.point_id))

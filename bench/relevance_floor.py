@@ -121,9 +121,10 @@ def inherit(found: Any, sig: Signals) -> list[tuple[str, float, float]]:
     """``(dia_id, cosine, coverage)`` per hit, a lifted hit inheriting its predecessor's relevance as
     ``Recaller.recall`` does (the predecessor's own relevance when it is a hit, else its cosine),
     folded into the cosine (exact at the production coverage power)."""
+    lifted = {str(e.payload["memory_id"]): e.by for e in found.ranked[:K] if e.by is not None}
     out = []
     for mid, (ref, c, v) in sig.items():
-        prev = found.lifted.get(mid)  # memory id = command id in this harness
+        prev = lifted.get(mid)
         if prev is not None:
             before = rel.relevance(sig[prev][1], sig[prev][2]) if prev in sig else found.memory_cosines.get(prev)
             c = max(c, inherited_relevance(0.0, before))
@@ -183,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         def top(vec: np.ndarray, query: str, where: Any) -> list[tuple[str, float, float]]:
             found = hybrid_in_context(index, vec.tolist(), encoder.query(query), where, K)
-            return inherit(found, signals(by_pid, found.hits, vec, tokens(query)))
+            return inherit(found, signals(by_pid, found.hits(K), vec, tokens(query)))
 
 
         qi = 0

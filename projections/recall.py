@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import psycopg
 
 from memwarden.commands.principals import PrincipalRecord
-from memwarden.commands.readmodel.filters import Condition, FieldIn, Filter
+from memwarden.commands.readmodel.filters import Condition, FieldIn, Filter, evaluate
 from memwarden.commands.readmodel.permission import ReadContext
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecalledMemory, RecallMode, check_query
 from memwarden.commands.readmodel.read_filter import read_filter
@@ -34,11 +34,12 @@ from memwarden.commands.readmodel.relevance import relevance as score_relevance
 from memwarden.commands.readmodel.sql import read_filter_sql
 from memwarden.commands.readmodel.thread_context import (
     FOLLOW_LIFT,
+    Lifted,
     Scored,
     inherited_relevance,
-    lift_followers,
-    lifted_by,
+    lifts,
     predecessors,
+    without_lifts,
 )
 from memwarden.crypto import ContentUnreadable, decrypt_text
 from memwarden.epoch import to_ms
@@ -71,72 +72,83 @@ def open_text(key_id: str, nonce: bytes | None, sealed: bytes | None, keys: Mapp
 
 @dataclass(frozen=True)
 class InContext:
-    """What :func:`hybrid_in_context` found: the ranked ``hits``; ``cosines``, the dense cosine of the
-    query with every candidate by command id (the hits' relevance); ``lifted``, the predecessor memory
-    id of every hit the thread context lifted, by the hit's command id; ``memory_cosines``, the best
-    cosine of each fused memory by memory id (a predecessor's relevance when it is not a hit itself)."""
+    """What :func:`hybrid_in_context` found: ``ranked``, every candidate with its thread-context lift,
+    best first (:class:`Lifted`); ``cosines``, the dense cosine of the query with every candidate by
+    command id (the hits' relevance); ``memory_cosines``, the best cosine of each fused memory by
+    memory id (a predecessor's relevance when it is not a hit itself)."""
 
-    hits: list[Hit]
+    ranked: list[Lifted]
     cosines: dict[str, float] = field(default_factory=dict)
-    lifted: dict[str, str] = field(default_factory=dict)
     memory_cosines: dict[str, float] = field(default_factory=dict)
+
+    def hits(self, k: int, invalid: frozenset[str] = frozenset()) -> list[Hit]:
+        """The top ``k`` as hits, without the lifts of the predecessors in ``invalid`` (memory ids)."""
+        ranked = without_lifts(self.ranked, set(invalid)) if invalid else self.ranked
+        return [Hit(e.point_id, e.score, e.payload) for e in ranked[:k]]
 
 
 def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: SparseVector, where: Filter, k: int,
                       weight: float = FOLLOW_LIFT) -> InContext:
-    """The hybrid top-``k`` with thread context (:mod:`memwarden.commands.readmodel.thread_context`),
-    with the cosines the relevance of each hit needs (:class:`InContext`).
+    """Every hybrid candidate with its thread-context lift (:mod:`memwarden.commands.readmodel.thread_context`)
+    and the cosines the relevance needs (:class:`InContext`); ``InContext.hits(k)`` is the top ``k``.
 
-    Two index calls. The engine's hybrid query gives every fused candidate (both prefetch stages,
-    ``PREFETCH_FACTOR * k`` points each); then one dense search scores the fused candidates (by
-    command id: they passed ``where`` a moment ago) *and* finds the points that follow one of them
-    under the same read filter ``where`` (skipped when no candidate belongs to a thread, i.e. none
-    names what it ``follows``). The candidates are re-scored by :func:`lift_followers` with ``weight``
-    (0: the plain hybrid ranking). Hits sorted by ``(-score, point id)``; raises ``IndexUnavailable``."""
+    The engine's hybrid query gives every fused candidate (both prefetch stages, ``PREFETCH_FACTOR * k``
+    points each); one dense search then scores the fused candidates (by command id: they passed
+    ``where`` a moment ago; a hit of that leg counts only if it is a fused point) *and* finds the
+    points that follow one of them under the same read filter ``where`` (each follower is checked
+    against ``where`` again with :func:`evaluate`, the engine's reference semantics). A fused candidate
+    the search's limit left without a cosine gets it from one more search. ``weight`` 0: the plain
+    hybrid ranking. Raises ``IndexUnavailable``."""
     prefetch = PREFETCH_FACTOR * k
     fused = [(h.point_id, h.score, h.payload) for h in index.query(vector, sparse, where, 2 * prefetch, prefetch)]
     if not fused:
         return InContext([])
-    threaded = any(p.get("follows") for _, _, p in fused)
-    ids = predecessors(fused) if weight and threaded else ()
-    legs: list[Condition | Filter] = [FieldIn("command_id", tuple(dict.fromkeys(str(p["command_id"])
-                                                                              for _, _, p in fused)))]
+    fused_ids = {pid for pid, _, _ in fused}
+    commands = tuple(dict.fromkeys(str(p["command_id"]) for _, _, p in fused))
+    ids = predecessors(fused) if weight else ()
+    legs: list[Condition | Filter] = [FieldIn("command_id", commands)]
     if ids:
         legs.append(Filter(must=(FieldIn("follows", ids), where)))
     near = index.search(vector, Filter(should=tuple(legs)), len(fused) + 4 * len(ids))
+    wanted = set(ids)
+    followers: list[Scored] = [(h.point_id, h.score, h.payload) for h in near
+                               if h.point_id not in fused_ids and h.payload.get("follows") in wanted
+                               and evaluate(where, h.payload)]
+    accepted = fused_ids | {pid for pid, _, _ in followers}
     cosines: dict[str, float] = {}
     for h in near:
-        cid = str(h.payload["command_id"])
-        cosines[cid] = max(cosines.get(cid, 0.0), h.score)
-    fused_ids, wanted = {pid for pid, _, _ in fused}, set(ids)
-    followers: list[Scored] = [(h.point_id, h.score, h.payload) for h in near
-                               if h.point_id not in fused_ids and h.payload.get("follows") in wanted]
-    ranked = lift_followers(fused, followers, weight)[:k]
-    scopes = {str(p["memory_id"]): p.get("scope") for _, _, p in fused}
+        if h.point_id in accepted:
+            cid = str(h.payload["command_id"])
+            cosines[cid] = max(cosines.get(cid, 0.0), h.score)
+    missing = tuple(c for c in commands if c not in cosines)
+    if missing:  # many followers took the search's limit
+        for h in index.search(vector, Filter(must=(FieldIn("command_id", missing),)), len(missing)):
+            if h.point_id in fused_ids:
+                cosines[str(h.payload["command_id"])] = max(cosines.get(str(h.payload["command_id"]), 0.0), h.score)
     memory_cosines: dict[str, float] = {}
     for _, _, p in fused:
         mid = str(p["memory_id"])
         memory_cosines[mid] = max(memory_cosines.get(mid, 0.0), cosines.get(str(p["command_id"]), 0.0))
-    lifted = {str(p["command_id"]): prev for _, _, p in ranked
-              if weight and (prev := lifted_by(p, scopes)) is not None}
-    return InContext([Hit(pid, score, payload) for pid, score, payload in ranked], cosines, lifted, memory_cosines)
+    return InContext(lifts(fused, followers, weight), cosines, memory_cosines)
 
 
 #: Dense cosine of the query with each hit, by command id.
 Cosines = dict[str, float]
+#: (hits, their verified rows, the data keys, memory id -> the verified predecessor that lifted it).
+_Verified = tuple[list[Hit], list[tuple[Any, ...]], dict[str, bytes | None], dict[str, str]]
 
 
-def _inherit(found: list[RecalledMemory], searched: InContext, command_of: Mapping[str, str]) -> list[RecalledMemory]:
-    """The lifted memories with the relevance they inherit from their predecessor
-    (:func:`inherited_relevance`): the predecessor's own relevance when it is among ``found``, else its
-    cosine with the query (its text is not opened for this)."""
+def _inherit(found: list[RecalledMemory], lifted: Mapping[str, str], memory_cosines: Mapping[str, float]
+             ) -> list[RecalledMemory]:
+    """The lifted memories (``lifted``: memory id -> the verified predecessor that lifted it) with the
+    relevance they inherit (:func:`inherited_relevance`): the predecessor's own relevance when it is
+    among ``found``, else its cosine with the query (its text is not opened for this)."""
     own = {m.memory_id: m.relevance for m in found}
     out = []
     for m in found:
-        prev = searched.lifted.get(command_of.get(m.memory_id, ""))
+        prev = lifted.get(m.memory_id)
         if prev is not None:
-            before = own.get(prev, searched.memory_cosines.get(prev))
-            m = replace(m, relevance=inherited_relevance(m.relevance, before))
+            m = replace(m, relevance=inherited_relevance(m.relevance, own.get(prev, memory_cosines.get(prev))))
         out.append(m)
     return out
 
@@ -180,7 +192,53 @@ class Recaller:
                 return await asyncio.to_thread(self._index.search, vector, where, k), vector, None
             found = await asyncio.to_thread(hybrid_in_context, self._index, vector, self._lexical.query(query),
                                             where, k)
-            return found.hits, vector, found
+            return found.hits(k), vector, found
+
+    async def _verified_in_context(self, found: InContext, k: int, sql: Any, params: Any) -> _Verified:
+        """The top ``k`` of ``found`` whose lifts come from verified predecessors: the hits and every
+        predecessor that lifted one are verified in Postgres in one query (``sql``/``params``: the read
+        filter as SQL) and their data keys looked up; a predecessor that fails (not readable in
+        Postgres, or its key shredded: forgotten before the projectors caught up) lifts nothing, and the
+        top ``k`` is taken again without its lifts (the newcomers verified in a second query). Returns
+        (hits, their verified rows, the keys, memory id -> predecessor for the hits a verified
+        predecessor lifted)."""
+        verified: dict[str, tuple[Any, ...]] = {}
+        keys: dict[str, bytes | None] = {}
+
+        async def check(command_ids: list[str]) -> None:
+            todo = [c for c in dict.fromkeys(command_ids) if c not in verified]
+            if not todo:
+                return
+            with stage("verify"):
+                async with self._lock:
+                    rows = await verify_candidates(self._conn, todo, sql, params)
+            verified.update({str(r[2]): r for r in rows})
+            with stage("keys"):
+                wanted = sorted({r[3] for r in rows} - set(keys))
+                keys.update(await asyncio.to_thread(self._keys.lookup, wanted) if wanted else {})
+
+        def top(invalid: frozenset[str]) -> tuple[list[Lifted], list[str]]:
+            ranked = (without_lifts(found.ranked, set(invalid)) if invalid else found.ranked)[:k]
+            return ranked, [str(e.payload["command_id"]) for e in ranked] + [e.by_command for e in ranked
+                                                                              if e.by_command]
+
+        def failed(entries: list[Lifted]) -> frozenset[str]:
+            return frozenset(e.by for e in entries if e.by is not None and (
+                e.by_command not in verified or keys.get(verified[e.by_command][3]) is None))
+
+        entries, wanted = top(frozenset())
+        await check(wanted)
+        invalid = failed(entries)
+        if invalid:
+            entries, wanted = top(invalid)
+            await check(wanted)
+            invalid |= failed(entries)
+            entries = [e for e in entries if e.by not in invalid or e.own is not None]
+        hits = sorted((Hit(e.point_id, e.score - (e.gain if e.by in invalid else 0.0), e.payload) for e in entries),
+                      key=lambda h: (-h.score, h.point_id))
+        rows = [verified[str(h.payload["command_id"])] for h in hits if str(h.payload["command_id"]) in verified]
+        lifted = {str(e.payload["memory_id"]): e.by for e in entries if e.by is not None and e.by not in invalid}
+        return hits, rows, keys, lifted
 
     async def _cosines(self, vector: list[float], hits: list[Hit], where: Filter, mode: RecallMode) -> dict[str, float]:
         """The dense cosine of the query with each hit, by command id: the hit scores themselves in
@@ -249,15 +307,20 @@ class Recaller:
         scores = {h.payload["command_id"]: h.score for h in hits}
         sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
                                       include_untrusted)
-        with stage("verify"):
-            async with self._lock:
-                rows = await verify_candidates(self._conn, list(scores), sql, params)
-        with stage("keys"):
-            keys = await asyncio.to_thread(self._keys.lookup, sorted({r[3] for r in rows})) if rows else {}
+        lifted: dict[str, str] = {}
+        if searched is not None:
+            hits, rows, keys, lifted = await self._verified_in_context(searched, k, sql, params)
+            scores = {h.payload["command_id"]: h.score for h in hits}
+        else:
+            with stage("verify"):
+                async with self._lock:
+                    rows = await verify_candidates(self._conn, list(scores), sql, params)
+            with stage("keys"):
+                keys = await asyncio.to_thread(self._keys.lookup, sorted({r[3] for r in rows})) if rows else {}
         with stage("open"):
             out = self._opened(rows, keys, scores, cosines, query_terms)
-            if searched is not None and searched.lifted:
-                out = _inherit(out, searched, {r[0]: r[2] for r in rows})
+            if lifted:
+                out = _inherit(out, lifted, searched.memory_cosines if searched is not None else {})
         ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
         kept = [m for m in ranked if m.relevance >= min_score]
         return Recalled(kept, float(min_score), len(ranked) - len(kept))

@@ -23,9 +23,11 @@ subject's partition), so it cannot pull a memory of another scope up the ranking
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FOLLOW_LIFT", "Scored", "inherited_relevance", "lift_followers", "lifted_by", "predecessors"]
+__all__ = ["FOLLOW_LIFT", "Lifted", "Scored", "inherited_relevance", "lift_followers", "lifted_by", "lifts",
+           "predecessors", "without_lifts"]
 
 #: Weight of the predecessor's fused score added to its follower's (chosen on LoCoMo's dev split).
 FOLLOW_LIFT = 0.6
@@ -61,8 +63,22 @@ def inherited_relevance(own: float, predecessor: float | None, weight: float = F
     return round(max(own, weight * max(0.0, min(1.0, predecessor))), 6)
 
 
-def lift_followers(fused: Sequence[Scored], followers: Sequence[Scored] = (),
-                   weight: float = FOLLOW_LIFT) -> list[Scored]:
+@dataclass(frozen=True)
+class Lifted:
+    """One ranked candidate: point id, final ``score``, payload, ``own`` fused score (``None`` for a
+    follower that was not a candidate), and the predecessor that lifted it: its memory id
+    (``by``), the command id of its best fused point (``by_command``) and the ``gain`` added."""
+
+    point_id: str
+    score: float
+    payload: Mapping[str, Any]
+    own: float | None
+    by: str | None = None
+    by_command: str | None = None
+    gain: float = 0.0
+
+
+def lifts(fused: Sequence[Scored], followers: Sequence[Scored] = (), weight: float = FOLLOW_LIFT) -> list[Lifted]:
     """The candidates re-scored by their predecessors, best first by ``(-score, point id)``.
 
     ``fused``: the hybrid query's candidates with their fused scores (every point the engine fused,
@@ -70,29 +86,51 @@ def lift_followers(fused: Sequence[Scored], followers: Sequence[Scored] = (),
     filter (their own score is ignored: a follower that is not in ``fused`` starts from 0, and one the
     lift does not reach is left out). A point whose payload ``follows`` names a memory in ``fused`` *of
     the same scope* gains ``weight`` times that memory's best fused score (a memory with several points
-    counts its best); other points keep their score. Duplicated point ids count once (the fused entry
-    wins). ``weight`` 0 returns ``fused`` sorted.
+    counts its best point, whose scope and command id are the ones used); other points keep their
+    score. Duplicated point ids count once (the fused entry wins). ``weight`` 0 returns ``fused`` sorted.
     Raises ``ValueError`` for a negative or non-finite ``weight``.
     """
     if not weight >= 0.0 or weight == float("inf"):
         raise ValueError(f"weight: must be a finite number >= 0, got {weight!r}")
-    best: dict[str, tuple[float, Any]] = {}
+    best: dict[str, tuple[float, Any, Any]] = {}
     for _, score, payload in fused:
         mid = payload.get("memory_id")
         if mid is not None and (mid not in best or score > best[mid][0]):
-            best[mid] = (score, payload.get("scope"))
-    scopes = {mid: scope for mid, (_, scope) in best.items()}
+            best[mid] = (score, payload.get("scope"), payload.get("command_id"))
+    scopes = {mid: scope for mid, (_, scope, _) in best.items()}
 
-    def lift(payload: Mapping[str, Any]) -> float | None:
+    def lifted(pid: str, own: float | None, payload: Mapping[str, Any]) -> Lifted | None:
         prev = lifted_by(payload, scopes) if weight else None
-        return None if prev is None else weight * best[prev][0]
+        if prev is None:
+            return None if own is None else Lifted(pid, own, payload, own)
+        gain = weight * best[prev][0]
+        by_command = None if best[prev][2] is None else str(best[prev][2])
+        return Lifted(pid, (own or 0.0) + gain, payload, own, prev, by_command, gain)
 
-    out: dict[str, Scored] = {}
+    out: dict[str, Lifted] = {}
     for pid, score, payload in fused:
-        if pid not in out:
-            out[pid] = (pid, score + (lift(payload) or 0.0), payload)
+        if pid not in out and (entry := lifted(pid, score, payload)) is not None:
+            out[pid] = entry
     for pid, _, payload in followers:
-        gain = lift(payload)
-        if pid not in out and gain is not None:  # a follower the lift does not reach stays out
-            out[pid] = (pid, gain, payload)
-    return sorted(out.values(), key=lambda s: (-s[1], s[0]))
+        if pid not in out and (entry := lifted(pid, None, payload)) is not None:
+            out[pid] = entry  # a follower the lift does not reach stays out
+    return sorted(out.values(), key=lambda e: (-e.score, e.point_id))
+
+
+def lift_followers(fused: Sequence[Scored], followers: Sequence[Scored] = (),
+                   weight: float = FOLLOW_LIFT) -> list[Scored]:
+    """:func:`lifts` as ``(point id, score, payload)`` triples (same order, same errors)."""
+    return [(e.point_id, e.score, e.payload) for e in lifts(fused, followers, weight)]
+
+
+def without_lifts(ranked: Sequence[Lifted], invalid: set[str]) -> list[Lifted]:
+    """``ranked`` with the lifts of the predecessors in ``invalid`` (memory ids: not verified, or their
+    text shredded) taken back: such a point keeps its own fused score, and a follower that was not a
+    candidate itself leaves the ranking. Re-sorted by ``(-score, point id)``."""
+    out = []
+    for e in ranked:
+        if e.by is None or e.by not in invalid:
+            out.append(e)
+        elif e.own is not None:
+            out.append(Lifted(e.point_id, e.own, e.payload, e.own))
+    return sorted(out, key=lambda e: (-e.score, e.point_id))

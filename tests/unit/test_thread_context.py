@@ -111,3 +111,18 @@ def test_lifted_by_names_a_fused_predecessor_of_the_same_scope_only() -> None:
     assert lifted_by(point("a", "a", follows="z"), fused) is None  # not fused
     assert lifted_by(point("q", "q", follows="q"), fused) is None  # itself
     assert lifted_by(point("a", "a"), fused) is None
+
+
+def test_lifts_say_who_lifted_whom_and_a_failed_predecessor_takes_its_lift_back() -> None:
+    from memwarden.commands.readmodel.thread_context import lifts, without_lifts
+
+    fused = [("p-q", 1.0, {**point("p-q", "q"), "command_id": "c-q"}), ("p-x", 0.5, point("p-x", "x")),
+             ("p-b", 0.3, point("p-b", "b", follows="q"))]
+    followers = [("p-a", 0.0, point("p-a", "a", follows="q"))]
+    ranked = lifts(fused, followers)
+    by_id = {e.point_id: e for e in ranked}
+    assert by_id["p-a"].own is None and by_id["p-a"].by == "q" and by_id["p-a"].by_command == "c-q"
+    assert math.isclose(by_id["p-b"].gain, FOLLOW_LIFT) and by_id["p-b"].own == 0.3
+    assert by_id["p-x"].by is None and by_id["p-x"].gain == 0.0
+    back = without_lifts(ranked, {"q"})  # q forgotten before the index knew: no lift from it
+    assert [(e.point_id, e.score) for e in back] == [("p-q", 1.0), ("p-x", 0.5), ("p-b", 0.3)]
