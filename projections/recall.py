@@ -81,10 +81,13 @@ class InContext:
     cosines: dict[str, float] = field(default_factory=dict)
     memory_cosines: dict[str, float] = field(default_factory=dict)
 
-    def hits(self, k: int, invalid: frozenset[str] = frozenset()) -> list[Hit]:
-        """The top ``k`` as hits, without the lifts of the predecessors in ``invalid`` (memory ids)."""
-        ranked = without_lifts(self.ranked, set(invalid)) if invalid else self.ranked
-        return [Hit(e.point_id, e.score, e.payload) for e in ranked[:k]]
+    def top(self, k: int, invalid: frozenset[str] = frozenset()) -> list[Lifted]:
+        """The top ``k`` candidates, without the lifts of the predecessors in ``invalid`` (memory ids)."""
+        return (without_lifts(self.ranked, set(invalid)) if invalid else self.ranked)[:k]
+
+    def hits(self, k: int) -> list[Hit]:
+        """The top ``k`` as hits."""
+        return [Hit(e.point_id, e.score, e.payload) for e in self.top(k)]
 
 
 def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: SparseVector, where: Filter, k: int,
@@ -114,17 +117,18 @@ def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: Spars
     followers: list[Scored] = [(h.point_id, h.score, h.payload) for h in near
                                if h.point_id not in fused_ids and h.payload.get("follows") in wanted
                                and evaluate(where, h.payload)]
-    accepted = fused_ids | {pid for pid, _, _ in followers}
     cosines: dict[str, float] = {}
-    for h in near:
-        if h.point_id in accepted:
-            cid = str(h.payload["command_id"])
-            cosines[cid] = max(cosines.get(cid, 0.0), h.score)
+
+    def note(hits: Sequence[Hit], accepted: set[str]) -> None:
+        for h in hits:
+            if h.point_id in accepted:
+                cid = str(h.payload["command_id"])
+                cosines[cid] = max(cosines.get(cid, 0.0), h.score)
+
+    note(near, fused_ids | {pid for pid, _, _ in followers})
     missing = tuple(c for c in commands if c not in cosines)
     if missing:  # many followers took the search's limit
-        for h in index.search(vector, Filter(must=(FieldIn("command_id", missing),)), len(missing)):
-            if h.point_id in fused_ids:
-                cosines[str(h.payload["command_id"])] = max(cosines.get(str(h.payload["command_id"]), 0.0), h.score)
+        note(index.search(vector, Filter(must=(FieldIn("command_id", missing),)), len(missing)), fused_ids)
     memory_cosines: dict[str, float] = {}
     for _, _, p in fused:
         mid = str(p["memory_id"])
@@ -207,18 +211,13 @@ class Recaller:
 
         async def check(command_ids: list[str]) -> None:
             todo = [c for c in dict.fromkeys(command_ids) if c not in verified]
-            if not todo:
-                return
-            with stage("verify"):
-                async with self._lock:
-                    rows = await verify_candidates(self._conn, todo, sql, params)
-            verified.update({str(r[2]): r for r in rows})
-            with stage("keys"):
-                wanted = sorted({r[3] for r in rows} - set(keys))
-                keys.update(await asyncio.to_thread(self._keys.lookup, wanted) if wanted else {})
+            if todo:
+                rows, found_keys = await self._verify(todo, sql, params)
+                verified.update({str(r[2]): r for r in rows})
+                keys.update(found_keys)
 
         def top(invalid: frozenset[str]) -> tuple[list[Lifted], list[str]]:
-            ranked = (without_lifts(found.ranked, set(invalid)) if invalid else found.ranked)[:k]
+            ranked = found.top(k, invalid)
             return ranked, [str(e.payload["command_id"]) for e in ranked] + [e.by_command for e in ranked
                                                                               if e.by_command]
 
@@ -233,12 +232,22 @@ class Recaller:
             entries, wanted = top(invalid)
             await check(wanted)
             invalid |= failed(entries)
-            entries = [e for e in entries if e.by not in invalid or e.own is not None]
-        hits = sorted((Hit(e.point_id, e.score - (e.gain if e.by in invalid else 0.0), e.payload) for e in entries),
-                      key=lambda h: (-h.score, h.point_id))
+            entries = without_lifts(entries, set(invalid))  # a newcomer lifted by another failed predecessor
+        hits = [Hit(e.point_id, e.score, e.payload) for e in entries]
         rows = [verified[str(h.payload["command_id"])] for h in hits if str(h.payload["command_id"]) in verified]
-        lifted = {str(e.payload["memory_id"]): e.by for e in entries if e.by is not None and e.by not in invalid}
+        lifted = {str(e.payload["memory_id"]): e.by for e in entries if e.by is not None}
         return hits, rows, keys, lifted
+
+    async def _verify(self, command_ids: list[str], sql: Any, params: Any
+                      ) -> tuple[list[tuple[Any, ...]], dict[str, bytes | None]]:
+        """The rows of ``command_ids`` that pass the read filter in Postgres (``sql``/``params``) and the
+        data keys of their texts (``None`` for a shredded one)."""
+        with stage("verify"):
+            async with self._lock:
+                rows = await verify_candidates(self._conn, command_ids, sql, params)
+        with stage("keys"):
+            keys = await asyncio.to_thread(self._keys.lookup, sorted({r[3] for r in rows})) if rows else {}
+        return rows, keys
 
     async def _cosines(self, vector: list[float], hits: list[Hit], where: Filter, mode: RecallMode) -> dict[str, float]:
         """The dense cosine of the query with each hit, by command id: the hit scores themselves in
@@ -304,19 +313,14 @@ class Recaller:
         with stage("relevance"):
             cosines = searched.cosines if searched is not None else await self._cosines(vector, hits, where, mode)
         query_terms = tokens(query)
-        scores = {h.payload["command_id"]: h.score for h in hits}
         sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
                                       include_untrusted)
         lifted: dict[str, str] = {}
         if searched is not None:
             hits, rows, keys, lifted = await self._verified_in_context(searched, k, sql, params)
-            scores = {h.payload["command_id"]: h.score for h in hits}
         else:
-            with stage("verify"):
-                async with self._lock:
-                    rows = await verify_candidates(self._conn, list(scores), sql, params)
-            with stage("keys"):
-                keys = await asyncio.to_thread(self._keys.lookup, sorted({r[3] for r in rows})) if rows else {}
+            rows, keys = await self._verify([h.payload["command_id"] for h in hits], sql, params)
+        scores = {h.payload["command_id"]: h.score for h in hits}
         with stage("open"):
             out = self._opened(rows, keys, scores, cosines, query_terms)
             if lifted:
