@@ -126,6 +126,9 @@ class Container:
 
                 index = EdgeVectorIndex(s.data_dir / "qdrant", s.index_name)
             index.ensure(384)
+            from memwarden.projections.payload_backfill import backfill_fresh_until
+
+            backfill_fresh_until(index)  # points of an older projector: no-op once done
             self._index = index
         return self._index
 

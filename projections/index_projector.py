@@ -164,7 +164,8 @@ class EmbeddingProjector:
 
     def _apply_uses(self, latest: dict[str, int]) -> None:
         for memory_id, used_ms in latest.items():
-            self._index.set_payload(*use_update(memory_id, used_ms))
+            for where, payload in use_update(memory_id, used_ms):
+                self._index.set_payload(where, payload)
         latest.clear()
 
     def _flush(self, pending: list[IndexPoint]) -> None:

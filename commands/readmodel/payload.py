@@ -11,6 +11,7 @@ No content is ever in a payload.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from memwarden.commands.model import Sensitivity, StoreKind
 from memwarden.commands.readmodel import checks
 from memwarden.commands.readmodel.filters import FieldIn, FieldRange, Filter
+from memwarden.commands.readmodel.freshness import DEFAULT_FRESHNESS, horizon_s
 from memwarden.epoch import to_ms, to_ms_or
 
 #: The wildcard: in a grant's scopes, subjects or purposes "any"; among a record's purposes "no tags".
@@ -34,7 +36,7 @@ KEYWORD_FIELDS: tuple[str, ...] = (
 )
 #: Payload fields that carry an integer index (epoch milliseconds, UTC).
 INTEGER_FIELDS: tuple[str, ...] = (
-    "valid_from_ms", "valid_to_ms", "expires_ms", "decided_ms", "closed_known_ms", "fresh_ref_ms",
+    "valid_from_ms", "valid_to_ms", "expires_ms", "decided_ms", "closed_known_ms", "fresh_ref_ms", "fresh_until_ms",
 )
 
 
@@ -68,6 +70,21 @@ def attrs_payload(record: RecordAttrs) -> dict[str, Any]:
             "purposes": list(record.purposes) or [ANY]}
 
 
+def fresh_until_ms(store_kind: StoreKind | str, fresh_ref_ms: int) -> int:
+    """The exclusive end of a point's freshness window (SSGM Eq. 3 and Eq. 5 with the documented
+    per-kind parameters :data:`DEFAULT_FRESHNESS` and ``theta_fresh``): the point is fresh at ``t``
+    (epoch ms) iff ``t < fresh_until_ms``, which is exactly
+    ``fresh_ref_ms >= fresh_since_ms(store_kind, t)`` of
+    :func:`memwarden.commands.readmodel.freshness.fresh_since_ms`. :data:`OPEN_END_MS` for a kind that
+    does not decay (PROCEDURE). Kept in the payload by the projector so that the read filter holds one
+    integer range instead of one ``(store kind, range)`` clause per kind (the engine evaluates that
+    per point: 2-3 ms of every recall at 100k points). Raises ``ValidationError`` for an unknown kind."""
+    kind = checks.enum("store_kind", StoreKind, store_kind)
+    checks.epoch_ms("fresh_ref_ms", fresh_ref_ms)
+    h = horizon_s(DEFAULT_FRESHNESS[kind])
+    return OPEN_END_MS if math.isinf(h) else min(OPEN_END_MS, fresh_ref_ms + math.floor(h * 1000.0) + 1)
+
+
 def valid_from_of(envelope: Mapping[str, Any]) -> Any:
     """Start of a version's validity interval: ``effective_from``, else ``observed_at`` (an envelope dict)."""
     return envelope["effective_from"] or envelope["observed_at"]
@@ -76,10 +93,12 @@ def valid_from_of(envelope: Mapping[str, Any]) -> Any:
 def point_payload(record: Mapping[str, Any], last_used_ms: int | None = None) -> dict[str, Any]:
     """The payload of the point of a ``MemoryRecorded`` event record (Avro dict): ids, access
     attributes, status ``active``, validity interval, expiry, decision time, freshness reference
-    (the later of the validity start and the memory's last use, ``last_used_ms``), trust class, and
+    (the later of the validity start and the memory's last use, ``last_used_ms``) and the end of the
+    freshness window it gives (:func:`fresh_until_ms`), trust class, and
     ``follows`` (the memory it follows in its thread, when the record names one: ranking context)."""
     env = record["envelope"]
     valid_from = to_ms(valid_from_of(env))
+    fresh_ref = max(valid_from, last_used_ms or valid_from)  # last use, else validity start
     return {
         "memory_id": record["memory_id"],
         "command_id": record["command_id"],
@@ -92,7 +111,8 @@ def point_payload(record: Mapping[str, Any], last_used_ms: int | None = None) ->
         "expires_ms": to_ms_or(env["expires_at"], OPEN_END_MS),
         "decided_ms": to_ms(record["decided_at"]),
         "closed_known_ms": OPEN_END_MS,  # when the ledger closed this version (known_at reads)
-        "fresh_ref_ms": max(valid_from, last_used_ms or valid_from),  # last use, else validity start
+        "fresh_ref_ms": fresh_ref,
+        "fresh_until_ms": fresh_until_ms(env["store_kind"], fresh_ref),
         "trust": UNTRUSTED_TAG if UNTRUSTED_TAG in (record.get("tags") or ()) else "trusted",
         **({"follows": record["follows"]} if record.get("follows") else {}),
     }
@@ -119,13 +139,16 @@ def supersession_updates(record: Mapping[str, Any]) -> list[tuple[Filter, dict[s
             (live, {"status": "superseded", "closed_known_ms": to_ms(record["decided_at"])})]
 
 
-def use_update(memory_id: str, used_ms: int) -> tuple[Filter, dict[str, Any]]:
-    """The payload update of one use (``MemoryUsed``, Eq. 3's "last valid use" of the memory): the
-    freshness reference of every version of the memory moves forward to ``used_ms``, never back (so
-    uses commute with each other and with versions projected later, which start from the last use:
-    :func:`point_payload`)."""
-    return (Filter(must=(FieldIn("memory_id", (memory_id,)), FieldRange("fresh_ref_ms", lt=used_ms))),
-            {"fresh_ref_ms": used_ms})
+def use_update(memory_id: str, used_ms: int) -> list[tuple[Filter, dict[str, Any]]]:
+    """The payload updates of one use (``MemoryUsed``, Eq. 3's "last valid use" of the memory), one
+    per store kind: the freshness reference of every version of the memory moves forward to
+    ``used_ms``, never back, and its freshness window end (:func:`fresh_until_ms`, which depends on
+    the version's store kind) with it; so uses commute with each other and with versions projected
+    later, which start from the last use (:func:`point_payload`)."""
+    return [(Filter(must=(FieldIn("memory_id", (memory_id,)), FieldIn("store_kind", (kind.value,)),
+                          FieldRange("fresh_ref_ms", lt=used_ms))),
+             {"fresh_ref_ms": used_ms, "fresh_until_ms": fresh_until_ms(kind, used_ms)})
+            for kind in StoreKind]
 
 
 def memory_selector(memory_id: str) -> Filter:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memwarden.commands.model import StoreKind
 from memwarden.commands.readmodel.filters import Condition, FieldIn, FieldRange, Filter
-from memwarden.commands.readmodel.freshness import fresh_since_ms
 from memwarden.commands.readmodel.permission import Grant, ReadContext, read_permission_filter
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE
 from memwarden.epoch import to_ms
@@ -27,7 +25,9 @@ def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = D
     ``ACL`` (owner, subject or an applicable grant, for ``purpose``), valid at ``at`` (UTC), known to
     the ledger at ``known_at`` (a version decided later is invisible; a version closed later is still
     current as known then), not expired at ``now``, fresh at ``at`` (Eq. 3: last use or validity start
-    within the store kind's horizon; skipped for ``known_at`` reads and when ``freshness`` is off),
+    within the store kind's horizon, kept per point as ``fresh_until_ms`` by
+    :func:`memwarden.commands.readmodel.payload.fresh_until_ms`, so one integer range; skipped for
+    ``known_at`` reads and when ``freshness`` is off),
     never forgotten or quarantined (they are not in the index at all), and not tagged ``untrusted``
     (content from web, email, documents or tool text, kept as quoted data) unless
     ``include_untrusted`` (seed 004: untrusted content must not steer the agent by default).
@@ -46,8 +46,6 @@ def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = D
     ]
     if not include_untrusted:
         must.append(FieldIn("trust", ("trusted",)))
-    if freshness and known_at is None:
-        must.append(Filter(should=tuple(
-            Filter(must=(FieldIn("store_kind", (kind.value,)), FieldRange("fresh_ref_ms", gte=fresh_since_ms(kind, t))))
-            for kind in StoreKind)))
+    if freshness and known_at is None:  # fresh_ref_ms >= fresh_since_ms(kind, t), kept per point
+        must.append(FieldRange("fresh_until_ms", gt=t))
     return Filter(must=tuple(must))

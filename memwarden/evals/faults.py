@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 
 from memwarden.commands.readmodel.filters import FieldIn, Filter
-from memwarden.commands.readmodel.payload import OPEN_END_MS
+from memwarden.commands.readmodel.payload import OPEN_END_MS, fresh_until_ms
 from memwarden.epoch import to_ms
 from memwarden.projections.index_projector import point_id
 from memwarden.projections.vector_index import IndexPoint, VectorIndex
@@ -96,4 +96,4 @@ def _point(pid: str, row: dict[str, Any]) -> IndexPoint:
                                     "sensitivity": row["sensitivity"], "purposes": ["*"], "trust": "trusted",
                                     "valid_from_ms": 0, "valid_to_ms": OPEN_END_MS,
                                     "expires_ms": OPEN_END_MS, "decided_ms": 0, "closed_known_ms": OPEN_END_MS,
-                                    "fresh_ref_ms": 0})
+                                    "fresh_ref_ms": 0, "fresh_until_ms": fresh_until_ms(row["store_kind"], 0)})

@@ -23,7 +23,7 @@ import psycopg
 from memwarden.commands.model import PrincipalKind, Sensitivity, StoreKind
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.commands.readmodel.filters import Filter
-from memwarden.commands.readmodel.payload import OPEN_END_MS
+from memwarden.commands.readmodel.payload import OPEN_END_MS, fresh_until_ms
 from memwarden.commands.readmodel.payload import point_payload as payload_of
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.epoch import to_ms, to_ms_or
@@ -141,6 +141,7 @@ class Version:
         p = payload_of(self.recorded(offset))
         if self.last_used is not None:
             p["fresh_ref_ms"] = to_ms(self.last_used)
+            p["fresh_until_ms"] = fresh_until_ms(self.store_kind, p["fresh_ref_ms"])
         p["valid_to_ms"] = to_ms_or(self.valid_to, OPEN_END_MS)
         if self.closed_at is not None:
             p["closed_known_ms"] = to_ms(self.closed_at)

@@ -19,7 +19,7 @@ import pytest
 
 from memwarden.commands.gate import Position
 from memwarden.commands.model import Sensitivity, StoreKind
-from memwarden.commands.readmodel.payload import OPEN_END_MS
+from memwarden.commands.readmodel.payload import OPEN_END_MS, fresh_until_ms
 from memwarden.epoch import to_ms, to_ms_or
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.events_in import EventIn
@@ -131,6 +131,7 @@ def test_index_payloads_say_what_the_rows_say(ns: Settings, loop: Loop, aconn: p
             "closed_known_ms": to_ms(closed_at) if closed_at else OPEN_END_MS,
             "fresh_ref_ms": to_ms(max(valid_from, last_used) if last_used else valid_from),
         }
+        expected["fresh_until_ms"] = fresh_until_ms(p["store_kind"], expected["fresh_ref_ms"])
         assert {k: p[k] for k in expected} == expected, (memory_id, status)
     by_memory = {(r[0], r[2]): r for r in rows}
     assert by_memory[(leave["memory_id"], "superseded")][4] == T + 6 * H

@@ -15,7 +15,7 @@ import pytest
 from memwarden.commands.model import Right, Sensitivity, StoreKind
 from memwarden.commands.readmodel.filters import evaluate
 from memwarden.commands.readmodel.freshness import DEFAULT_FRESHNESS, horizon_s
-from memwarden.commands.readmodel.payload import OPEN_END_MS, RecordAttrs
+from memwarden.commands.readmodel.payload import OPEN_END_MS, RecordAttrs, fresh_until_ms
 from memwarden.commands.readmodel.payload import attrs_payload as payload_of
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.commands.readmodel.read_filter import read_filter
@@ -27,7 +27,8 @@ HOUR = timedelta(hours=1)
 
 def payload(**over: Any) -> dict[str, Any]:
     """An active, trusted PROFILE version of ``user:alice``, valid since NOW - 10 h, decided then, never
-    closed, unexpired, never used (fresh reference = validity start); ``over`` replaces keys."""
+    closed, unexpired, never used (fresh reference = validity start); ``over`` replaces keys, and the
+    freshness window end follows the store kind and the reference as the projector keeps it."""
     base: dict[str, Any] = {
         **payload_of(RecordAttrs("user:alice", "user:alice", "account:default", StoreKind.PROFILE,
                                  Sensitivity.INTERNAL)),
@@ -37,6 +38,8 @@ def payload(**over: Any) -> dict[str, Any]:
         "fresh_ref_ms": to_ms(NOW - 10 * HOUR),
     }
     base.update(over)
+    if "fresh_until_ms" not in over:
+        base["fresh_until_ms"] = fresh_until_ms(base["store_kind"], base["fresh_ref_ms"])
     return base
 
 
@@ -148,7 +151,8 @@ def test_a_recent_use_keeps_an_old_record_fresh() -> None:
     ref = to_ms(NOW - timedelta(days=200))
     unused = payload(store_kind="EVENT", valid_from_ms=ref, decided_ms=ref, fresh_ref_ms=ref)
     assert not admits(unused)
-    assert admits({**unused, "fresh_ref_ms": to_ms(NOW - timedelta(days=1))})
+    assert admits(payload(store_kind="EVENT", valid_from_ms=ref, decided_ms=ref,
+                          fresh_ref_ms=to_ms(NOW - timedelta(days=1))))
 
 
 # -- status and untrusted content --------------------------------------------------------------------------------
@@ -169,7 +173,7 @@ def test_untrusted_content_only_with_include_untrusted() -> None:
 
 
 def test_a_payload_missing_a_time_field_is_not_admitted() -> None:
-    for key in ("valid_from_ms", "decided_ms", "expires_ms", "fresh_ref_ms"):
+    for key in ("valid_from_ms", "decided_ms", "expires_ms", "fresh_until_ms"):
         p = payload()
         del p[key]
         assert not admits(p), key
