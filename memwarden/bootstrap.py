@@ -132,11 +132,12 @@ class Container:
             self._index = index
         return self._index
 
-    async def pg(self) -> psycopg.AsyncConnection:
-        """A new asyncio Postgres connection in the namespace schema."""
+    async def pg(self, *, autocommit: bool = False) -> psycopg.AsyncConnection:
+        """A new asyncio Postgres connection in the namespace schema (``autocommit``: see
+        :func:`memwarden.stores.pg.connect_async`)."""
         from memwarden.stores.pg import connect_async
 
-        return await connect_async(self.settings)
+        return await connect_async(self.settings, autocommit=autocommit)
 
     def close(self) -> None:
         """Release the key ring and the vector index."""

@@ -47,7 +47,7 @@ from memwarden.projections.embedder import Embedder
 from memwarden.projections.sparse import Bm25Encoder, tokens
 from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, SparseVector, VectorIndex
 from memwarden.stores.profile_rows import verify_candidates
-from memwarden.stores.registry import principal_record, read_context
+from memwarden.stores.registry import ReaderContext, principal_record, reader_context
 from memwarden.timing import stage
 
 
@@ -175,6 +175,12 @@ class Recaller:
         async with self._lock:
             return await principal_record(self._conn, principal)
 
+    async def reader(self, principal: str) -> ReaderContext:
+        """The registry record, roles and grants of ``principal`` in one statement: what read
+        authentication checks and what a recall's filter is built from (pass it to :meth:`recall`)."""
+        async with self._lock:
+            return await reader_context(self._conn, principal)
+
     async def _embed(self, query: str) -> list[float]:
         """The query's dense vector (every mode needs it: the dense leg and the relevance)."""
         with stage("embed"):
@@ -269,7 +275,8 @@ class Recaller:
     async def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,
                      known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
                      freshness: bool = True, include_untrusted: bool = False,
-                     mode: RecallMode = "hybrid", min_score: float = 0.0) -> Recalled:
+                     mode: RecallMode = "hybrid", min_score: float = 0.0,
+                     reader: ReaderContext | None = None) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
         tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
@@ -287,6 +294,9 @@ class Recaller:
         after the read filter, verification and ranking (it never adds or reorders); the result says
         how many it dropped (``below_floor``). ``0`` (the default) keeps every memory.
 
+        ``reader``: the reader's roles and grants as :meth:`reader` read them for this call's
+        authentication a moment ago (read again here when ``None``).
+
         Raises ``ValidationError`` for bad arguments.
         """
         check_query(principal, query, k, as_of, known_at, purpose, mode, min_score)
@@ -296,9 +306,10 @@ class Recaller:
         # the query is embedded (in a thread, outside the GIL) while the grants are read and the filter built
         embedding = asyncio.create_task(self._embed(query))
         try:
-            with stage("grants"):
-                async with self._lock:
-                    roles, grants = await read_context(self._conn, principal)
+            if reader is None:
+                with stage("grants"):
+                    reader = await self.reader(principal)
+            roles, grants = reader.roles, reader.grants
             with stage("filter"):
                 if as_of is not None:  # a read of the past uses grants valid then *and* now (a revocation holds)
                     grants = tuple(g for g in grants if g.valid_at(to_ms(at)))

@@ -78,7 +78,7 @@ WARMUP = 20
 #: Seconds a fresh worker may take to answer its first recall (its key ring reads every data key).
 FIRST_ANSWER_S = 1800.0
 #: Stages the read API reports, in the order of a call.
-STAGES = ("auth", "grants", "filter", "embed", "index", "relevance", "verify", "keys", "open", "answer", "audit")
+STAGES = ("auth", "filter", "embed", "index", "relevance", "verify", "keys", "open", "answer", "audit")
 
 
 def _ms(values: Sequence[float], q: float) -> float:

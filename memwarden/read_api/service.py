@@ -38,6 +38,7 @@ from memwarden.read_api.history import lookup_history
 from memwarden.read_api.requests import RecallRequest, decision_ids, history_request, recall_request
 from memwarden.stores.decisions import find
 from memwarden.stores.pg import DB_ERRORS
+from memwarden.stores.registry import ReaderContext
 from memwarden.timing import server_timing, stage, timed
 
 #: Publishes records on the namespace's topics (logical names), acknowledged when it returns.
@@ -135,16 +136,23 @@ class ReadService:
     async def recaller(self) -> Recaller:
         """The recaller (built on first use)."""
         if self._recaller is None:
-            self._recaller = Recaller(self._c.embedder(), self._c.index(), await self._c.pg(), keys=self._c.keyring())
+            self._recaller = Recaller(self._c.embedder(), self._c.index(), await self._c.pg(autocommit=True),
+                                      keys=self._c.keyring())
         return self._recaller
 
-    async def _authenticate(self, body: Mapping[str, Any]) -> Reason | None:
+    async def _authenticate(self, body: Mapping[str, Any], reader: ReaderContext | None = None) -> Reason | None:
+        """The reason a request fails authentication, or ``None``; ``reader``: the principal's
+        registry record as :meth:`Recaller.reader` read it (looked up here when ``None``)."""
         if "auth" not in body and self._c.settings.read_auth == "optional":
             return None
         principal = body.get("principal")
         anchor = self._c.trust_anchor
-        record = anchor if principal == anchor.principal_id else (
-            await (await self.recaller()).registered(principal) if isinstance(principal, str) else None)
+        if principal == anchor.principal_id:
+            record = anchor
+        elif reader is not None:
+            record = reader.record
+        else:
+            record = await (await self.recaller()).registered(principal) if isinstance(principal, str) else None
         now = now_ms()
         problem = check_request(body, record, now)
         return problem if problem is not None else replayed(self._replays, body, now)
@@ -152,20 +160,22 @@ class ReadService:
     async def recall(self, body: Any) -> Reply:
         """``POST /recall``: 200 ``{"memories": [...], "min_score", "below_floor"}`` (plus ``"reason":
         "BELOW_FLOOR"`` when hits were found but none reached ``min_score``) with a ``Server-Timing``
-        header of its stages in ms (``auth``, ``grants``, ``filter``, ``embed``, ``index``, ``relevance``,
+        header of its stages in ms (``auth``: the registry record, roles and grants in one statement
+        and the signature check; ``filter``, ``embed``, ``index``, ``relevance``,
         ``verify``, ``keys``, ``open``, ``answer``, ``audit``: :mod:`memwarden.timing`), 400 naming a bad field,
         401 with the reason code when authentication fails, 503 with ``Retry-After`` when the database
         is down or the broker does not acknowledge the read audit within ``AUDIT_TIMEOUT_S``."""
         with timed() as stages:
             try:
-                with stage("auth"):
+                with stage("auth"):  # the registry record, roles and grants in one statement
                     request = recall_request(body)
-                    problem = await self._authenticate(body)
+                    reader = await (await self.recaller()).reader(request.principal)
+                    problem = await self._authenticate(body, reader)
                 if problem is not None:
                     return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
                                        "field": "auth"})
                 async with self._read():
-                    found = await self._recall(request)
+                    found = await self._recall(request, reader)
             except ValidationError as exc:
                 return _bad_request(exc)
             except DB_ERRORS as exc:
@@ -207,10 +217,10 @@ class ReadService:
         record = Outbound("audit", request.principal.encode(), self._c.codec.encode("ReadAudited", audited))
         return await _audited(self._publish([record]), Reply(200, found))
 
-    async def _recall(self, r: RecallRequest) -> Recalled:
+    async def _recall(self, r: RecallRequest, reader: ReaderContext) -> Recalled:
         found = await (await self.recaller()).recall(r.principal, r.query, r.k, r.as_of, r.known_at, r.purpose,
                                                      freshness=r.freshness, include_untrusted=r.include_untrusted,
-                                                     mode=r.mode, min_score=r.min_score)
+                                                     mode=r.mode, min_score=r.min_score, reader=reader)
         return found if isinstance(found, Recalled) else Recalled(found, r.min_score)  # a plain list: no floor report
 
     async def _audit(self, r: RecallRequest, found: list[RecalledMemory]) -> None:

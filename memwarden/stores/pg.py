@@ -62,9 +62,18 @@ def connect(settings: Settings) -> psycopg.Connection:
     return conn
 
 
-async def connect_async(settings: Settings) -> psycopg.AsyncConnection:
-    """An asyncio connection whose search_path is the namespace schema."""
-    conn = await psycopg.AsyncConnection.connect(settings.postgres_dsn)
+async def connect_async(settings: Settings, *, autocommit: bool = False) -> psycopg.AsyncConnection:
+    """An asyncio connection whose search_path is the namespace schema. ``autocommit``: every
+    statement is its own transaction, with no ``BEGIN``/``COMMIT`` round trips (the read path's
+    single-statement reads)."""
+    conn = await psycopg.AsyncConnection.connect(settings.postgres_dsn, autocommit=autocommit)
     await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(settings.pg_schema)))
-    await conn.commit()
+    await end_read(conn)
     return conn
+
+
+async def end_read(conn: psycopg.AsyncConnection) -> None:
+    """End the transaction a read opened, if any; none is open on an autocommit connection, and then
+    this costs no round trip."""
+    if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        await conn.commit()

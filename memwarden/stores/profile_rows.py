@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from memwarden.commands.readmodel.payload import closed_by, valid_from_of
+from memwarden.stores.pg import end_read
 
 _INSERT = """
 INSERT INTO memory_versions (memory_id, version, command_id, event_id, principal, subject, scope, store_kind,
@@ -144,11 +145,12 @@ async def verify_candidates(conn: psycopg.AsyncConnection, command_ids: Sequence
     named parameters, :func:`memwarden.commands.readmodel.sql.read_filter_sql`), in one short
     transaction. Columns: memory_id, version, command_id, content key id, principal, subject, scope,
     source_kind, source_ref, observed_at, valid_from, valid_to, status, ledger topic, partition,
-    offset, unverified, tags, content nonce, sealed content (the caller opens it with the key ring)."""
+    offset, unverified, tags, content nonce, sealed content (the caller opens it with the key ring).
+    One statement: on an autocommit connection (the read API's), one round trip."""
     async with conn.cursor() as cur:
         await cur.execute(_VERIFY.format(where=where), {"ids": list(command_ids), **params})  # type: ignore[arg-type]
         rows = await cur.fetchall()
-    await conn.commit()
+    await end_read(conn)
     return rows
 
 

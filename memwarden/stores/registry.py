@@ -4,24 +4,56 @@ the read API only reads them, in short transactions, so a revocation holds from 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import psycopg
 
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.commands.readmodel.permission import ROLE_PREFIX, Grant
-from memwarden.stores.gate_state import load_grants
-from memwarden.stores.records import principal_from_json
+from memwarden.stores.pg import end_read
+from memwarden.stores.records import grant_from_json, principal_from_json
+
+#: One statement: the reader's registry record and every grant held by it or one of its roles (the
+#: only ones that can apply to its reads), as of one snapshot.
+_READER = """
+WITH p AS (SELECT record FROM gate_principals WHERE principal_id = %(principal)s),
+     r AS (SELECT %(role_prefix)s || jsonb_array_elements_text(COALESCE(record -> 'roles', '[]'::jsonb)) AS grantee
+           FROM p)
+SELECT (SELECT record FROM p),
+       (SELECT COALESCE(jsonb_agg(g.record ORDER BY g.grant_id), '[]'::jsonb) FROM grants g
+         WHERE g.grantee = %(principal)s OR g.grantee IN (SELECT grantee FROM r))
+"""
+
+
+@dataclass(frozen=True)
+class ReaderContext:
+    """Who reads, as the registry says now: its registry record (``None`` when unknown; read
+    authentication checks the request's signature against its keys), its roles and the grants held
+    by it or one of its roles (revoked ones included: the read filter looks at ``revoked_at_ms``)."""
+
+    record: PrincipalRecord | None
+    roles: frozenset[str]
+    grants: tuple[Grant, ...]
+
+
+async def reader_context(conn: psycopg.AsyncConnection, principal: str) -> ReaderContext:
+    """The :class:`ReaderContext` of ``principal`` in one statement (one round trip on an autocommit
+    connection, which the read API's is): a revocation or a new grant holds from the next read on."""
+    async with conn.cursor() as cur:
+        await cur.execute(_READER, {"principal": principal, "role_prefix": ROLE_PREFIX})
+        row = await cur.fetchone()
+    await end_read(conn)
+    record_json, grants_json = row if row else (None, [])
+    roles = frozenset((record_json or {}).get("roles") or ())
+    return ReaderContext(principal_from_json(record_json) if record_json else None, roles,
+                         tuple(grant_from_json(g) for g in grants_json))
 
 
 async def read_context(conn: psycopg.AsyncConnection, principal: str) -> tuple[frozenset[str], tuple[Grant, ...]]:
     """Roles of ``principal`` (from the registry) and the grants held by it or one of its roles (the
-    only ones that can apply to its reads), read in one short transaction."""
-    async with conn.cursor() as cur:
-        await cur.execute("SELECT record -> 'roles' FROM gate_principals WHERE principal_id = %s", (principal,))
-        row = await cur.fetchone()
-        roles = frozenset(row[0]) if row else frozenset()
-        grants = await load_grants(cur, [principal, *(ROLE_PREFIX + r for r in sorted(roles))])
-    await conn.commit()
-    return roles, grants
+    only ones that can apply to its reads), read in one statement (:func:`reader_context`)."""
+    found = await reader_context(conn, principal)
+    return found.roles, found.grants
 
 
 async def principal_record(conn: psycopg.AsyncConnection, principal: str) -> PrincipalRecord | None:
@@ -29,5 +61,5 @@ async def principal_record(conn: psycopg.AsyncConnection, principal: str) -> Pri
     async with conn.cursor() as cur:
         await cur.execute("SELECT record FROM gate_principals WHERE principal_id = %s", (principal,))
         row = await cur.fetchone()
-    await conn.commit()
+    await end_read(conn)
     return principal_from_json(row[0]) if row else None
