@@ -19,6 +19,7 @@ from memwarden.read_api.requests import MAX_LOOKUP_IDS, decision_ids, recall_req
 from memwarden.read_api.service import ReadService
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
+from memwarden.stores.registry import ReaderContext
 from tests import factories as f
 
 CODEC = default_codec()
@@ -72,12 +73,18 @@ class _Container:
 class _Recaller:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
+        self.readers: list[Any] = []
+        self.unknown: set[str] = set()
 
     async def registered(self, principal: str) -> Any:
         return f.principal(principal)
 
+    async def reader(self, principal: str) -> ReaderContext:
+        return ReaderContext(None if principal in self.unknown else f.principal(principal), frozenset({"r"}), ())
+
     async def recall(self, *args: Any, **kw: Any) -> list[RecalledMemory]:
         self.calls.append(args)
+        self.readers.append(kw.get("reader"))
         return [FOUND]
 
 
@@ -125,6 +132,29 @@ def test_a_signed_read_is_answered_audited_by_ids_and_counted_as_a_use() -> None
     asyncio.run(service.flush_usage())
     name, used = CODEC.decode(sent[-1].value)
     assert sent[-1].topic == "events" and name == "MemoryUsed" and used["uses"][0]["memory_id"] == FOUND.memory_id
+
+
+def test_the_recall_uses_the_reader_context_authentication_read() -> None:
+    from memwarden.commands.read_auth import sign_request
+    from memwarden.epoch import now_ms
+
+    service, _, recaller = _service("required")
+    body = sign_request({"principal": "user:alice", "query": "tea"}, f.signer("user:alice"), now_ms())
+    assert asyncio.run(service.recall(body)).status == 200
+    (reader,) = recaller.readers
+    assert reader.record.principal_id == "user:alice" and reader.roles == {"r"}  # one read serves both
+
+
+def test_a_principal_the_registry_does_not_know_is_refused() -> None:
+    from memwarden.commands.read_auth import sign_request
+    from memwarden.epoch import now_ms
+
+    service, sent, recaller = _service("required")
+    recaller.unknown.add("user:mallory")
+    body = sign_request({"principal": "user:mallory", "query": "tea"}, f.signer("user:mallory"), now_ms())
+    reply = asyncio.run(service.recall(body))
+    assert reply.status == 401 and reply.body["field"] == "auth"
+    assert sent == [] and recaller.calls == []
 
 
 def test_a_read_of_the_past_is_audited_but_is_not_a_use() -> None:
