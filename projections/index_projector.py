@@ -163,8 +163,12 @@ class EmbeddingProjector:
         self._apply_uses(latest)
 
     def _apply_uses(self, latest: dict[str, int]) -> None:
+        """One payload update per store kind for each distinct use time (a read's uses share one)."""
+        by_time: dict[int, list[str]] = {}
         for memory_id, used_ms in latest.items():
-            for where, payload in use_update(memory_id, used_ms):
+            by_time.setdefault(used_ms, []).append(memory_id)
+        for used_ms, memory_ids in sorted(by_time.items()):
+            for where, payload in use_update(memory_ids, used_ms):
                 self._index.set_payload(where, payload)
         latest.clear()
 

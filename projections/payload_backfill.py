@@ -7,51 +7,64 @@ closed), so an index must be backfilled before it serves recalls: :func:`backfil
 in place, from each point's own ``store_kind`` and ``fresh_ref_ms``, giving exactly the payload a
 replay would build. Called where every process opens the index (``Container.index``); a no-op (two
 exact counts) once every point has the field.
+
+Safe beside a live projector (a Qdrant server shared by several workers): the backfill never writes a
+whole point, it only *merges* the one key, with a compare-and-set filter (same store kind, same
+``fresh_ref_ms`` as scanned, field still absent). A point deleted by a forget meanwhile is not
+recreated, a supersession's status is untouched, and a point whose reference a use moved meanwhile is
+left alone (the use wrote its own ``fresh_until_ms``). Stop projectors of the older version before
+starting newer ones: points an older projector writes afterwards lack the field until the next open.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
+from collections import defaultdict
 
-from memwarden.commands.readmodel.filters import FieldRange, Filter
+from memwarden.commands.readmodel.filters import FieldIn, FieldRange, Filter
 from memwarden.commands.readmodel.payload import fresh_until_ms
 from memwarden.errors import ValidationError
-from memwarden.projections.vector_index import IndexPoint, VectorIndex
+from memwarden.projections.vector_index import VectorIndex
 
 _log = logging.getLogger(__name__)
 FIELD = "fresh_until_ms"
+#: Below every epoch-ms value a point can hold (references before 1970 are negative).
+_FLOOR = -(2**53)
+_HAS_FIELD = FieldRange(FIELD, gte=_FLOOR)
 
 
 def lacking_fresh_until(index: VectorIndex) -> int:
-    """How many points of ``index`` have no ``fresh_until_ms`` (two exact counts). Raises
+    """How many points of ``index`` have no ``fresh_until_ms`` (one exact count). Raises
     ``IndexUnavailable``."""
-    return index.count() - index.count(Filter(must=(FieldRange(FIELD, gte=0),)))
+    return index.count(Filter(must_not=(_HAS_FIELD,)))
 
 
 def backfill_fresh_until(index: VectorIndex, batch: int = 1000) -> int:
-    """Give every point of ``index`` that lacks it its ``fresh_until_ms`` (vectors and every other
-    payload key unchanged; points rewritten in batches of ``batch``); returns how many were written.
-    A point whose ``store_kind`` or ``fresh_ref_ms`` is missing or malformed is left as it is (it
-    stays out of every read) and logged. Raises ``IndexUnavailable`` when the index fails."""
-    if lacking_fresh_until(index) == 0:
+    """Give every point of ``index`` that lacks it its ``fresh_until_ms`` (every other key, the vectors
+    and points written meanwhile untouched: see the module notes); returns how many points lacked it
+    when scanned (a point a use or a forget changed meanwhile is skipped by the compare-and-set).
+    One update per distinct (store kind, reference) pair. A point whose ``store_kind`` or
+    ``fresh_ref_ms`` is missing or malformed is left as it is (it stays out of every read) and logged.
+    Reads ``batch`` points at a time. Raises ``IndexUnavailable`` when the index fails."""
+    lacking = Filter(must_not=(_HAS_FIELD,))
+    if index.count(lacking) == 0:
         return 0
-    pending: list[IndexPoint] = []
-    written = skipped = 0
-    for point in index.scan(None, batch):
-        if FIELD in point.payload:
-            continue
+    groups: dict[tuple[str, int], int] = defaultdict(int)
+    skipped = 0
+    for point in index.scan(lacking, batch):
+        kind, ref = point.payload.get("store_kind"), point.payload.get("fresh_ref_ms")
         try:
-            end = fresh_until_ms(point.payload.get("store_kind", ""), point.payload.get("fresh_ref_ms"))
+            fresh_until_ms(kind if isinstance(kind, str) else "", ref)  # type: ignore[arg-type]
         except ValidationError:
             skipped += 1
             continue
-        pending.append(replace(point, payload={**point.payload, FIELD: end}))
-        if len(pending) >= batch:
-            index.upsert(pending)
-            written += len(pending)
-            pending = []
-    index.upsert(pending)
-    written += len(pending)
-    _log.warning("backfilled %s on %d index points (%d malformed points left out of reads)", FIELD, written, skipped)
+        groups[(str(kind), int(ref))] += 1  # type: ignore[arg-type]
+    for (kind, ref), _ in sorted(groups.items()):
+        same = Filter(must=(FieldIn("store_kind", (kind,)), FieldRange("fresh_ref_ms", gte=ref, lte=ref)),
+                      must_not=(_HAS_FIELD,))
+        index.set_payload(same, {FIELD: fresh_until_ms(kind, ref)})
+    written = sum(groups.values())
+    if written or skipped:
+        _log.warning("backfilled %s on %d index points (%d malformed points left out of reads)", FIELD, written,
+                     skipped)
     return written

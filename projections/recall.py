@@ -43,6 +43,7 @@ from memwarden.commands.readmodel.thread_context import (
 )
 from memwarden.crypto import ContentUnreadable, decrypt_text
 from memwarden.epoch import to_ms
+from memwarden.errors import ValidationError
 from memwarden.projections.embedder import Embedder
 from memwarden.projections.sparse import Bm25Encoder, tokens
 from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, SparseVector, VectorIndex
@@ -295,11 +296,14 @@ class Recaller:
         how many it dropped (``below_floor``). ``0`` (the default) keeps every memory.
 
         ``reader``: the reader's roles and grants as :meth:`reader` read them for this call's
-        authentication a moment ago (read again here when ``None``).
+        authentication a moment ago (read again here when ``None``; one of another principal is a
+        ``ValidationError``).
 
         Raises ``ValidationError`` for bad arguments.
         """
         check_query(principal, query, k, as_of, known_at, purpose, mode, min_score)
+        if reader is not None and reader.principal != principal:
+            raise ValidationError("reader", f"the reader context of {reader.principal!r} given for {principal!r}")
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
         known = (known_at or now).astimezone(UTC)

@@ -12,7 +12,7 @@ No content is ever in a payload.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,16 +139,18 @@ def supersession_updates(record: Mapping[str, Any]) -> list[tuple[Filter, dict[s
             (live, {"status": "superseded", "closed_known_ms": to_ms(record["decided_at"])})]
 
 
-def use_update(memory_id: str, used_ms: int) -> list[tuple[Filter, dict[str, Any]]]:
-    """The payload updates of one use (``MemoryUsed``, Eq. 3's "last valid use" of the memory), one
-    per store kind: the freshness reference of every version of the memory moves forward to
-    ``used_ms``, never back, and its freshness window end (:func:`fresh_until_ms`, which depends on
-    the version's store kind) with it; so uses commute with each other and with versions projected
-    later, which start from the last use (:func:`point_payload`)."""
-    return [(Filter(must=(FieldIn("memory_id", (memory_id,)), FieldIn("store_kind", (kind.value,)),
+def use_update(memory_ids: str | Sequence[str], used_ms: int) -> list[tuple[Filter, dict[str, Any]]]:
+    """The payload updates of a use at ``used_ms`` of each of ``memory_ids`` (``MemoryUsed``, Eq. 3's
+    "last valid use"), one per store kind: the freshness reference of every version of those memories
+    moves forward to ``used_ms``, never back, and its freshness window end (:func:`fresh_until_ms`,
+    which depends on the version's store kind) with it; so uses commute with each other and with
+    versions projected later, which start from the last use (:func:`point_payload`). Memories used at
+    the same time share the updates (one write per kind, not per memory)."""
+    ids = (memory_ids,) if isinstance(memory_ids, str) else tuple(dict.fromkeys(memory_ids))
+    return [(Filter(must=(FieldIn("memory_id", ids), FieldIn("store_kind", (kind.value,)),
                           FieldRange("fresh_ref_ms", lt=used_ms))),
              {"fresh_ref_ms": used_ms, "fresh_until_ms": fresh_until_ms(kind, used_ms)})
-            for kind in StoreKind]
+            for kind in StoreKind] if ids else []
 
 
 def memory_selector(memory_id: str) -> Filter:

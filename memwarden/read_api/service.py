@@ -167,14 +167,15 @@ class ReadService:
         is down or the broker does not acknowledge the read audit within ``AUDIT_TIMEOUT_S``."""
         with timed() as stages:
             try:
-                with stage("auth"):  # the registry record, roles and grants in one statement
+                with stage("auth"):
                     request = recall_request(body)
-                    reader = await (await self.recaller()).reader(request.principal)
-                    problem = await self._authenticate(body, reader)
-                if problem is not None:
-                    return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
-                                       "field": "auth"})
-                async with self._read():
+                async with self._read():  # after a switch pause: the grants as they are now
+                    with stage("auth"):  # the registry record, roles and grants in one statement
+                        reader = await (await self.recaller()).reader(request.principal)
+                        problem = await self._authenticate(body, reader)
+                    if problem is not None:
+                        return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
+                                           "field": "auth"})
                     found = await self._recall(request, reader)
             except ValidationError as exc:
                 return _bad_request(exc)

@@ -27,10 +27,12 @@ SELECT (SELECT record FROM p),
 
 @dataclass(frozen=True)
 class ReaderContext:
-    """Who reads, as the registry says now: its registry record (``None`` when unknown; read
-    authentication checks the request's signature against its keys), its roles and the grants held
-    by it or one of its roles (revoked ones included: the read filter looks at ``revoked_at_ms``)."""
+    """Who reads, as the registry says now: the principal id, its registry record (``None`` when
+    unknown; read authentication checks the request's signature against its keys), its roles and the
+    grants held by it or one of its roles (revoked ones included: the read filter looks at
+    ``revoked_at_ms``)."""
 
+    principal: str
     record: PrincipalRecord | None
     roles: frozenset[str]
     grants: tuple[Grant, ...]
@@ -45,7 +47,7 @@ async def reader_context(conn: psycopg.AsyncConnection, principal: str) -> Reade
     await end_read(conn)
     record_json, grants_json = row if row else (None, [])
     roles = frozenset((record_json or {}).get("roles") or ())
-    return ReaderContext(principal_from_json(record_json) if record_json else None, roles,
+    return ReaderContext(principal, principal_from_json(record_json) if record_json else None, roles,
                          tuple(grant_from_json(g) for g in grants_json))
 
 

@@ -72,5 +72,9 @@ def test_a_use_moves_the_window_of_each_version_by_its_own_kind(kind: StoreKind)
     assert applied == [{"fresh_ref_ms": used, "fresh_until_ms": fresh_until_ms(kind, used)}]
     # the same update is what a version projected after the use starts from
     assert point_payload(_recorded(kind.value, start), used)["fresh_until_ms"] == applied[0]["fresh_until_ms"]
+    # memories used at the same time share one update per kind
+    shared = use_update(["m", "other", "m"], used)
+    assert len(shared) == len(StoreKind) and [p for where, p in shared if evaluate(where, payload)] == applied
+    assert use_update([], used) == []
     # a use older than the reference moves nothing
     assert not [p for where, p in use_update("m", payload["fresh_ref_ms"] - 1) if evaluate(where, payload)]

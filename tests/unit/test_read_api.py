@@ -80,7 +80,8 @@ class _Recaller:
         return f.principal(principal)
 
     async def reader(self, principal: str) -> ReaderContext:
-        return ReaderContext(None if principal in self.unknown else f.principal(principal), frozenset({"r"}), ())
+        return ReaderContext(principal, None if principal in self.unknown else f.principal(principal),
+                             frozenset({"r"}), ())
 
     async def recall(self, *args: Any, **kw: Any) -> list[RecalledMemory]:
         self.calls.append(args)
@@ -155,6 +156,26 @@ def test_a_principal_the_registry_does_not_know_is_refused() -> None:
     reply = asyncio.run(service.recall(body))
     assert reply.status == 401 and reply.body["field"] == "auth"
     assert sent == [] and recaller.calls == []
+
+
+def test_the_trust_anchor_authenticates_by_its_own_record() -> None:
+    from memwarden.commands.read_auth import sign_request
+    from memwarden.epoch import now_ms
+
+    service, _, recaller = _service("required")
+    recaller.unknown.add("service:admin")  # not in the registry: the anchor's record is the container's
+    body = sign_request({"principal": "service:admin", "query": "tea"}, f.signer("service:admin"), now_ms())
+    assert asyncio.run(service.recall(body)).status == 200
+
+
+def test_a_reader_context_of_another_principal_is_refused() -> None:
+    from memwarden.projections.recall import Recaller
+
+    recaller = Recaller(None, None, None, keys=None)  # type: ignore[arg-type]  # refused before any use
+    other = ReaderContext("user:bob", None, frozenset(), ())
+    with pytest.raises(ValidationError) as err:
+        asyncio.run(recaller.recall("user:alice", "tea", reader=other))
+    assert err.value.field == "reader"
 
 
 def test_a_read_of_the_past_is_audited_but_is_not_a_use() -> None:
