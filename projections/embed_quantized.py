@@ -40,16 +40,20 @@ def quantized_path(export: Path) -> Path:
 
 def quantize_export(export: Path, target: Path) -> Path:
     """Write the per-channel 8-bit dynamic quantization of the fp32 ONNX ``export`` at ``target``,
-    once (advisory lock ``<target>.lock``; written under a temporary name and renamed). Returns
+    once (advisory lock ``<target>.lock``; written under a temporary name and renamed; nothing else is
+    left beside the export, even when the quantization fails). Returns
     ``target``. Raises whatever ``onnxruntime.quantization`` raises (e.g. ``onnx`` missing)."""
     with _file_lock(target.with_name(target.name + ".lock")):
         if target.is_file():
             return target
+        import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
         try:
-            quantize_dynamic(str(export), str(tmp), per_channel=True, weight_type=QuantType.QInt8)
+            # given the loaded model (not its path), the shape-inference copy is written in a temporary
+            # directory of its own, not as a fixed-name "<export>-inferred.onnx" beside the export
+            quantize_dynamic(onnx.load(str(export)), str(tmp), per_channel=True, weight_type=QuantType.QInt8)
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)

@@ -181,6 +181,7 @@ def test_queries_run_on_an_8_bit_copy_close_to_fp32_and_documents_stay_fp32(cach
     quantized = SentenceTransformerEmbedder(backend="onnx", cache_dir=cache_dir, query_quantized=True)
     assert quantized.query_quantized and not onnx_embedder.query_quantized
     assert any(p.name.endswith(".int8pc.onnx") for p in cache_dir.iterdir())
+    assert not [p.name for p in cache_dir.iterdir() if "inferred" in p.name or p.name.endswith(".tmp")]
     fp32 = onnx_embedder.embed(SENTENCES)
     assert np.array_equal(quantized.embed(SENTENCES), fp32)  # what is stored never changes
     queries = quantized.embed_query(SENTENCES)
