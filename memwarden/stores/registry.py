@@ -14,14 +14,17 @@ from memwarden.stores.pg import end_read
 from memwarden.stores.records import grant_from_json, principal_from_json
 
 #: One statement: the reader's registry record and every grant held by it or one of its roles (the
-#: only ones that can apply to its reads), as of one snapshot.
+#: only ones that can apply to its reads), as of one snapshot. The grants are joined through the
+#: ``grants_grantee`` index from the list of holders (an ``OR`` with a sub-select instead made Postgres
+#: scan every grant: 6.8 ms per recall with 19,843 grants, 0.2 ms this way).
 _READER = """
 WITH p AS (SELECT record FROM gate_principals WHERE principal_id = %(principal)s),
-     r AS (SELECT %(role_prefix)s || jsonb_array_elements_text(COALESCE(record -> 'roles', '[]'::jsonb)) AS grantee
-           FROM p)
+     holders AS (SELECT %(principal)s::text AS grantee
+                 UNION SELECT %(role_prefix)s || jsonb_array_elements_text(COALESCE(record -> 'roles', '[]'::jsonb))
+                       FROM p)
 SELECT (SELECT record FROM p),
-       (SELECT COALESCE(jsonb_agg(g.record ORDER BY g.grant_id), '[]'::jsonb) FROM grants g
-         WHERE g.grantee = %(principal)s OR g.grantee IN (SELECT grantee FROM r))
+       (SELECT COALESCE(jsonb_agg(g.record ORDER BY g.grant_id), '[]'::jsonb)
+          FROM holders h JOIN grants g ON g.grantee = h.grantee)
 """
 
 
