@@ -5,8 +5,8 @@ point's SSGM Eq. 3 freshness window) is what the read filter's freshness conditi
 written before the field existed matches no read (a missing key satisfies no range: the filter fails
 closed), so an index must be backfilled before it serves recalls: :func:`backfill_fresh_until` does it
 in place, from each point's own ``store_kind`` and ``fresh_ref_ms``, giving exactly the payload a
-replay would build. Called where every process opens the index (``Container.index``); a no-op (two
-exact counts) once every point has the field.
+replay would build. Called where every process opens the index (``Container.index``); a no-op (one
+exact count) once every point has the field.
 
 Safe beside a live projector (a Qdrant server shared by several workers): the backfill never writes a
 whole point, it only *merges* the one key, with a compare-and-set filter (same store kind, same
@@ -19,7 +19,6 @@ starting newer ones: points an older projector writes afterwards lack the field 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 
 from memwarden.commands.readmodel.filters import FieldIn, FieldRange, Filter
 from memwarden.commands.readmodel.payload import fresh_until_ms
@@ -31,12 +30,13 @@ FIELD = "fresh_until_ms"
 #: Below every epoch-ms value a point can hold (references before 1970 are negative).
 _FLOOR = -(2**53)
 _HAS_FIELD = FieldRange(FIELD, gte=_FLOOR)
+_LACKING = Filter(must_not=(_HAS_FIELD,))
 
 
 def lacking_fresh_until(index: VectorIndex) -> int:
     """How many points of ``index`` have no ``fresh_until_ms`` (one exact count). Raises
     ``IndexUnavailable``."""
-    return index.count(Filter(must_not=(_HAS_FIELD,)))
+    return index.count(_LACKING)
 
 
 def backfill_fresh_until(index: VectorIndex, batch: int = 1000) -> int:
@@ -46,24 +46,23 @@ def backfill_fresh_until(index: VectorIndex, batch: int = 1000) -> int:
     One update per distinct (store kind, reference) pair. A point whose ``store_kind`` or
     ``fresh_ref_ms`` is missing or malformed is left as it is (it stays out of every read) and logged.
     Reads ``batch`` points at a time. Raises ``IndexUnavailable`` when the index fails."""
-    lacking = Filter(must_not=(_HAS_FIELD,))
-    if index.count(lacking) == 0:
+    if lacking_fresh_until(index) == 0:
         return 0
-    groups: dict[tuple[str, int], int] = defaultdict(int)
-    skipped = 0
-    for point in index.scan(lacking, batch):
+    ends: dict[tuple[str, int], int] = {}  # (store kind, reference) -> the window's end
+    written = skipped = 0
+    for point in index.scan(_LACKING, batch):
         kind, ref = point.payload.get("store_kind"), point.payload.get("fresh_ref_ms")
         try:
-            fresh_until_ms(kind if isinstance(kind, str) else "", ref)  # type: ignore[arg-type]
+            end = fresh_until_ms(kind if isinstance(kind, str) else "", ref)  # type: ignore[arg-type]
         except ValidationError:
             skipped += 1
             continue
-        groups[(str(kind), int(ref))] += 1  # type: ignore[arg-type]
-    for (kind, ref), _ in sorted(groups.items()):
+        ends[(str(kind), int(ref))] = end  # type: ignore[arg-type]
+        written += 1
+    for (kind, ref), end in sorted(ends.items()):
         same = Filter(must=(FieldIn("store_kind", (kind,)), FieldRange("fresh_ref_ms", gte=ref, lte=ref)),
                       must_not=(_HAS_FIELD,))
-        index.set_payload(same, {FIELD: fresh_until_ms(kind, ref)})
-    written = sum(groups.values())
+        index.set_payload(same, {FIELD: end})
     if written or skipped:
         _log.warning("backfilled %s on %d index points (%d malformed points left out of reads)", FIELD, written,
                      skipped)
