@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 import psycopg
 
-from memwarden.commands.principals import PrincipalRecord
 from memwarden.commands.readmodel.filters import Condition, FieldIn, Filter, evaluate
 from memwarden.commands.readmodel.permission import ReadContext
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecalledMemory, RecallMode, check_query
@@ -48,7 +47,7 @@ from memwarden.projections.embedder import Embedder
 from memwarden.projections.sparse import Bm25Encoder, tokens
 from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, SparseVector, VectorIndex
 from memwarden.stores.profile_rows import verify_candidates
-from memwarden.stores.registry import ReaderContext, principal_record, reader_context
+from memwarden.stores.registry import ReaderContext, reader_context
 from memwarden.timing import stage
 
 
@@ -170,11 +169,6 @@ class Recaller:
         self._conn = conn
         self._keys = keys
         self._lock = asyncio.Lock()
-
-    async def registered(self, principal: str) -> PrincipalRecord | None:
-        """The registry record of ``principal`` (read authentication), or ``None``."""
-        async with self._lock:
-            return await principal_record(self._conn, principal)
 
     async def reader(self, principal: str) -> ReaderContext:
         """The registry record, roles and grants of ``principal`` in one statement: what read
@@ -307,7 +301,8 @@ class Recaller:
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
         known = (known_at or now).astimezone(UTC)
-        # the query is embedded (in a thread, outside the GIL) while the grants are read and the filter built
+        # the query is embedded (in a thread, outside the GIL) while the filter is built (and the grants
+        # read, when no reader context came with the call)
         embedding = asyncio.create_task(self._embed(query))
         try:
             if reader is None:

@@ -26,10 +26,11 @@ import psycopg
 from memwarden.commands.readmodel.payload import UNTRUSTED_TAG, RecordAttrs
 from memwarden.commands.readmodel.permission import Grant, ReadContext, may_read
 from memwarden.epoch import to_ms
+from memwarden.errors import ValidationError
 from memwarden.projections.recall import DataKeys, open_text
 from memwarden.read_api.requests import HistoryRequest
 from memwarden.stores.history_rows import versions_of
-from memwarden.stores.registry import read_context
+from memwarden.stores.registry import ReaderContext
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -79,13 +80,16 @@ def history_json(memory_id: str, versions: Sequence[dict[str, Any]]) -> dict[str
 
 
 async def lookup_history(conn: psycopg.AsyncConnection, keys: DataKeys, request: HistoryRequest,
-                         now: datetime) -> dict[str, Any] | None:
+                         reader: ReaderContext, now: datetime) -> dict[str, Any] | None:
     """The history ``request`` asks for (:func:`history_json`), or ``None`` when the reader may read
-    no version of the memory (or it has none). Reads the rows, the reader's roles and grants (one
-    short transaction each, on ``conn``) and the data keys of the readable versions."""
+    no version of the memory (or it has none). Reads the rows (one short transaction on ``conn``) and
+    the data keys of the readable versions; ``reader``: the requester's roles and grants as
+    authentication read them a moment ago. Raises ``ValidationError`` for a context of another
+    principal."""
+    if reader.principal != request.principal:
+        raise ValidationError("reader", f"the reader context of {reader.principal!r} given for {request.principal!r}")
     rows = await versions_of(conn, request.memory_id)
-    roles, grants = await read_context(conn, request.principal)
-    rows = readable(rows, request.principal, roles, grants, request.purpose, now)
+    rows = readable(rows, request.principal, reader.roles, reader.grants, request.purpose, now)
     if not rows:
         return None
     wanted = sorted({r["content_key_id"] for r in rows if r["content_sealed"] is not None})

@@ -140,22 +140,17 @@ class ReadService:
                                       keys=self._c.keyring())
         return self._recaller
 
-    async def _authenticate(self, body: Mapping[str, Any], reader: ReaderContext | None = None) -> Reason | None:
-        """The reason a request fails authentication, or ``None``; ``reader``: the principal's
-        registry record as :meth:`Recaller.reader` read it (looked up here when ``None``)."""
+    async def _reader(self, body: Mapping[str, Any], principal: str) -> tuple[ReaderContext, Reason | None]:
+        """The reader context of ``principal`` (:meth:`Recaller.reader`: registry record, roles and
+        grants in one statement) and the reason ``body`` fails authentication against it, or ``None``."""
+        reader = await (await self.recaller()).reader(principal)
         if "auth" not in body and self._c.settings.read_auth == "optional":
-            return None
-        principal = body.get("principal")
+            return reader, None
         anchor = self._c.trust_anchor
-        if principal == anchor.principal_id:
-            record = anchor
-        elif reader is not None:
-            record = reader.record
-        else:
-            record = await (await self.recaller()).registered(principal) if isinstance(principal, str) else None
+        record = anchor if principal == anchor.principal_id else reader.record
         now = now_ms()
         problem = check_request(body, record, now)
-        return problem if problem is not None else replayed(self._replays, body, now)
+        return reader, problem if problem is not None else replayed(self._replays, body, now)
 
     async def recall(self, body: Any) -> Reply:
         """``POST /recall``: 200 ``{"memories": [...], "min_score", "below_floor"}`` (plus ``"reason":
@@ -171,8 +166,7 @@ class ReadService:
                     request = recall_request(body)
                 async with self._read():  # after a switch pause: the grants as they are now
                     with stage("auth"):  # the registry record, roles and grants in one statement
-                        reader = await (await self.recaller()).reader(request.principal)
-                        problem = await self._authenticate(body, reader)
+                        reader, problem = await self._reader(body, request.principal)
                     if problem is not None:
                         return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
                                            "field": "auth"})
@@ -198,17 +192,19 @@ class ReadService:
         version of it (or there is none), 400 naming a bad field, 401 as for a recall; audited."""
         try:
             request = history_request(body)
-            problem = await self._authenticate(body)
-            if problem is not None:
-                return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
-                                   "field": "auth"})
-            async with self._read(), self._lookup_lock:
-                self._lookup = self._lookup or await self._c.pg()
-                found = await lookup_history(self._lookup, self._c.keyring(), request, datetime.now(UTC))
+            async with self._read():  # authenticated and filtered like a recall, with one reader context
+                reader, problem = await self._reader(body, request.principal)
+                if problem is not None:
+                    return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
+                                       "field": "auth"})
+                async with self._lookup_lock:
+                    self._lookup = self._lookup or await self._c.pg()
+                    found = await lookup_history(self._lookup, self._c.keyring(), request, reader,
+                                                 datetime.now(UTC))
         except ValidationError as exc:
             return _bad_request(exc)
         except DB_ERRORS as exc:
-            self._lookup = None
+            self._lookup = self._recaller = None  # either connection may be the one that is gone
             return unavailable("database", exc)
         if found is None:
             return Reply(404, {"error": f"no memory {request.memory_id} you may read", "code": "UNKNOWN_MEMORY",

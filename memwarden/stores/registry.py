@@ -59,12 +59,3 @@ async def read_context(conn: psycopg.AsyncConnection, principal: str) -> tuple[f
     only ones that can apply to its reads), read in one statement (:func:`reader_context`)."""
     found = await reader_context(conn, principal)
     return found.roles, found.grants
-
-
-async def principal_record(conn: psycopg.AsyncConnection, principal: str) -> PrincipalRecord | None:
-    """The registry record of ``principal`` as the gate stored it, or ``None``."""
-    async with conn.cursor() as cur:
-        await cur.execute("SELECT record FROM gate_principals WHERE principal_id = %s", (principal,))
-        row = await cur.fetchone()
-    await end_read(conn)
-    return principal_from_json(row[0]) if row else None

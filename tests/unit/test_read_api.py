@@ -76,9 +76,6 @@ class _Recaller:
         self.readers: list[Any] = []
         self.unknown: set[str] = set()
 
-    async def registered(self, principal: str) -> Any:
-        return f.principal(principal)
-
     async def reader(self, principal: str) -> ReaderContext:
         return ReaderContext(principal, None if principal in self.unknown else f.principal(principal),
                              frozenset({"r"}), ())
