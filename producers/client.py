@@ -256,7 +256,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
     def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,  # type: ignore[override]
                known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
                freshness: bool = True, include_untrusted: bool = False,
-               mode: RecallMode = "hybrid", min_score: float = 0.0) -> Recalled:
+               mode: RecallMode = "hybrid", min_score: float = 0.0, recency: float | None = None) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now), as the ledger knew them at ``known_at`` (default now). Every call is audited
         (ids only) on the audit topic. ``freshness=False`` skips the Eq. 3 horizon (evaluations on old
@@ -265,15 +265,19 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         being the same on each. Each memory carries its ``relevance`` in [0, 1] (one scale for every
         query); ``min_score`` (0 = none; the README recommends 0.35) drops those below it: the result
         is a list with ``below_floor`` (how many were dropped) and ``nothing_relevant`` (hits were
-        found, none reached the floor).
+        found, none reached the floor). ``recency``: the weight of recency in the ranking
+        (``memwarden.commands.readmodel.recency``); ``None`` applies it to queries that ask for a
+        current, latest or final value, 0 ranks by relevance alone.
 
         Raises ``ValidationError`` for bad arguments, ``StackUnavailable`` if the worker is down.
         """
-        check_query(principal, query, k, as_of, known_at, purpose, mode, min_score)
+        check_query(principal, query, k, as_of, known_at, purpose, mode, min_score, recency)
         body = {"principal": principal, "query": query, "k": k, "as_of": as_of.isoformat() if as_of else None,
                 "known_at": known_at.isoformat() if known_at else None, "purpose": purpose,
                 "freshness": freshness, "include_untrusted": include_untrusted, "mode": mode,
                 "min_score": min_score}
+        if recency is not None:
+            body["recency"] = recency
         signer = self._signers.get(principal)
         if signer is not None:  # authenticated read (commands.read_auth)
             body = sign_request(body, signer, now_ms())

@@ -28,6 +28,7 @@ from memwarden.commands.readmodel.filters import Condition, FieldIn, Filter, eva
 from memwarden.commands.readmodel.permission import ReadContext
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecalledMemory, RecallMode, check_query
 from memwarden.commands.readmodel.read_filter import read_filter
+from memwarden.commands.readmodel.recency import by_recency, recency_weight
 from memwarden.commands.readmodel.relevance import coverage
 from memwarden.commands.readmodel.relevance import relevance as score_relevance
 from memwarden.commands.readmodel.sql import read_filter_sql
@@ -75,15 +76,19 @@ class InContext:
     """What :func:`hybrid_in_context` found: ``ranked``, every candidate with its thread-context lift,
     best first (:class:`Lifted`); ``cosines``, the dense cosine of the query with every candidate by
     command id (the hits' relevance); ``memory_cosines``, the best cosine of each fused memory by
-    memory id (a predecessor's relevance when it is not a hit itself)."""
+    memory id (a predecessor's relevance when it is not a hit itself); ``recency``, the weight of the
+    candidates' recency in :meth:`top` (current-value questions)."""
 
     ranked: list[Lifted]
     cosines: dict[str, float] = field(default_factory=dict)
     memory_cosines: dict[str, float] = field(default_factory=dict)
+    recency: float = 0.0
 
     def top(self, k: int, invalid: frozenset[str] = frozenset()) -> list[Lifted]:
-        """The top ``k`` candidates, without the lifts of the predecessors in ``invalid`` (memory ids)."""
-        return (without_lifts(self.ranked, set(invalid)) if invalid else self.ranked)[:k]
+        """The top ``k`` candidates, without the lifts of the predecessors in ``invalid`` (memory ids),
+        re-scored by ``recency`` (:func:`memwarden.commands.readmodel.recency.by_recency`; 0: not)."""
+        ranked = without_lifts(self.ranked, set(invalid)) if invalid else self.ranked
+        return (by_recency(ranked, self.recency) if self.recency else ranked)[:k]
 
     def hits(self, k: int) -> list[Hit]:
         """The top ``k`` as hits."""
@@ -184,20 +189,30 @@ class Recaller:
             return vector
 
     async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode,
-                          embedding: asyncio.Task[list[float]]) -> tuple[list[Hit], list[float], InContext | None]:
+                          embedding: asyncio.Task[list[float]], recency: float = 0.0
+                          ) -> tuple[list[Hit], list[float], InContext | None]:
         """Top-``k`` candidates of ``mode`` among the points matching ``where`` (filter inside the
         search), the query's dense vector (``embedding``, started before the grants were read), and
-        the hybrid search's :class:`InContext` (cosines, lifts) in hybrid mode, else ``None``."""
+        the hybrid search's :class:`InContext` (cosines, lifts) in hybrid mode, else ``None``.
+        ``recency`` > 0 re-scores the candidates by recency (:func:`by_recency`) before the top ``k``
+        is taken: over every fused candidate in hybrid mode, over ``PREFETCH_FACTOR * k`` hits in the
+        other modes."""
         vector = await embedding
         with stage("index"):
+            if mode == "hybrid":
+                found = await asyncio.to_thread(hybrid_in_context, self._index, vector, self._lexical.query(query),
+                                                where, k)
+                found = replace(found, recency=recency)
+                return found.hits(k), vector, found
+            pool = PREFETCH_FACTOR * k if recency else k
             if mode == "lexical":
-                lexical = self._lexical.query(query)
-                return await asyncio.to_thread(self._index.search_lexical, lexical, where, k), vector, None
-            if mode == "dense":
-                return await asyncio.to_thread(self._index.search, vector, where, k), vector, None
-            found = await asyncio.to_thread(hybrid_in_context, self._index, vector, self._lexical.query(query),
-                                            where, k)
-            return found.hits(k), vector, found
+                hits = await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, pool)
+            else:
+                hits = await asyncio.to_thread(self._index.search, vector, where, pool)
+            if recency:
+                ranked = by_recency([Lifted(h.point_id, h.score, h.payload, h.score) for h in hits], recency)
+                hits = [Hit(e.point_id, e.score, e.payload) for e in ranked[:k]]
+            return hits, vector, None
 
     async def _verified_in_context(self, found: InContext, k: int, sql: Any, params: Any) -> _Verified:
         """The top ``k`` of ``found`` whose lifts come from verified predecessors: the hits and every
@@ -271,7 +286,7 @@ class Recaller:
                      known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
                      freshness: bool = True, include_untrusted: bool = False,
                      mode: RecallMode = "hybrid", min_score: float = 0.0,
-                     reader: ReaderContext | None = None) -> Recalled:
+                     reader: ReaderContext | None = None, recency: float | None = None) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
         tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
@@ -289,13 +304,21 @@ class Recaller:
         after the read filter, verification and ranking (it never adds or reorders); the result says
         how many it dropped (``below_floor``). ``0`` (the default) keeps every memory.
 
+        ``recency``: the weight of recency in the ranking of current-value questions
+        (:mod:`memwarden.commands.readmodel.recency`: each candidate's score times
+        ``1 + recency * its rank in time among the candidates``); ``None`` (the default) applies
+        :data:`~memwarden.commands.readmodel.recency.CURRENT_WEIGHT` when the query asks for a current,
+        latest or final value and 0 otherwise; 0 ranks by relevance alone. It reorders what the read
+        filter let through and never adds a candidate.
+
         ``reader``: the reader's roles and grants as :meth:`reader` read them for this call's
         authentication a moment ago (read again here when ``None``; one of another principal is a
         ``ValidationError``).
 
         Raises ``ValidationError`` for bad arguments.
         """
-        check_query(principal, query, k, as_of, known_at, purpose, mode, min_score)
+        check_query(principal, query, k, as_of, known_at, purpose, mode, min_score, recency)
+        weight = recency_weight(query, recency)
         if reader is not None and reader.principal != principal:
             raise ValidationError("reader", f"the reader context of {reader.principal!r} given for {principal!r}")
         now = datetime.now(UTC)
@@ -317,7 +340,7 @@ class Recaller:
         except BaseException:
             embedding.cancel()
             raise
-        hits, vector, searched = await self._candidates(query, where, k, mode, embedding)
+        hits, vector, searched = await self._candidates(query, where, k, mode, embedding, weight)
         if not hits:
             return Recalled(min_score=float(min_score))
         with stage("relevance"):

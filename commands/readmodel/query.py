@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal, get_args
 
+from memwarden.commands.readmodel.recency import check_recency
 from memwarden.commands.readmodel.relevance import check_min_score
 from memwarden.errors import ValidationError
 
@@ -98,12 +99,17 @@ class Recalled(list[RecalledMemory]):
 
 
 def check_query(principal: Any, query: Any, k: Any, as_of: datetime | None, known_at: datetime | None = None,
-                purpose: Any = DEFAULT_PURPOSE, mode: Any = "hybrid", min_score: Any = 0.0) -> None:
+                purpose: Any = DEFAULT_PURPOSE, mode: Any = "hybrid", min_score: Any = 0.0,
+                recency: Any = None) -> None:
     """Validate recall arguments; raises ``ValidationError`` naming the field."""
     try:
         check_min_score(min_score)
     except ValueError as exc:
         raise ValidationError("min_score", str(exc)) from None
+    try:
+        check_recency(recency)
+    except ValueError as exc:
+        raise ValidationError("recency", str(exc)) from None
     if mode not in RECALL_MODES:
         raise ValidationError("mode", f"must be one of {', '.join(RECALL_MODES)}, got {mode!r}")
     if not isinstance(purpose, str) or not purpose.strip() or purpose == "*":

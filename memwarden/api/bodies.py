@@ -95,6 +95,9 @@ class RecallBody(Body):
     min_score: Annotated[float, Field(ge=0.0, le=1.0, strict=False, description=(
         "relevance floor in [0, 1] (same scale for every query; 0 = none, 0.35 recommended): memories whose "
         "relevance is below it are dropped and counted in below_floor"))] = 0.0
+    recency: Annotated[float | None, Field(ge=0.0, le=100.0, strict=False, description=(
+        "weight of recency in the ranking (each candidate's score times 1 + recency x its rank in time among "
+        "the candidates); null = 1.0 when the query asks for a current, latest or final value, else 0"))] = None
 
     @field_validator("query")
     @classmethod

@@ -173,11 +173,14 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
         purpose: Annotated[str, Field(description="why you read (grants may be limited to purposes)")]
         = DEFAULT_PURPOSE,
         include_untrusted: Annotated[bool, Field(description="also unverified memories")] = False,
+        recency: Annotated[float | None, Field(ge=0.0, le=100.0, description="weight of recency in the ranking"
+                                               " (default: 1 for questions about a current, latest or final"
+                                               " value, else 0)")] = None,
     ) -> CallToolResult:
         """Look up the memories your principal may read that best match ``query``; each with its text,
         memory_id, validity, provenance and score. Audited."""
         args = given(query=query, k=k, mode=mode, as_of=as_of, known_at=known_at, purpose=purpose,
-                     include_untrusted=include_untrusted)
+                     include_untrusted=include_untrusted, recency=recency)
         return run("recall", lambda who: reads.recall(RecallBody.model_validate(args), who, gateway))
 
     @server.tool()

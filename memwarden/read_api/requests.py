@@ -19,8 +19,8 @@ MAX_LOOKUP_IDS = 5_000
 @dataclass(frozen=True)
 class RecallRequest:
     """A validated recall: who, what, how many, when (``as_of``, ``known_at``), why (``purpose``),
-    the switches (``freshness``, ``include_untrusted``, ``mode``) and the relevance floor (``min_score``,
-    0 = none)."""
+    the switches (``freshness``, ``include_untrusted``, ``mode``), the relevance floor (``min_score``,
+    0 = none) and the weight of recency (``recency``, ``None`` = decided from the query)."""
 
     principal: str
     query: str
@@ -32,6 +32,7 @@ class RecallRequest:
     include_untrusted: bool
     mode: RecallMode
     min_score: float = 0.0
+    recency: float | None = None
 
 
 def _object(body: Any) -> Mapping[str, Any]:
@@ -52,8 +53,8 @@ def _time(body: Mapping[str, Any], key: str) -> datetime | None:
 
 def recall_request(body: Any) -> RecallRequest:
     """The recall a JSON body asks for (keys ``principal``, ``query``, ``k`` (default 10), ``as_of``,
-    ``known_at``, ``purpose``, ``freshness``, ``include_untrusted``, ``mode``, ``min_score`` (default 0);
-    ``auth`` and
+    ``known_at``, ``purpose``, ``freshness``, ``include_untrusted``, ``mode``, ``min_score`` (default 0),
+    ``recency`` (default null: decided from the query); ``auth`` and
     ``signed_at_ms`` are read by authentication). Raises ``ValidationError`` naming the field."""
     body = _object(body)
     as_of, known_at = _time(body, "as_of"), _time(body, "known_at")
@@ -62,10 +63,11 @@ def recall_request(body: Any) -> RecallRequest:
     k = body.get("k", 10)
     min_score = body.get("min_score", 0.0)
     min_score = 0.0 if min_score is None else min_score
-    check_query(body.get("principal"), body.get("query"), k, as_of, known_at, purpose, mode, min_score)
+    recency = body.get("recency")
+    check_query(body.get("principal"), body.get("query"), k, as_of, known_at, purpose, mode, min_score, recency)
     return RecallRequest(body["principal"], body["query"], k, as_of, known_at, purpose,
                          body.get("freshness", True) is not False, body.get("include_untrusted", False) is True, mode,
-                         float(min_score))
+                         float(min_score), None if recency is None else float(recency))
 
 
 @dataclass(frozen=True)

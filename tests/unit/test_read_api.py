@@ -39,6 +39,8 @@ FOUND = RecalledMemory("00000000-0000-4000-8000-00000000000a", 1, "prefers tea",
     ({"principal": "user:alice", "query": "tea", "known_at": "2025-07-25T02:00:00"}, "known_at"),
     ({"principal": "user:alice", "query": "tea", "mode": "fuzzy"}, "mode"),
     ({"principal": "user:alice", "query": "tea", "purpose": "*"}, "purpose"),
+    ({"principal": "user:alice", "query": "tea", "recency": -1}, "recency"),
+    ({"principal": "user:alice", "query": "tea", "recency": "high"}, "recency"),
 ])
 def test_bad_recall_requests_name_the_field(body: Any, field: str) -> None:
     with pytest.raises(ValidationError) as err:
@@ -50,6 +52,8 @@ def test_a_recall_request_takes_its_defaults() -> None:
     r = recall_request({"principal": "user:alice", "query": "tea"})
     assert (r.k, r.purpose, r.mode, r.freshness, r.include_untrusted, r.as_of) == (10, "general", "hybrid", True,
                                                                                   False, None)
+    assert r.recency is None  # decided from the query
+    assert recall_request({"principal": "user:alice", "query": "tea", "recency": 0}).recency == 0.0
 
 
 @pytest.mark.parametrize(("body", "field"), [
