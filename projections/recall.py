@@ -31,6 +31,7 @@ from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.commands.readmodel.recency import by_recency, recency_weight
 from memwarden.commands.readmodel.relevance import coverage
 from memwarden.commands.readmodel.relevance import relevance as score_relevance
+from memwarden.commands.readmodel.repeats import REPEAT_POOL, demote_repeats
 from memwarden.commands.readmodel.sql import read_filter_sql
 from memwarden.commands.readmodel.thread_context import (
     FOLLOW_LIFT,
@@ -189,30 +190,32 @@ class Recaller:
             return vector
 
     async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode,
-                          embedding: asyncio.Task[list[float]], recency: float = 0.0
+                          embedding: asyncio.Task[list[float]], recency: float = 0.0, keep: int | None = None
                           ) -> tuple[list[Hit], list[float], InContext | None]:
         """Top-``k`` candidates of ``mode`` among the points matching ``where`` (filter inside the
         search), the query's dense vector (``embedding``, started before the grants were read), and
         the hybrid search's :class:`InContext` (cosines, lifts) in hybrid mode, else ``None``.
         ``recency`` > 0 re-scores the candidates by recency (:func:`by_recency`) before the top ``k``
         is taken: over every fused candidate in hybrid mode, over ``PREFETCH_FACTOR * k`` hits in the
-        other modes."""
+        other modes. ``keep`` (default ``k``): how many candidates to return (the pool the repeats
+        are demoted in)."""
+        keep = keep or k
         vector = await embedding
         with stage("index"):
             if mode == "hybrid":
                 found = await asyncio.to_thread(hybrid_in_context, self._index, vector, self._lexical.query(query),
                                                 where, k)
                 found = replace(found, recency=recency)
-                return found.hits(k), vector, found
-            pool = PREFETCH_FACTOR * k if recency else k
+                return found.hits(keep), vector, found
+            pool = max(PREFETCH_FACTOR * k if recency else k, keep)
             if mode == "lexical":
                 hits = await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, pool)
             else:
                 hits = await asyncio.to_thread(self._index.search, vector, where, pool)
             if recency:
                 ranked = by_recency([Lifted(h.point_id, h.score, h.payload, h.score) for h in hits], recency)
-                hits = [Hit(e.point_id, e.score, e.payload) for e in ranked[:k]]
-            return hits, vector, None
+                hits = [Hit(e.point_id, e.score, e.payload) for e in ranked]
+            return hits[:keep], vector, None
 
     async def _verified_in_context(self, found: InContext, k: int, sql: Any, params: Any) -> _Verified:
         """The top ``k`` of ``found`` whose lifts come from verified predecessors: the hits and every
@@ -296,7 +299,9 @@ class Recaller:
         :mod:`memwarden.commands.readmodel.thread_context`), ``dense`` (``VectorIndex.search``, score =
         cosine) or ``lexical`` (``VectorIndex.search_lexical``, score = BM25; only memories sharing a term
         with the query).
-        The read filter is the same on every path.
+        The read filter is the same on every path. The best ``2k`` candidates are verified and opened,
+        and a memory whose words nearly repeat a better-ranked one's moves behind every memory that
+        repeats nothing (:mod:`memwarden.commands.readmodel.repeats`) before the top ``k`` is taken.
 
         Each memory also carries its ``relevance`` in [0, 1] (:mod:`memwarden.commands.readmodel.relevance`:
         the larger of the query/memory cosine and the share of the query's terms the memory holds), the
@@ -340,7 +345,8 @@ class Recaller:
         except BaseException:
             embedding.cancel()
             raise
-        hits, vector, searched = await self._candidates(query, where, k, mode, embedding, weight)
+        keep = REPEAT_POOL * k  # the repeats are demoted among twice as many verified candidates
+        hits, vector, searched = await self._candidates(query, where, k, mode, embedding, weight, keep)
         if not hits:
             return Recalled(min_score=float(min_score))
         with stage("relevance"):
@@ -350,7 +356,7 @@ class Recaller:
                                       include_untrusted)
         lifted: dict[str, str] = {}
         if searched is not None:
-            hits, rows, keys, lifted = await self._verified_in_context(searched, k, sql, params)
+            hits, rows, keys, lifted = await self._verified_in_context(searched, keep, sql, params)
         else:
             rows, keys = await self._verify([h.payload["command_id"] for h in hits], sql, params)
         scores = {h.payload["command_id"]: h.score for h in hits}
@@ -359,6 +365,7 @@ class Recaller:
             if lifted:
                 out = _inherit(out, lifted, searched.memory_cosines if searched is not None else {})
         ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
+        ranked = [ranked[i] for i in demote_repeats([m.text for m in ranked])][:k]
         kept = [m for m in ranked if m.relevance >= min_score]
         return Recalled(kept, float(min_score), len(ranked) - len(kept))
 

@@ -62,3 +62,25 @@ def test_a_bad_weight_is_refused_naming_the_field(client: MemwardenClient, budge
     with pytest.raises(ValidationError) as err:
         client.recall(budget["who"], CURRENT, recency=-1)
     assert err.value.field == "recency"
+
+
+SAID = "the external reader signature is the only live Orchid Committee blocker at this stage."
+REPEATS = (f"Helen: {SAID}", f"Owen: {SAID}", f"Aria: again, {SAID}")
+FACTS = ("The Orchid Committee support amount is 2,600 USD.", "The Orchid Committee review date is May 13.")
+
+
+def test_repeats_of_one_statement_make_room_for_the_other_facts(namespace: Settings, worker: WorkerProcess,
+                                                                 client: MemwardenClient,
+                                                                 principal: Callable[..., str]) -> None:
+    who = principal()
+    receipts = [client.record(principal=who, subject=who, text=t, scope="conversation:orchid")
+                for t in (*REPEATS, *FACTS)]
+    decided = client.decisions([r.command_id for r in receipts], timeout_s=120)
+    assert set(decided.values()) == {"ACCEPTED"}, decided
+    wait_caught_up(namespace, alive=worker.alive)
+    query = "Is the external reader signature the only live Orchid Committee blocker at this stage?"
+    everything = [m.text for m in client.recall(who, query, k=10)]
+    assert sorted(everything) == sorted((*REPEATS, *FACTS))  # nothing is dropped
+    assert set(everything[-2:]) <= set(REPEATS)  # the repeats come last
+    top = [m.text for m in client.recall(who, query, k=3)]
+    assert set(FACTS) <= set(top) and len(set(top) & set(REPEATS)) == 1
