@@ -256,7 +256,8 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
     def recall(self, principal: str, query: str, k: int = 10, as_of: datetime | None = None,  # type: ignore[override]
                known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
                freshness: bool = True, include_untrusted: bool = False,
-               mode: RecallMode = "hybrid", min_score: float = 0.0, recency: float | None = None) -> Recalled:
+               mode: RecallMode = "hybrid", min_score: float = 0.0, recency: float | None = None,
+               repeats: bool = True) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now), as the ledger knew them at ``known_at`` (default now). Every call is audited
         (ids only) on the audit topic. ``freshness=False`` skips the Eq. 3 horizon (evaluations on old
@@ -267,7 +268,8 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         is a list with ``below_floor`` (how many were dropped) and ``nothing_relevant`` (hits were
         found, none reached the floor). ``recency``: the weight of recency in the ranking
         (``memwarden.commands.readmodel.recency``); ``None`` applies it to queries that ask for a
-        current, latest or final value, 0 ranks by relevance alone.
+        current, latest or final value, 0 ranks by relevance alone. ``repeats=False`` keeps
+        near-repeats of a better-ranked memory in rank order (by default they come after the others).
 
         Raises ``ValidationError`` for bad arguments, ``StackUnavailable`` if the worker is down.
         """
@@ -278,6 +280,8 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
                 "min_score": min_score}
         if recency is not None:
             body["recency"] = recency
+        if not repeats:
+            body["repeats"] = False
         signer = self._signers.get(principal)
         if signer is not None:  # authenticated read (commands.read_auth)
             body = sign_request(body, signer, now_ms())

@@ -80,13 +80,13 @@ class ForgetCalls(Settling):
     def matching_ids(self, principal: str, query: str) -> list[str]:
         """Ids of the memories ``principal`` can read now whose text contains ``query`` as whole words
         (folded), among the ``MAX_K`` best of the lexical and of the dense leg for the default
-        purpose, ranked by relevance alone (``recency=0``; near-repeats of a better-ranked memory come
-        after the others, :mod:`memwarden.commands.readmodel.repeats`): a value stored in more memories
+        purpose, ranked by relevance alone (``recency=0``, ``repeats=False``: every copy of a value
+        keeps its rank): a value stored in more memories
         than that needs a second forget (its dry run shows what is left)."""
         found: dict[str, None] = {}
         for mode in ("lexical", "dense"):
             for m in self.recall(principal, query, k=MAX_K, mode=mode, freshness=False, include_untrusted=True,
-                                 recency=0):
+                                 recency=0, repeats=False):
                 if contains_words(m.text, query):
                     found[m.memory_id] = None
         return list(found)

@@ -197,8 +197,8 @@ class Recaller:
         the hybrid search's :class:`InContext` (cosines, lifts) in hybrid mode, else ``None``.
         ``recency`` > 0 re-scores the candidates by recency (:func:`by_recency`) before the top ``k``
         is taken: over every fused candidate in hybrid mode, over ``PREFETCH_FACTOR * k`` hits in the
-        other modes. ``keep`` (default ``k``): how many candidates to return (the pool the repeats
-        are demoted in)."""
+        other modes (``max(PREFETCH_FACTOR * k, keep)`` hits). ``keep`` (default ``k``): how many
+        candidates to return (the pool the repeats are demoted in)."""
         keep = keep or k
         vector = await embedding
         with stage("index"):
@@ -251,7 +251,10 @@ class Recaller:
             entries, wanted = top(invalid)
             await check(wanted)
             invalid |= failed(entries)
-            entries = without_lifts(entries, set(invalid))  # a newcomer lifted by another failed predecessor
+            # a newcomer lifted by another failed predecessor: every lift of ``invalid`` taken back on the
+            # un-rescored ranking, then recency again (found.top), among the entries verified so far
+            present = {e.point_id for e in entries}
+            entries = [e for e in found.top(len(found.ranked), invalid) if e.point_id in present]
         hits = [Hit(e.point_id, e.score, e.payload) for e in entries]
         rows = [verified[str(h.payload["command_id"])] for h in hits if str(h.payload["command_id"]) in verified]
         lifted = {str(e.payload["memory_id"]): e.by for e in entries if e.by is not None}
@@ -289,7 +292,8 @@ class Recaller:
                      known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
                      freshness: bool = True, include_untrusted: bool = False,
                      mode: RecallMode = "hybrid", min_score: float = 0.0,
-                     reader: ReaderContext | None = None, recency: float | None = None) -> Recalled:
+                     reader: ReaderContext | None = None, recency: float | None = None,
+                     repeats: bool = True) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
         tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
@@ -298,16 +302,19 @@ class Recaller:
         score = fused, plus the thread-context lift of a memory whose predecessor was fused:
         :mod:`memwarden.commands.readmodel.thread_context`), ``dense`` (``VectorIndex.search``, score =
         cosine) or ``lexical`` (``VectorIndex.search_lexical``, score = BM25; only memories sharing a term
-        with the query).
+        with the query); each times its recency factor when ``recency`` applies (below).
         The read filter is the same on every path. The best ``2k`` candidates are verified and opened,
         and a memory whose words nearly repeat a better-ranked one's moves behind every memory that
-        repeats nothing (:mod:`memwarden.commands.readmodel.repeats`) before the top ``k`` is taken.
+        repeats nothing (:mod:`memwarden.commands.readmodel.repeats`) before the top ``k`` is taken;
+        ``repeats=False`` keeps the rank order (forget by query: every copy of a value counts).
 
         Each memory also carries its ``relevance`` in [0, 1] (:mod:`memwarden.commands.readmodel.relevance`:
         the larger of the query/memory cosine and the share of the query's terms the memory holds), the
         same scale for every query. ``min_score`` drops the memories whose relevance is below it,
         after the read filter, verification and ranking (it never adds or reorders); the result says
         how many it dropped (``below_floor``). ``0`` (the default) keeps every memory.
+
+        ``repeats``: demote near-repeats (above; default on).
 
         ``recency``: the weight of recency in the ranking of current-value questions
         (:mod:`memwarden.commands.readmodel.recency`: each candidate's score times
@@ -365,9 +372,12 @@ class Recaller:
             if lifted:
                 out = _inherit(out, lifted, searched.memory_cosines if searched is not None else {})
         ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
-        ranked = [ranked[i] for i in demote_repeats([m.text for m in ranked])][:k]
-        kept = [m for m in ranked if m.relevance >= min_score]
-        return Recalled(kept, float(min_score), len(ranked) - len(kept))
+        if repeats:
+            ranked = [ranked[i] for i in demote_repeats([m.text for m in ranked])]
+        # the floor acts on the whole verified pool (a memory below it never takes a place of the top k);
+        # below_floor counts those the floor took out of the top k it would have been
+        kept = [m for m in ranked if m.relevance >= min_score][:k]
+        return Recalled(kept, float(min_score), sum(1 for m in ranked[:k] if m.relevance < min_score))
 
     @staticmethod
     def _opened(rows: list[tuple[Any, ...]], keys: Mapping[str, bytes | None], scores: Mapping[str, float],

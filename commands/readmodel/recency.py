@@ -27,11 +27,13 @@ from collections.abc import Sequence
 
 from memwarden.commands.readmodel.thread_context import Lifted
 
-__all__ = ["CURRENT_WEIGHT", "asks_for_current", "by_recency", "check_recency", "recency_factors",
+__all__ = ["CURRENT_WEIGHT", "MAX_RECENCY", "asks_for_current", "by_recency", "check_recency", "recency_factors",
            "recency_weight"]
 
 #: Recency weight applied when a query asks for a current value and the caller left it unset.
 CURRENT_WEIGHT = 2.0
+#: Largest recency weight a caller may set (the newest candidate's score times 101 at most).
+MAX_RECENCY = 100.0
 
 #: Words and phrases that ask for the present state of something (English; case-insensitive, whole words).
 _CURRENT = re.compile(
@@ -49,13 +51,13 @@ def asks_for_current(query: str) -> bool:
 
 
 def check_recency(recency: float | None) -> None:
-    """Raises ``ValueError`` unless ``recency`` is ``None`` (decide from the query) or a finite
-    number >= 0 (0 = rank by relevance alone)."""
+    """Raises ``ValueError`` unless ``recency`` is ``None`` (decide from the query) or a number in
+    ``[0, MAX_RECENCY]`` (0 = rank by relevance alone; a bool or a string is refused)."""
     if recency is None:
         return
     if isinstance(recency, bool) or not isinstance(recency, (int, float)) or not math.isfinite(recency) \
-            or recency < 0:
-        raise ValueError(f"must be a finite number >= 0 or null, got {recency!r}")
+            or not 0 <= recency <= MAX_RECENCY:
+        raise ValueError(f"must be a number in [0, {MAX_RECENCY:g}] or null, got {recency!r}")
 
 
 def recency_weight(query: str, recency: float | None) -> float:
@@ -84,7 +86,7 @@ def recency_factors(times_ms: Sequence[int], weight: float) -> list[float]:
 
 def by_recency(ranked: Sequence[Lifted], weight: float, field: str = "valid_from_ms") -> list[Lifted]:
     """``ranked`` with each score multiplied by its :func:`recency_factors` factor (a negative score
-    is raised by the same share of its magnitude, so a newer candidate never loses; the time is the
+    divided by it: a newer candidate never loses, and the order among equal times is kept; the time is the
     payload's ``field``; a candidate without it counts as the oldest), best first by
     ``(-score, point id)``. ``weight`` 0 returns the candidates in the same order, unchanged. The
     lift bookkeeping (``own``, ``by``, ``gain``) is kept, so :func:`.thread_context.without_lifts`
@@ -95,6 +97,7 @@ def by_recency(ranked: Sequence[Lifted], weight: float, field: str = "valid_from
     oldest = min((int(e.payload[field]) for e in ranked if e.payload.get(field) is not None), default=0)
     times = [int(e.payload[field]) if e.payload.get(field) is not None else oldest for e in ranked]
     factors = recency_factors(times, weight)
-    out = [Lifted(e.point_id, e.score + abs(e.score) * (f - 1.0), e.payload, e.own, e.by, e.by_command, e.gain)
+    out = [Lifted(e.point_id, e.score * f if e.score >= 0 else e.score / f, e.payload, e.own, e.by, e.by_command,
+                  e.gain)
            for e, f in zip(ranked, factors, strict=True)]
     return sorted(out, key=lambda e: (-e.score, e.point_id))

@@ -56,3 +56,4 @@ def demote_repeats(texts: Sequence[str], threshold: float = REPEAT_OVERLAP) -> l
             kept.append(i)
             kept_sets.append(words)
     return kept + repeats
+

@@ -15,6 +15,7 @@ from uuid import UUID
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, MAX_K, MAX_QUERY_CHARS
+from memwarden.commands.readmodel.recency import CURRENT_WEIGHT, MAX_RECENCY, check_recency
 from memwarden.commands.vocabulary import EpistemicStatus, FactCardinality, Right, Sensitivity, SourceKind, StoreKind
 
 Name = Annotated[StrictStr, Field(min_length=1, max_length=256)]
@@ -95,9 +96,19 @@ class RecallBody(Body):
     min_score: Annotated[float, Field(ge=0.0, le=1.0, strict=False, description=(
         "relevance floor in [0, 1] (same scale for every query; 0 = none, 0.35 recommended): memories whose "
         "relevance is below it are dropped and counted in below_floor"))] = 0.0
-    recency: Annotated[float | None, Field(ge=0.0, le=100.0, strict=False, description=(
-        "weight of recency in the ranking (each candidate's score times 1 + recency x its rank in time among "
-        "the candidates); null = 1.0 when the query asks for a current, latest or final value, else 0"))] = None
+    recency: Annotated[float | None, Field(description=(
+        f"weight of recency in the ranking, in [0, {MAX_RECENCY:g}]: each candidate's score times "
+        "1 + recency x rank / (n - 1), rank = its validity start's rank among the n distinct ones of the "
+        f"candidates (0 = oldest); null = {CURRENT_WEIGHT:g} when the query asks for a current, latest or final "
+        "value, else 0"))] = None
+    repeats: StrictBool = Field(True, description=(
+        "move memories whose words nearly repeat a better-ranked one's behind the others (false: rank order)"))
+
+    @field_validator("recency", mode="before")
+    @classmethod
+    def _recency(cls, value: object) -> object:
+        check_recency(value)  # type: ignore[arg-type]
+        return value
 
     @field_validator("query")
     @classmethod

@@ -33,6 +33,7 @@ from memwarden.api.errors import ApiError
 from memwarden.api.gateway import Caller, Gateway
 from memwarden.api.serve import prepare
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, MAX_K
+from memwarden.commands.readmodel.recency import CURRENT_WEIGHT, MAX_RECENCY
 from memwarden.commands.vocabulary import EpistemicStatus, Sensitivity, SourceKind, StoreKind
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
 from memwarden.settings import Settings
@@ -173,9 +174,9 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
         purpose: Annotated[str, Field(description="why you read (grants may be limited to purposes)")]
         = DEFAULT_PURPOSE,
         include_untrusted: Annotated[bool, Field(description="also unverified memories")] = False,
-        recency: Annotated[float | None, Field(ge=0.0, le=100.0, description="weight of recency in the ranking"
-                                               " (default: 1 for questions about a current, latest or final"
-                                               " value, else 0)")] = None,
+        recency: Annotated[float | None, Field(ge=0.0, le=MAX_RECENCY, description=(
+            f"weight of recency in the ranking (score x (1 + recency x rank in time / (n - 1)); default:"
+            f" {CURRENT_WEIGHT:g} for questions about a current, latest or final value, else 0)"))] = None,
     ) -> CallToolResult:
         """Look up the memories your principal may read that best match ``query``; each with its text,
         memory_id, validity, provenance and score. Audited."""

@@ -34,7 +34,11 @@ def _error(model: type[pydantic.BaseModel], data: dict[str, object]) -> tuple[st
                                                      "timezone_aware"),
     ({"query": "q", "mode": "x"}, "mode", "literal_error"), ({"query": "q", "extra": 1}, "extra", "extra_forbidden"),
     ({"query": "q", "include_untrusted": "yes"}, "include_untrusted", "bool_type"),
-    ({"query": "q", "recency": -0.5}, "recency", "greater_than_equal"),
+    ({"query": "q", "recency": -0.5}, "recency", "value_error"), ({"query": "q", "recency": 101}, "recency",
+                                                                  "value_error"),
+    ({"query": "q", "recency": "1.5"}, "recency", "value_error"), ({"query": "q", "recency": True}, "recency",
+                                                                   "value_error"),
+    ({"query": "q", "repeats": "no"}, "repeats", "bool_type"),
 ])
 def test_recall_bodies_are_strict(data: dict[str, object], field: str, kind: str) -> None:
     assert _error(RecallBody, data) == (field, kind)

@@ -62,7 +62,7 @@ def test_an_explicit_weight_wins_over_the_query() -> None:
     assert CURRENT_WEIGHT == 2.0  # chosen on GateMem dev (README)
 
 
-@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), "1", True])
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf"), "1", True, 100.5])
 def test_a_bad_weight_is_refused_naming_the_field(bad: object) -> None:
     with pytest.raises(ValueError):
         recency_weight("q", bad)  # type: ignore[arg-type]
@@ -102,14 +102,28 @@ def test_recency_never_adds_or_drops_a_candidate_and_keeps_the_lift_bookkeeping(
     assert [e.point_id for e in by_recency(without_lifts(ranked, {"q"}), 1.0)] == ["q", "x"]
 
 
-def test_a_negative_score_is_raised_too_so_newer_never_loses() -> None:
-    out = by_recency([cand("old", -0.5, 1), cand("new", -0.5, 2)], 1.0)
+@pytest.mark.parametrize("weight", [1.0, 2.0, 50.0])
+def test_a_negative_score_is_divided_so_newer_never_loses_and_order_within_a_time_holds(weight: float) -> None:
+    out = by_recency([cand("old", -0.5, 1), cand("new", -0.5, 2)], weight)
     assert [e.point_id for e in out] == ["new", "old"]
-    assert out[0].score == 0.0
+    assert math.isclose(out[0].score, -0.5 / (1 + weight))
+    # same time: a more negative cosine stays below a less negative one, and below any positive one
+    same = by_recency([cand("a", 0.5, 1), cand("b", -0.1, 2), cand("c", -0.9, 2)], weight)
+    assert [e.point_id for e in same] == ["a", "b", "c"]
 
 
-@given(st.lists(st.tuples(st.floats(0, 10, allow_nan=False), st.integers(0, 10**13)), min_size=1, max_size=30),
-       st.floats(0, 5, allow_nan=False))
+def test_the_top_of_a_context_takes_lifts_back_before_recency() -> None:
+    from memwarden.projections.recall import InContext
+    ranked = [cand("q", 1.0, 100), cand("a", 0.9, 300, own=0.3, by="q", by_command="c-q", gain=0.6),
+              cand("x", 0.5, 200)]
+    found = InContext(ranked, recency=2.0)
+    assert [(e.point_id, round(e.score, 6)) for e in found.top(3, frozenset({"q"}))] == \
+        [(e.point_id, round(e.score, 6)) for e in by_recency(without_lifts(ranked, {"q"}), 2.0)]
+    assert next(e for e in found.top(3, frozenset({"q"})) if e.point_id == "a").score == 0.3 * 3.0
+
+
+@given(st.lists(st.tuples(st.floats(-1, 10, allow_nan=False), st.integers(0, 10**13)), min_size=1, max_size=30),
+       st.floats(0, 50, allow_nan=False))
 def test_recency_only_reorders_and_never_lowers_a_score(items: list[tuple[float, int]], weight: float) -> None:
     ranked = sorted((cand(f"p{i}", s, t) for i, (s, t) in enumerate(items)), key=lambda e: (-e.score, e.point_id))
     out = by_recency(ranked, weight)
@@ -117,6 +131,11 @@ def test_recency_only_reorders_and_never_lowers_a_score(items: list[tuple[float,
     before = {e.point_id: e.score for e in ranked}
     assert all(e.score >= before[e.point_id] - 1e-12 for e in out)
     assert all(a.score >= b.score for a, b in zip(out, out[1:], strict=False))
+    # within one time the order by score is kept, negative scores included
+    by_time: dict[int, list[float]] = {}
+    for e in out:
+        by_time.setdefault(int(e.payload["valid_from_ms"]), []).append(before[e.point_id])
+    assert all(v == sorted(v, reverse=True) for v in by_time.values())
     # among equal relevance the newest comes first
-    if weight > 1e-6 and len({s for s, _ in items}) == 1 and items[0][0] > 0:
+    if weight > 1e-6 and len({s for s, _ in items}) == 1 and items[0][0] != 0:
         assert int(out[0].payload["valid_from_ms"]) == max(t for _, t in items)
