@@ -100,7 +100,7 @@ def _run(private: PrivateStack, faults: tuple[str, ...], slice_s: float, outage_
         _wait_decided(checker, writes.acks, settle_s)
         on_ledger, decided = _ledger(s)
         live = live_memories(writes.acks, decided)
-        unrecallable = _unrecallable(checker, who, live)
+        unrecallable = _unrecallable(checker, who, live, min(settle_s, 60.0))
     figures = {w.component: score_fault(w, writes.acks, on_ledger, decided, unrecallable, reads.outcomes,
                                         {k: p.outcomes for k, p in probes.items()}, writes.errors) for w in windows}
     totals = {k: sum(f[k] for f in figures.values()) for k in
@@ -190,14 +190,25 @@ def _ledger(settings: Settings) -> tuple[set[tuple[int, int]], dict[str, list[De
     return on_ledger, decided
 
 
-def _unrecallable(client: Any, who: str, live: dict[str, Ack]) -> set[str]:
-    """Command ids of live memories whose current text a lexical recall of its marker does not return."""
-    missing: set[str] = set()
-    for memory_id, ack in live.items():
-        found = client.recall(who, ack.marker, k=3, mode="lexical")
-        if memory_id not in {m.memory_id for m in found}:
-            missing.add(ack.command_id)
-    return missing
+def _unrecallable(client: Any, who: str, live: dict[str, Ack], settle_s: float = 60.0) -> set[str]:
+    """Command ids of live memories whose current text a lexical recall of its marker does not return
+    within ``settle_s`` seconds: a memory decided a moment before the check may not be projected yet
+    (the projector fault comes last and its worker is still catching up), so the memories missing at
+    first are asked again every half second until they all answer or the time is up."""
+    def missing_of(items: dict[str, Ack]) -> dict[str, Ack]:
+        out = {}
+        for memory_id, ack in items.items():
+            found = client.recall(who, ack.marker, k=3, mode="lexical")
+            if memory_id not in {m.memory_id for m in found}:
+                out[memory_id] = ack
+        return out
+
+    missing = missing_of(live)
+    deadline = time.monotonic() + settle_s
+    while missing and time.monotonic() < deadline:
+        time.sleep(0.5)
+        missing = missing_of(missing)
+    return {ack.command_id for ack in missing.values()}
 
 
 COLUMNS = ("acknowledged", "lost", "duplicated", "undecided_after_recovery", "unrecallable", "down_s", "recovery_s",

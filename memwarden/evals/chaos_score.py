@@ -9,7 +9,7 @@ Per fault (its :class:`Window`):
 * ``undecided_after_recovery`` — acknowledged commands on the ledger still without a decision once the
   run has recovered;
 * ``unrecallable`` — memories the ledger's decisions leave live whose current text a recall does not
-  find;
+  find within a minute after every command was decided (the projector may still be catching up);
 * ``down_s`` / ``restart_s`` — from the kill / the restart until the component answered again;
 * ``recovery_s`` — from the restart to the first command decided after it (broker, PostgreSQL, gate);
   for the projector, whose loss stops reads and not decisions, to the first successful recall;
