@@ -303,7 +303,7 @@ class Recaller:
         :mod:`memwarden.commands.readmodel.thread_context`), ``dense`` (``VectorIndex.search``, score =
         cosine) or ``lexical`` (``VectorIndex.search_lexical``, score = BM25; only memories sharing a term
         with the query); each times its recency factor when ``recency`` applies (below).
-        The read filter is the same on every path. The best ``2k`` candidates are verified and opened,
+        The read filter is the same on every path. In hybrid mode the best ``2k`` candidates are verified and opened,
         and a memory whose words nearly repeat a better-ranked one's moves behind every memory that
         repeats nothing (:mod:`memwarden.commands.readmodel.repeats`) before the top ``k`` is taken;
         ``repeats=False`` keeps the rank order (forget by query: every copy of a value counts).
@@ -352,7 +352,8 @@ class Recaller:
         except BaseException:
             embedding.cancel()
             raise
-        keep = REPEAT_POOL * k  # the repeats are demoted among twice as many verified candidates
+        repeats = repeats and mode == "hybrid"  # dense and lexical rank by their own score alone
+        keep = REPEAT_POOL * k if repeats else k  # the repeats are demoted among twice as many candidates
         hits, vector, searched = await self._candidates(query, where, k, mode, embedding, weight, keep)
         if not hits:
             return Recalled(min_score=float(min_score))
