@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from memwarden.commands.readmodel.thread_context import Lifted
 
@@ -97,7 +98,5 @@ def by_recency(ranked: Sequence[Lifted], weight: float, field: str = "valid_from
     oldest = min((int(e.payload[field]) for e in ranked if e.payload.get(field) is not None), default=0)
     times = [int(e.payload[field]) if e.payload.get(field) is not None else oldest for e in ranked]
     factors = recency_factors(times, weight)
-    out = [Lifted(e.point_id, e.score * f if e.score >= 0 else e.score / f, e.payload, e.own, e.by, e.by_command,
-                  e.gain)
-           for e, f in zip(ranked, factors, strict=True)]
+    out = [replace(e, score=e.score * f if e.score >= 0 else e.score / f) for e, f in zip(ranked, factors, strict=True)]
     return sorted(out, key=lambda e: (-e.score, e.point_id))

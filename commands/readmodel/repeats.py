@@ -6,7 +6,8 @@ own, with its own provenance, and each is as relevant as the first: a top k of t
 repeats, and the other facts a question asks for fall out of it. After ranking, a memory whose words
 nearly repeat those of a better-ranked memory (:func:`overlap` >= :data:`REPEAT_OVERLAP`) is moved
 behind every memory that repeats nothing; the repeats still fill the top k when nothing else is
-left. The recall verifies and opens :data:`REPEAT_POOL` times ``k`` candidates for this. Nothing is
+left. A hybrid recall verifies and opens :data:`REPEAT_POOL` times ``k`` candidates for this (dense
+and lexical recalls rank by their own score alone). Nothing is
 added: it reorders memories the read filter let through, verified and opened.
 """
 

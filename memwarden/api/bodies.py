@@ -102,7 +102,8 @@ class RecallBody(Body):
         f"candidates (0 = oldest); null = {CURRENT_WEIGHT:g} when the query asks for a current, latest or final "
         "value, else 0"))] = None
     repeats: StrictBool = Field(True, description=(
-        "move memories whose words nearly repeat a better-ranked one's behind the others (false: rank order)"))
+        "hybrid mode: move memories whose words nearly repeat a better-ranked one's behind the others "
+        "(false: rank order)"))
 
     @field_validator("recency", mode="before")
     @classmethod
