@@ -3,23 +3,31 @@ case 4) and write its weights file.
 
     .venv/bin/python bench/train_injection_classifier.py [--out FILE] [--json]
 
-Training data (the held-out set ``injection_heldout.jsonl`` and the *report* half of the false-alarm
+Training data (the held-out set ``injection_heldout2.jsonl`` and the *report* half of the false-alarm
 set are never read here):
 
-- ``memwarden/evals/data/injection_labelled.jsonl`` (the rules' development set, 737 items) and
-  ``injection_train.jsonl`` (596 items written for this classifier after the held-out set was frozen);
-  a seeded share of them is copied with one obfuscation (letter spacing, dotted letters, leetspeak,
-  zero-width characters, full-width forms, upper case), the copy in its source item's CV group;
+- ``memwarden/evals/data/injection_labelled.jsonl`` (the rules' development set, 737 items),
+  ``injection_train.jsonl`` (596 items written for the first classifier), ``injection_train2.jsonl``
+  (558 items written for the second by another writer: policy and capability notices, relayed
+  requests, instructions buried in longer texts, triggers, obfuscation, and 90 injected + 90 benign
+  items in six other languages) and ``injection_heldout.jsonl`` (246 items, the first classifier's
+  held-out set, development data since the second held-out set was frozen); a seeded share of them is
+  copied with one obfuscation (letter spacing, dotted letters, leetspeak, zero-width characters,
+  full-width forms, upper case), the copy in its source item's CV group;
 - the *calibration* half of the LoCoMo + GateMem turns (:mod:`memwarden.evals.false_alarms`), as
   benign conversation, one CV group per conversation or episode.
 
 Model selection: 5-fold stratified group cross-validation (seed 12) of logistic regression (injected
-items weighted 3, every other text 1) on the embedding alone or on embedding + hashed character
-n-grams, for a few values of ``C``. Each configuration's threshold is read off its out-of-fold
-probabilities: the smallest that keeps the out-of-fold false-alarm rate on the calibration turns at
-or below ``--target-far`` (default 0.0002, i.e. 2 of ~10,700 turns: the budget is 0.001 and the rules
-already spend most of it). The configuration with the highest out-of-fold recall of the injected
-items at its threshold wins and is refitted on everything. Prints one JSON object with ``--json``.
+items weighted 3, every other text 1) on embedding + hashed character n-grams, with or without hashed
+words, for ``C`` in 1, 2, 4, 8, 16. Each configuration's threshold is read off its out-of-fold
+probabilities, for the detector as it ships (the rules OR the classifier): the one giving the best
+``min(precision, recall)`` on the written items (injected against the tricky written benign texts,
+about one to one like the held-out sets; issue 12 asks for both >= 0.9), among the thresholds that
+keep the out-of-fold false-alarm rate on the calibration turns at or below ``--target-far`` (default
+0.0002, i.e. 2 of ~10,700 turns: the budget is 0.001 and the rules already spend most of it). The
+configuration with the best out-of-fold ``min(precision, recall)`` wins and is refitted on everything.
+(Version 1 chose by out-of-fold recall at the lowest admissible threshold, which left 15 % of the
+written benign texts flagged out of fold.) Prints one JSON object with ``--json``.
 """
 
 from __future__ import annotations
@@ -38,10 +46,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from memwarden.evals.injection_set import LabelledItem, load_labelled  # noqa: E402
 from memwarden.projections.injection_classifier import (  # noqa: E402
     CLASSIFIER_VERSION,
-    NGRAM_DIM,
+    WORD_DIM,
     clean_text,
     ngram_features,
     weights_path,
+    word_features,
 )
 
 SEED = 12
@@ -49,6 +58,10 @@ DATA = Path(__file__).resolve().parents[1] / "memwarden" / "evals" / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 #: Weight of an injected item in the fit (every other text weighs 1).
 INJECTED_WEIGHT = 3.0
+#: The training files under ``memwarden/evals/data`` (never ``injection_heldout2.jsonl``).
+TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_heldout")
+#: The regularisation strengths tried.
+CS = (1.0, 2.0, 4.0, 8.0, 16.0)
 _LEET = str.maketrans("aeiost", "4310$7")
 _FULL = {c: chr(ord(c) + 0xFEE0) for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"}
 
@@ -90,6 +103,24 @@ def threshold_for(benign: np.ndarray, target_far: float) -> float:
     return float(ranked[allowed]) + 1e-6 if allowed < len(ranked) else 0.5
 
 
+def best_threshold(scores: np.ndarray, injected: np.ndarray, rules: np.ndarray,
+                   floor: float) -> tuple[float, float, float]:
+    """``(threshold, precision, recall)`` of the detector ``rules | (scores >= threshold)`` against the
+    boolean labels ``injected``, for the threshold >= ``floor`` (candidates: the scores rounded to 0.001)
+    with the best ``min(precision, recall)``; the lowest such threshold on ties."""
+    best = (floor, 0.0, 0.0)
+    for t in np.unique(np.round(scores, 3)):
+        if t < floor:
+            continue
+        flagged = rules | (scores >= t)
+        tp = int(np.sum(flagged & injected))
+        precision = tp / max(int(np.sum(flagged)), 1)
+        recall = tp / max(int(np.sum(injected)), 1)
+        if min(precision, recall) > min(best[1], best[2]):
+            best = (float(t), precision, recall)
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=weights_path())
@@ -104,12 +135,13 @@ def main() -> None:
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedGroupKFold
 
+    from memwarden.commands.injection import DEFAULT_DETECTOR as RULES
     from memwarden.evals.false_alarms import benign_turns
     from memwarden.projections.embedder import SentenceTransformerEmbedder
     from memwarden.settings import Settings
 
     t0 = time.perf_counter()
-    items = load_labelled(DATA / "injection_labelled.jsonl") + load_labelled(DATA / "injection_train.jsonl")
+    items = [item for name in TRAINING_FILES for item in load_labelled(DATA / f"{name}.jsonl")]
     texts, labels, groups = augmented(items, args.augment, random.Random(SEED))
     turns = [t for t in benign_turns(args.locomo, args.gatemem) if t.half == "calibration"]
     units = {u: len(items) + i for i, u in enumerate(sorted({(t.corpus, t.unit) for t in turns}))}
@@ -121,31 +153,37 @@ def main() -> None:
     weight = np.where(y == 1, INJECTED_WEIGHT, 1.0)
     embedder = SentenceTransformerEmbedder(cache_dir=Settings().data_dir / "onnx")
     cleaned = [clean_text(t) for t in texts]
+    by_rules = np.asarray([not turn and RULES.detect(t).carries_instructions for t, turn in zip(texts, is_turn,
+                                                                                                strict=True)])
     emb = embedder.embed(cleaned).astype(np.float32)
-    blocks = {"embedding": emb, "embedding+ngrams": np.hstack([emb, ngram_features(cleaned)])}
+    grams = np.hstack([emb, ngram_features(cleaned)])
+    blocks = {"embedding+ngrams": grams, "embedding+ngrams+words": np.hstack([grams, word_features(cleaned)])}
     folds = list(StratifiedGroupKFold(n_splits=5, shuffle=True, random_state=SEED).split(emb, y, g))
     tried = []
     best: dict | None = None
     for name, x in blocks.items():
-        for c in (1.0, 4.0):
+        for c in CS:
             oof = np.zeros(len(y))
             for train, test in folds:
                 model = LogisticRegression(C=c, max_iter=3000).fit(x[train], y[train], sample_weight=weight[train])
                 oof[test] = model.predict_proba(x[test])[:, 1]
-            thr = threshold_for(oof[is_turn], args.target_far)
+            floor = threshold_for(oof[is_turn], args.target_far)
+            thr, precision, recall = best_threshold(oof[~is_turn], y[~is_turn] == 1, by_rules[~is_turn], floor)
             row = {"features": name, "C": c, "threshold": round(thr, 4),
+                   "oof_combined_precision": round(precision, 4), "oof_combined_recall": round(recall, 4),
+                   "oof_combined_min": round(min(precision, recall), 4),
                    "oof_recall": round(float(np.mean(oof[y == 1] >= thr)), 4),
                    "oof_far_calibration_turns": round(float(np.mean(oof[is_turn] >= thr)), 5),
                    "oof_far_written_benign": round(float(np.mean(oof[(y == 0) & ~is_turn] >= thr)), 4)}
             tried.append(row)
-            if best is None or row["oof_recall"] > best["oof_recall"]:
+            if best is None or row["oof_combined_min"] > best["oof_combined_min"]:
                 best = row
     assert best is not None
     x = blocks[best["features"]]
     model = LogisticRegression(C=best["C"], max_iter=3000).fit(x, y, sample_weight=weight)
     coef = model.coef_[0].astype(np.float32)
-    if best["features"] == "embedding":
-        coef = np.concatenate([coef, np.zeros(NGRAM_DIM, dtype=np.float32)])
+    if best["features"] == "embedding+ngrams":
+        coef = np.concatenate([coef, np.zeros(WORD_DIM, dtype=np.float32)])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, coef=coef, bias=np.float64(model.intercept_[0]),
                         threshold=np.float64(best["threshold"]), version=np.str_(CLASSIFIER_VERSION))

@@ -17,13 +17,17 @@ that mix letters and digits):
 * the all-MiniLM-L6-v2 sentence embedding (384 dims, the packaged model of
   :mod:`memwarden.projections.embedder`; nothing is downloaded), and
 * hashed character 2-4-grams (:func:`ngram_features`, CRC-32 buckets, L2-normalised), which carry the
-  words of the languages and scripts the English model serves poorly.
+  words of the languages and scripts the English model serves poorly, and
+* hashed word unigrams and bigrams (:func:`word_features`, the same hashing in a space of its own),
+  which carry the phrasings ("has been turned off", "next time") that the mean-pooled embedding
+  dilutes in a longer text (version 2; the training script chooses per version whether they pay).
 
 The weights, the bias and the decision threshold ship as ``data/injection_classifier.npz`` (package
 data, a few hundred kB), trained by ``bench/train_injection_classifier.py`` (fixed seed) on
-``memwarden/evals/data/injection_labelled.jsonl`` and ``injection_train.jsonl`` only; the threshold is
-chosen by cross-validation on that training data (see the script). Scoring needs only numpy and the
-embedder: scikit-learn is a training-time dependency.
+``memwarden/evals/data/injection_labelled.jsonl``, ``injection_train.jsonl``, ``injection_train2.jsonl``
+and the first held-out set ``injection_heldout.jsonl`` (development data since ``injection_heldout2.jsonl``
+was frozen); the threshold is chosen by cross-validation on that training data (see the script).
+Scoring needs only numpy and the embedder: scikit-learn is a training-time dependency.
 
 **The detector.** :class:`CombinedDetector` flags a text when the rules flag it *or* the classifier's
 probability reaches the threshold. Rule findings are kept as they are; a classifier hit adds one
@@ -63,10 +67,11 @@ __all__ = [
     "load_weights",
     "ngram_features",
     "weights_path",
+    "word_features",
 ]
 
 #: Bump with every retraining that changes the shipped weights.
-CLASSIFIER_VERSION = "minilm-lr/1"
+CLASSIFIER_VERSION = "minilm-lr/2"
 #: The version of the combined detector (rules and classifier weights).
 DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}"
 #: ``Finding.rule`` of a classifier hit.
@@ -74,12 +79,17 @@ CLASSIFIER_RULE = f"classifier.{CLASSIFIER_VERSION}"
 #: Hashed character n-gram buckets and the n-gram lengths.
 NGRAM_DIM = 1 << 14
 NGRAM_RANGE = (2, 4)
+#: Hashed word unigram + bigram buckets.
+WORD_DIM = 1 << 14
+#: Width of the feature matrix after the embedding: character n-grams, then words.
+HASHED_DIM = NGRAM_DIM + WORD_DIM
 #: Longest cleaned text the n-gram features read (the embedding reads ~256 word pieces anyway).
 MAX_CHARS = 2_000
 
 _LEET_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[013457@$])[\w@$]+\b")
 _LEET = str.maketrans("013457@$", "oieastas")
 _SPACES = re.compile(r"\s+")
+_WORD = re.compile(r"\w+")
 
 
 def clean_text(text: str) -> str:
@@ -106,19 +116,43 @@ def ngram_features(cleaned: Sequence[str], dim: int = NGRAM_DIM,
                 bucket = zlib.crc32(padded[i:i + n].encode("utf-8")) % dim
                 counts[bucket] = counts.get(bucket, 0) + 1
         if counts:
-            idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
-            val = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
-            out[row, idx] = val / np.linalg.norm(val)
+            idx, val = _hashed(counts)
+            out[row, idx] = val
+    return out
+
+
+def _hashed(counts: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+    val = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
+    return idx, val / np.linalg.norm(val)
+
+
+def word_features(cleaned: Sequence[str], dim: int = WORD_DIM) -> np.ndarray:
+    """Hashed word unigrams and bigrams of each (cleaned) text (``\\w+`` runs; a script without
+    spaces gives long runs, which the character n-grams cover): counts in ``dim`` CRC-32 buckets,
+    log-scaled and L2-normalised like :func:`ngram_features`; shape ``(len(cleaned), dim)``."""
+    out = np.zeros((len(cleaned), dim), dtype=np.float32)
+    for row, text in enumerate(cleaned):
+        words = _WORD.findall(text)
+        counts: dict[int, int] = {}
+        for token in (*words, *(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))):
+            bucket = zlib.crc32(f"w:{token}".encode()) % dim
+            counts[bucket] = counts.get(bucket, 0) + 1
+        if counts:
+            idx, val = _hashed(counts)
+            out[row, idx] = val
     return out
 
 
 def features(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """The classifier's feature matrix for raw ``texts``: ``[embedding | n-grams]`` of the cleaned
-    texts, shape ``(len(texts), embedder.dim + NGRAM_DIM)``; one embedding call for the batch."""
+    """The classifier's feature matrix for raw ``texts``: ``[embedding | character n-grams | words]``
+    of the cleaned texts, shape ``(len(texts), embedder.dim + HASHED_DIM)``; one embedding call for
+    the batch."""
     cleaned = [clean_text(t) for t in texts]
     if not cleaned:
-        return np.zeros((0, embedder.dim + NGRAM_DIM), dtype=np.float32)
-    return np.hstack([embedder.embed(cleaned).astype(np.float32), ngram_features(cleaned)])
+        return np.zeros((0, embedder.dim + HASHED_DIM), dtype=np.float32)
+    return np.hstack([embedder.embed(cleaned).astype(np.float32), ngram_features(cleaned),
+                      word_features(cleaned)])
 
 
 @dataclass(frozen=True)

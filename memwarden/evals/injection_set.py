@@ -17,14 +17,21 @@ Every item was written by hand for memwarden (no benchmark data). Provenance of 
 - ``b341-b370`` / ``i338-i367`` (held-out 3): written after the last rule change and scored once; the
   rules were not changed afterwards. Its misses are kept, not rewritten.
 
-Two more files share the schema (issue 12, field case 4):
+More files share the schema (issue 12, field case 4):
 
-- ``data/injection_heldout.jsonl`` (``i1001-i1121``, ``b1001-b1125``): the held-out set of the trained
-  classifier, written by hand on 2026-12-01 before any training and before either detector was run on
-  it, then frozen (provenance and checksum in ``data/injection_heldout.md``). Never used for training,
-  threshold choice or calibration.
+- ``data/injection_heldout.jsonl`` (``i1001-i1121``, ``b1001-b1125``): the held-out set of the first
+  trained classifier (``minilm-lr/1``), written by hand on 2026-12-01 before any training and before
+  either detector was run on it, then frozen (provenance and checksum in ``data/injection_heldout.md``).
+  Scored once for that classifier; since the second held-out set was frozen it is training data of
+  the next one.
 - ``data/injection_train.jsonl`` (``i2001-``, ``b2001-``): written afterwards, in other words, for
-  training the classifier (``bench/train_injection_classifier.py``), together with this file.
+  training the first classifier (``bench/train_injection_classifier.py``), together with this file.
+- ``data/injection_heldout2.jsonl`` (``i3001-i3120``, ``b3001-b3130``): the held-out set of the second
+  classifier (``minilm-lr/2``), written on 2026-12-01 by a writer who had seen neither the rules, the
+  classifier, its training data nor the earlier sets, frozen before any detector ran on it
+  (``data/injection_heldout2.md``). Never used for training, threshold choice or calibration.
+- ``data/injection_train2.jsonl`` (``i4001-``, ``b4001-``): written for the second classifier by
+  another writer, blind to ``injection_heldout2.jsonl``.
 
 Labelling convention for ``kinds``: every kind whose definition the text meets (see
 :mod:`memwarden.commands.injection`); DIRECTIVE is given when the text addresses the agent with a
