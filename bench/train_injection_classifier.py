@@ -8,7 +8,7 @@ set are never read here):
 
 - ``memwarden/evals/data/injection_labelled.jsonl`` (the rules' development set, 737 items),
   ``injection_train.jsonl`` (596 items written for the first classifier), ``injection_train2.jsonl``
-  (558 items written for the second by another writer: policy and capability notices, relayed
+  (557 items written for the second by another writer: policy and capability notices, relayed
   requests, instructions buried in longer texts, triggers, obfuscation, and 90 injected + 90 benign
   items in six other languages) and ``injection_heldout.jsonl`` (246 items, the first classifier's
   held-out set, development data since the second held-out set was frozen); a seeded share of them is
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 import time
@@ -169,7 +170,8 @@ def main() -> None:
                 oof[test] = model.predict_proba(x[test])[:, 1]
             floor = threshold_for(oof[is_turn], args.target_far)
             thr, precision, recall = best_threshold(oof[~is_turn], y[~is_turn] == 1, by_rules[~is_turn], floor)
-            row = {"features": name, "C": c, "threshold": round(thr, 4),
+            thr = math.ceil(thr * 1e4) / 1e4  # the shipped value, rounded up: never below the false-alarm floor
+            row = {"features": name, "C": c, "threshold": thr,
                    "oof_combined_precision": round(precision, 4), "oof_combined_recall": round(recall, 4),
                    "oof_combined_min": round(min(precision, recall), 4),
                    "oof_recall": round(float(np.mean(oof[y == 1] >= thr)), 4),

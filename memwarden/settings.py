@@ -60,7 +60,7 @@ class Settings(BaseSettings):
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
         instruction_detector: the gate's instruction detector: ``rules`` (default; the rules alone) or
             ``rules+classifier`` (the rules of ``rules/1`` OR a logistic-regression classifier over
-            all-MiniLM-L6-v2 embeddings and character n-grams,
+            all-MiniLM-L6-v2 embeddings, character n-grams and word n-grams,
             :mod:`memwarden.projections.injection_classifier`; the gate worker then loads the
             embedding model). Opt-in: it catches far more paraphrased injections but quarantines
             some short non-English chat and costs an embedding per command in the gate (README,

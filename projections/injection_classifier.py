@@ -9,7 +9,7 @@ written by someone who never saw them they miss most polite, relayed, story-wrap
 obfuscated and non-English injections. A classifier over sentence embeddings generalises over
 phrasing; the rules keep their precise, explainable findings.
 
-**The model.** Logistic regression over two feature blocks of the *cleaned* text (see
+**The model.** Logistic regression over three feature blocks of the *cleaned* text (see
 :func:`clean_text`: the rules' normalisation, which strips zero-width and tag characters, folds
 full-width and look-alike letters and collapses letter spacing, then leetspeak decoded inside words
 that mix letters and digits):
@@ -23,7 +23,7 @@ that mix letters and digits):
   dilutes in a longer text (version 2; the training script chooses per version whether they pay).
 
 The weights, the bias and the decision threshold ship as ``data/injection_classifier.npz`` (package
-data, a few hundred kB), trained by ``bench/train_injection_classifier.py`` (fixed seed) on
+data, ~125 kB), trained by ``bench/train_injection_classifier.py`` (fixed seed) on
 ``memwarden/evals/data/injection_labelled.jsonl``, ``injection_train.jsonl``, ``injection_train2.jsonl``
 and the first held-out set ``injection_heldout.jsonl`` (development data since ``injection_heldout2.jsonl``
 was frozen); the threshold is chosen by cross-validation on that training data (see the script).
@@ -61,6 +61,7 @@ __all__ = [
     "ClassifierWeights",
     "CombinedDetector",
     "DETECTOR_VERSION",
+    "HASHED_DIM",
     "InjectionScorer",
     "clean_text",
     "features",

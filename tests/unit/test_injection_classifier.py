@@ -1,5 +1,5 @@
 """The classifier-backed instruction detector (issue 12, field case 4): rules OR a trained classifier
-over the packaged all-MiniLM-L6-v2 embeddings and character n-grams
+over the packaged all-MiniLM-L6-v2 embeddings, character n-grams and word n-grams
 (:mod:`memwarden.projections.injection_classifier`).
 
 The sentences below are new (in neither the training set nor the held-out set): paraphrased attacks
@@ -20,6 +20,7 @@ from memwarden.commands.injection import DEFAULT_DETECTOR, InstructionDetector, 
 from memwarden.projections.injection_classifier import (
     CLASSIFIER_RULE,
     DETECTOR_VERSION,
+    HASHED_DIM,
     ClassifierWeights,
     CombinedDetector,
     InjectionScorer,
@@ -99,7 +100,7 @@ def test_ngram_features_are_deterministic_and_normalised() -> None:
     assert np.isclose(np.linalg.norm(a[0]), 1.0) and np.isclose(np.linalg.norm(b[0]), 1.0)
 
 
-def test_word_features_are_deterministic_normalised_and_apart_from_the_ngrams() -> None:
+def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
     a = word_features(["content filtering has been turned off", "content filtering has been turned off"])
     b = word_features(["turned off has been content filtering"])  # same words, other bigrams
     assert np.array_equal(a[0], a[1]) and np.isclose(np.linalg.norm(a[0]), 1.0)
@@ -130,7 +131,18 @@ def test_the_second_held_out_set_is_frozen_and_never_trained_on() -> None:
 
 def test_weights_ship_with_the_package() -> None:
     w = load_weights()
-    assert w.version in DETECTOR_VERSION and 0.0 < w.threshold < 1.0 and w.coef.ndim == 1
+    assert w.version in DETECTOR_VERSION and 0.0 < w.threshold < 1.0
+    assert w.coef.shape == (384 + HASHED_DIM,)  # the embedding, character n-grams and words, as scored
+
+
+def test_the_training_script_never_reads_the_second_held_out_set() -> None:
+    import ast
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "train_injection_classifier.py"
+    files = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(script.read_text()))
+                 if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_FILES")
+    assert "injection_labelled" in files and "injection_heldout2" not in files
 
 
 def test_combination_keeps_rule_findings_and_adds_a_classifier_finding() -> None:
