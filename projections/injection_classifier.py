@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 import threading
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -107,41 +107,40 @@ def ngram_features(cleaned: Sequence[str], dim: int = NGRAM_DIM,
                    ngram_range: tuple[int, int] = NGRAM_RANGE) -> np.ndarray:
     """Hashed character n-grams of each (cleaned) text, padded with one space each side: counts in
     ``dim`` CRC-32 buckets, log-scaled (1 + log count) and L2-normalised; shape ``(len(cleaned), dim)``."""
-    out = np.zeros((len(cleaned), dim), dtype=np.float32)
     lo, hi = ngram_range
-    for row, text in enumerate(cleaned):
+
+    def grams(text: str) -> Iterator[str]:
         padded = f" {text} "
-        counts: dict[int, int] = {}
-        for n in range(lo, hi + 1):
-            for i in range(len(padded) - n + 1):
-                bucket = zlib.crc32(padded[i:i + n].encode("utf-8")) % dim
-                counts[bucket] = counts.get(bucket, 0) + 1
-        if counts:
-            idx, val = _hashed(counts)
-            out[row, idx] = val
-    return out
+        return (padded[i:i + n] for n in range(lo, hi + 1) for i in range(len(padded) - n + 1))
 
-
-def _hashed(counts: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
-    val = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
-    return idx, val / np.linalg.norm(val)
+    return _hashed_rows((grams(t) for t in cleaned), len(cleaned), dim)
 
 
 def word_features(cleaned: Sequence[str], dim: int = WORD_DIM) -> np.ndarray:
     """Hashed word unigrams and bigrams of each (cleaned) text (``\\w+`` runs; a script without
     spaces gives long runs, which the character n-grams cover): counts in ``dim`` CRC-32 buckets,
     log-scaled and L2-normalised like :func:`ngram_features`; shape ``(len(cleaned), dim)``."""
-    out = np.zeros((len(cleaned), dim), dtype=np.float32)
-    for row, text in enumerate(cleaned):
+
+    def tokens(text: str) -> Iterator[str]:
         words = _WORD.findall(text)
+        return (f"w:{t}" for t in (*words, *(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))))
+
+    return _hashed_rows((tokens(t) for t in cleaned), len(cleaned), dim)
+
+
+def _hashed_rows(rows: Iterable[Iterable[str]], n_rows: int, dim: int) -> np.ndarray:
+    """One row per token sequence: the tokens' counts in ``dim`` CRC-32 buckets, log-scaled
+    (1 + log count) and L2-normalised (an empty sequence gives a zero row); shape ``(n_rows, dim)``."""
+    out = np.zeros((n_rows, dim), dtype=np.float32)
+    for row, tokens in enumerate(rows):
         counts: dict[int, int] = {}
-        for token in (*words, *(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))):
-            bucket = zlib.crc32(f"w:{token}".encode()) % dim
+        for token in tokens:
+            bucket = zlib.crc32(token.encode("utf-8")) % dim
             counts[bucket] = counts.get(bucket, 0) + 1
         if counts:
-            idx, val = _hashed(counts)
-            out[row, idx] = val
+            idx = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+            val = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
+            out[row, idx] = val / np.linalg.norm(val)
     return out
 
 
