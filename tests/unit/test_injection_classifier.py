@@ -108,22 +108,24 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
     assert not word_features([""]).any()
 
 
-def test_the_second_held_out_set_is_frozen_and_never_trained_on() -> None:
-    """The report set of ``minilm-lr/2`` is the file its provenance note fixed, and none of its texts is
-    in a file the training script reads (every other labelled file of the package)."""
+@pytest.mark.parametrize("name", ["injection_heldout2", "injection_heldout3"])
+def test_a_held_out_set_is_frozen_and_never_trained_on(name: str) -> None:
+    """A report set (the second reports ``minilm-lr/2``, the third the read boundary of 2026-12-02) is the
+    file its provenance note fixed, and none of its texts is in any other labelled file of the package
+    (the training files among them)."""
     import hashlib
     import json
     import re
     from pathlib import Path
 
     data = Path(__file__).resolve().parents[2] / "memwarden" / "evals" / "data"
-    frozen = (data / "injection_heldout2.jsonl").read_bytes()
-    fixed = re.search(r"sha256 of the frozen file: `([0-9a-f]{64})`", (data / "injection_heldout2.md").read_text())
+    frozen = (data / f"{name}.jsonl").read_bytes()
+    fixed = re.search(r"sha256 of the frozen file: `([0-9a-f]{64})`", (data / f"{name}.md").read_text())
     assert fixed is not None and fixed.group(1) == hashlib.sha256(frozen).hexdigest()
     held = {json.loads(line)["text"].casefold() for line in frozen.decode("utf-8").splitlines() if line}
     assert len(held) == 250
     for other in data.iterdir():
-        if other.name.endswith(".jsonl") and other.name != "injection_heldout2.jsonl":
+        if other.name.endswith(".jsonl") and other.name != f"{name}.jsonl":
             texts = {json.loads(line)["text"].casefold() for line in other.read_text(encoding="utf-8").splitlines()
                      if line}
             assert not held & texts, other.name
@@ -142,7 +144,8 @@ def test_the_training_script_never_reads_the_second_held_out_set() -> None:
     script = Path(__file__).resolve().parents[2] / "bench" / "train_injection_classifier.py"
     files = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(script.read_text()))
                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_FILES")
-    assert "injection_labelled" in files and "injection_heldout2" not in files
+    assert "injection_labelled" in files
+    assert "injection_heldout2" not in files and "injection_heldout3" not in files
 
 
 def test_combination_keeps_rule_findings_and_adds_a_classifier_finding() -> None:
