@@ -7,14 +7,16 @@ length. Seeds: SSGM Table 2 (memory poisoning, write filtering) and §6.1 Princi
 
 Steps of one detection: rule matching (skipping rules whose prefilter words are absent), the leetspeak
 variant of the OVERRIDE rule, dropping quotations that are talked about (use versus mention), base64
-blobs decoded one level deep, hidden markup around the findings, and standing markers in the same
-sentence as a finding.
+blobs decoded one level deep, the whole text read once ROT13-decoded and once reversed (letter
+ciphers and mirrored text that an agent can be told to "decode and carry out"), hidden markup around
+the findings, and standing markers in the same sentence as a finding.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import codecs
 import re
 from collections.abc import Iterator
 
@@ -25,7 +27,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/1"
+DETECTOR_VERSION = "rules/2"
 
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
 _PAYLOAD_EXCLUDED = (InstructionKind.HIDDEN,)
@@ -47,7 +49,7 @@ class RuleBasedDetector:
         norm = normalise(text)
         found = _drop_mentions(norm, [*_match(norm), *_leet(norm)])
         if decode:
-            found += self._base64(text)
+            found += self._base64(text) + self._transformed(text)
         found += _hidden(text, norm, found)
         found += _standing(norm, found)
         return found
@@ -71,6 +73,33 @@ class RuleBasedDetector:
         return out
 
 
+    def _transformed(self, text: str) -> list[Finding]:
+        """The rules on the ROT13 decoding and on the reversal of the whole text (one level deep, like
+        base64), read only when the text holds two or more distinct common English words as that
+        cipher writes them (``gur``, ``lbh``, ``naq`` ...; ``eht``, ``uoy``, ``dna`` ...): plain text
+        holds none, and turns into letter soup under both, which no rule matches. Each finding there is
+        reported as HIDDEN plus its own kind, on the span of the original text it came from (``rot13>``
+        / ``reversed>`` before the rule)."""
+        out: list[Finding] = []
+        n = len(text)
+        folded = text.casefold()
+        for name, hint, copy, back in (
+                ("rot13", _ROT13_HINT, lambda: codecs.encode(text, "rot13"), lambda a, b: (a, b)),
+                ("reversed", _REVERSED_HINT, lambda: text[::-1], lambda a, b: (n - b, n - a))):
+            if len(set(hint.findall(folded))) < 2:
+                continue
+            for f in self._findings(copy(), decode=False):
+                if f.kind is not InstructionKind.HIDDEN:
+                    span = back(*f.span)
+                    out += [Finding(InstructionKind.HIDDEN, span, f"hidden.{name}"),
+                            Finding(f.kind, span, f"{name}>{f.rule}")]
+        return out
+
+
+_COMMON = ("the", "and", "you", "your", "all", "to", "of", "is", "for", "with", "this", "that", "send", "now",
+           "any", "user", "every", "from")
+_ROT13_HINT = re.compile(r"\b(?:" + "|".join(codecs.encode(w, "rot13") for w in _COMMON) + r")\b")
+_REVERSED_HINT = re.compile(r"\b(?:" + "|".join(w[::-1] for w in _COMMON if len(w) > 2) + r")\b")
 _CORES = {rule.name: [g for g in rule.pattern.groupindex if g.startswith("core")] for rule in R.RULES}
 
 
