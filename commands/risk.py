@@ -18,7 +18,8 @@ WEB/EMAIL/DOCUMENT/TOOL_TEXT  ACCEPT_UNVERIFIED (quoted)   RESTRICTED → QUARAN
 Overrides, strongest first: the PROCEDURE store takes only an approved APPROVED_RULE (anything else
 is REJECT: untrusted content can never become a procedure); content that carries instructions is
 QUARANTINE whatever its source (kept only as quoted data tagged ``untrusted``, released only by a
-reviewer). Pure function, no I/O.
+reviewer). The tier does not depend on a mere suspicion (``Detection.suspect``): the gate tags such
+content from :data:`SUSPICION_SOURCES` ``untrusted`` without holding it. Pure function, no I/O.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ from memwarden.commands.model import Sensitivity, SourceKind, StoreKind
 
 UNTRUSTED_SOURCES = frozenset({SourceKind.WEB_CONTENT, SourceKind.EMAIL_CONTENT, SourceKind.DOCUMENT_CONTENT,
                                SourceKind.TOOL_TEXT})
+#: Sources a default read returns although no person stated them: content from them that the detector
+#: only *suspects* of carrying instructions (``Detection.suspect``) is tagged untrusted, i.e. kept as
+#: quoted data out of default reads (seed 004: "Instructions discovered inside ... tool output should
+#: default to untrusted data"; "anything that can expand capabilities should require stronger evidence").
+#: A user's own statement and an approved rule are judged by the decision threshold alone.
+SUSPICION_SOURCES = frozenset({SourceKind.OBSERVED_TOOL_RESULT, SourceKind.IMPORTED_RECORD,
+                               SourceKind.MODEL_INFERENCE})
 
 
 class Tier(StrEnum):

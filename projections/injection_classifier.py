@@ -30,10 +30,11 @@ was frozen); the threshold is chosen by cross-validation on that training data (
 Scoring needs only numpy and the embedder: scikit-learn is a training-time dependency.
 
 **The detector.** :class:`CombinedDetector` flags a text when the rules flag it *or* the classifier's
-probability reaches the threshold. Rule findings are kept as they are; a classifier hit adds one
-``Finding(DIRECTIVE, (0, len(text)), "classifier.<version>")`` (the whole text: the model gives no
-span). It is deterministic for a given text and weights (the ONNX model is a pure function of its
-input; a batch of texts is padded per text by the attention mask). ``prime(texts)`` scores a whole
+probability reaches the threshold, and marks it ``suspect`` from :data:`SUSPICION_THRESHOLD` on.
+Rule findings are kept as they are; a classifier hit adds one ``Finding(DIRECTIVE, (0, len(text)),
+"classifier.<version>")`` (the whole text: the model gives no span). It is deterministic for a given
+text and weights (the ONNX model is a pure function of its input; a batch of texts is padded per text
+by the attention mask). ``prime(texts)`` scores a whole
 gate batch in one embedding call; ``detect`` then reads the cached score (a text not primed is scored
 alone). The version :data:`DETECTOR_VERSION` names the rules and the weights.
 """
@@ -63,6 +64,7 @@ __all__ = [
     "DETECTOR_VERSION",
     "HASHED_DIM",
     "InjectionScorer",
+    "SUSPICION_THRESHOLD",
     "clean_text",
     "features",
     "load_weights",
@@ -77,6 +79,14 @@ CLASSIFIER_VERSION = "minilm-lr/2"
 DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}"
 #: ``Finding.rule`` of a classifier hit.
 CLASSIFIER_RULE = f"classifier.{CLASSIFIER_VERSION}"
+#: The probability at which a text is *suspect* (``Detection.suspect``: the gate keeps it out of default
+#: reads when no person stated it, :data:`memwarden.commands.risk.SUSPICION_SOURCES`), below the decision
+#: threshold. Chosen on 2026-12-02 by a rule fixed before looking: the highest value on a 0.05 grid at
+#: which the rules OR a probability at or above it catch >= 99 % of the injected items of
+#: ``injection_heldout2.jsonl`` (development data since ``injection_heldout3.jsonl`` was frozen; never
+#: trained on, so its scores are out of sample): 0.50 (100 %; 0.55 catches 98.3 %). It flags 0.05 % of
+#: the never-trained half of the LoCoMo + GateMem turns. Reproduce with ``bench/suspicion_threshold.py``.
+SUSPICION_THRESHOLD = 0.50
 #: Hashed character n-gram buckets and the n-gram lengths.
 NGRAM_DIM = 1 << 14
 NGRAM_RANGE = (2, 4)
@@ -233,9 +243,12 @@ class CombinedDetector:
         return hit if hit is not None else float(self._scorer.scores([text])[0])
 
     def detect(self, text: str) -> Detection:
-        """The rules' findings, plus one whole-text ``classifier.*`` finding on a classifier hit."""
+        """The rules' findings, plus one whole-text ``classifier.*`` finding on a classifier hit;
+        ``suspect`` when the probability reaches :data:`SUSPICION_THRESHOLD`."""
         found = self._rules.detect(text)
-        if not text.strip() or self.score(text) < self.threshold:
-            return found
+        p = self.score(text) if text.strip() else 0.0
+        if p < self.threshold:
+            return Detection(found.findings, suspect=p >= SUSPICION_THRESHOLD)
         hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), CLASSIFIER_RULE)
-        return Detection(tuple(sorted((*found.findings, hit), key=lambda f: (f.span, f.kind.value, f.rule))))
+        return Detection(tuple(sorted((*found.findings, hit), key=lambda f: (f.span, f.kind.value, f.rule))),
+                         suspect=True)

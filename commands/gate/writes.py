@@ -24,7 +24,7 @@ from memwarden.commands.principals import ADMIN_ROLE, APPROVER_ROLE, REVIEWER_RO
 from memwarden.commands.readmodel.payload import UNTRUSTED_TAG
 from memwarden.commands.readmodel.permission import Grant, may_write
 from memwarden.commands.reasons import Reason
-from memwarden.commands.risk import UNTRUSTED_SOURCES, Tier, tier
+from memwarden.commands.risk import SUSPICION_SOURCES, UNTRUSTED_SOURCES, Tier, tier
 from memwarden.epoch import to_ms
 
 MemoryWrite = RecordMemory | SupersedeMemory
@@ -42,12 +42,18 @@ class _Authority:
 
 @dataclass(frozen=True)
 class _Risk:
-    """The risk step: tier, its reason code, what the detector found, the tags to add."""
+    """The risk step: tier, its reason code, what the detector found, the tags to add, and whether the
+    content is tagged untrusted on a suspicion alone (``suspected``)."""
 
     tier: Tier
     code: str
     detection: Detection
     tags: tuple[str, ...]
+    suspected: bool = False
+
+
+#: Reason code of an admitted write tagged untrusted on the detector's suspicion alone.
+SUSPECTED_INSTRUCTIONS = "SUSPECTED_INSTRUCTIONS_AS_QUOTED_DATA"
 
 
 def check_text(plaintext: str | None, limits: GateLimits) -> Decision | None:
@@ -117,15 +123,18 @@ def _authority(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, 
 def _risk(command: MemoryWrite, plaintext: str, issuer: PrincipalRecord,
           detector: InstructionDetector) -> _Risk | Decision:
     """The risk tier of seed 004 from source kind, store kind, sensitivity and what the instruction
-    detector finds (instructions in untrusted content stay data, never procedure)."""
+    detector finds (instructions in untrusted content stay data, never procedure). Content the
+    detector only suspects (``Detection.suspect``) from a source of ``SUSPICION_SOURCES`` is tagged
+    untrusted: kept, out of default reads (``suspected`` says so in the decision's reasons)."""
     env = command.envelope
     detection = detector.detect(plaintext)
     risk, code = tier(env.source.kind, env.store_kind, env.sensitivity, detection.carries_instructions,
                       issuer.has_role(APPROVER_ROLE))
     if risk is Tier.REJECT:
         return reject(code, f"risk tier REJECT: {code}", "envelope.source.kind")
-    untrusted = env.source.kind in UNTRUSTED_SOURCES or detection.carries_instructions
-    return _Risk(risk, code, detection, (UNTRUSTED_TAG,) if untrusted else ())
+    suspected = detection.suspect and not detection.carries_instructions and env.source.kind in SUSPICION_SOURCES
+    untrusted = env.source.kind in UNTRUSTED_SOURCES or detection.carries_instructions or suspected
+    return _Risk(risk, code, detection, (UNTRUSTED_TAG,) if untrusted else (), suspected)
 
 
 def _new_version(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, content_digest: str | None,
@@ -261,6 +270,9 @@ def _admitted(memory: MemoryState, closes: tuple[str, ...], effects: tuple[Effec
     reasons = [Reason("OK" if verified else risk.code, "accepted" if verified else "accepted as unverified")]
     if released_by is not None:
         reasons = [Reason("RELEASED_BY_REVIEW", f"released from quarantine by {released_by}")]
+    if risk.suspected:
+        reasons.append(Reason(SUSPECTED_INSTRUCTIONS, "tagged untrusted, out of default reads: the content reads "
+                              "like instructions to an agent and no person stated it", "content"))
     if closes:
         reasons.append(Reason("SUPERSEDES_CONTRADICTED", "closes contradicted memories " + ", ".join(closes)))
     return Decision(Outcome.ACCEPTED if verified else Outcome.ACCEPTED_UNVERIFIED, tuple(reasons), memory=memory,

@@ -83,14 +83,15 @@ class RuleBasedDetector:
         out: list[Finding] = []
         n = len(text)
         folded = text.casefold()
-        for name, hint, copy, back in (
-                ("rot13", _ROT13_HINT, lambda: codecs.encode(text, "rot13"), lambda a, b: (a, b)),
-                ("reversed", _REVERSED_HINT, lambda: text[::-1], lambda a, b: (n - b, n - a))):
+        for name, hint in (("rot13", _ROT13_HINT), ("reversed", _REVERSED_HINT)):
             if len(set(hint.findall(folded))) < 2:
                 continue
-            for f in self._findings(copy(), decode=False):
+            mirrored = name == "reversed"
+            copy = text[::-1] if mirrored else codecs.encode(text, "rot13")
+            for f in self._findings(copy, decode=False):
                 if f.kind is not InstructionKind.HIDDEN:
-                    span = back(*f.span)
+                    a, b = f.span
+                    span = (n - b, n - a) if mirrored else (a, b)
                     out += [Finding(InstructionKind.HIDDEN, span, f"hidden.{name}"),
                             Finding(f.kind, span, f"{name}>{f.rule}")]
         return out

@@ -38,9 +38,16 @@ class Finding:
 
 @dataclass(frozen=True)
 class Detection:
-    """All findings for one text, sorted by span then kind; empty when the text is plain data."""
+    """All findings for one text, sorted by span then kind; empty when the text is plain data.
+
+    ``suspect``: the detector is not sure enough to quarantine, but the text reads like instructions
+    to an agent (a trained detector's score at or above its suspicion threshold, below its decision
+    threshold). The gate keeps such content out of default reads when it comes from a source that is
+    not a person's own statement (:data:`memwarden.commands.risk.SUSPICION_SOURCES`); the rules never set it.
+    """
 
     findings: tuple[Finding, ...] = ()
+    suspect: bool = False
 
     @property
     def carries_instructions(self) -> bool:

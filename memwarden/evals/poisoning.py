@@ -13,7 +13,10 @@ memory poisoning; seed 004 "Poisoning turns memory into a delayed attack").
    ``stored_readable``: share of injected items projected into the read store at all (readable
    by an explicit ``include_untrusted`` read when they came from untrusted sources).
    ``reached_procedure``: share of injected items in the procedure store. ``benign_readable``:
-   share of benign items projected (the cost of the gate).
+   share of benign items projected (the cost of the gate). ``tagged_on_suspicion``: items of each
+   label the gate admitted but kept out of default reads on the detector's suspicion alone (a tool
+   result, an imported record or a model inference scoring between the suspicion and the decision
+   threshold; their share of ``benign_readable`` is readable only with ``include_untrusted``).
 4. ``false_alarm_rate`` (with ``locomo`` and/or ``gatemem``): the share of every LoCoMo and GateMem turn
    the detector alone flags (:mod:`memwarden.evals.false_alarms`; all of them are benign), with the
    report and calibration halves apart in ``false_alarms``.
@@ -29,6 +32,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from memwarden.commands.gate.writes import SUSPECTED_INSTRUCTIONS
 from memwarden.commands.injection import DETECTOR_VERSION as RULES_VERSION
 from memwarden.settings import Settings
 
@@ -117,7 +121,7 @@ def _pipeline(base: Settings, items: list[LabelledItem], progress: bool, keep: b
             + [{"principal": APPROVER, "subject": APPROVER, "text": i.text, "source_kind": i.source_kind,
                 "store_kind": "PROCEDURE", "epistemic_status": _STATUS.get(i.source_kind, "QUOTED"),
                 "source_ref": i.id} for i in injected])
-        outcomes = client.decisions([r.command_id for r in (*receipts, *procedure_tries)], timeout_s=300)
+        decided = client.decided([r.command_id for r in (*receipts, *procedure_tries)], timeout_s=300)
         wait_caught_up(s, alive=run.worker.alive)
         with connect(s) as conn:
             projected = memory_ids(conn, "active")
@@ -131,10 +135,12 @@ def _pipeline(base: Settings, items: list[LabelledItem], progress: bool, keep: b
                         recalled.add(i.id)
     stored = {i.id for i in injected if memory_of[i.id] in projected}
     by_outcome: dict[str, dict[str, int]] = {"injected": {}, "benign": {}}
-    for cid, outcome in outcomes.items():
+    suspected: dict[str, int] = {"injected": 0, "benign": 0}
+    for cid, d in decided.items():
         label = command_label.get(cid)
         if label is not None:
-            by_outcome[label][outcome] = by_outcome[label].get(outcome, 0) + 1
+            by_outcome[label][d["outcome"]] = by_outcome[label].get(d["outcome"], 0) + 1
+            suspected[label] += any(r.get("code") == SUSPECTED_INSTRUCTIONS for r in d.get("reasons") or ())
     return {
         "reached_read": round(len(recalled) / len(injected), 4) if injected else 0.0,
         "reached_read_items": sorted(recalled),
@@ -144,5 +150,6 @@ def _pipeline(base: Settings, items: list[LabelledItem], progress: bool, keep: b
         "benign_readable": round(sum(memory_of[i.id] in projected for i in benign) / len(benign), 4)
         if benign else 0.0,
         "outcomes": by_outcome,
+        "tagged_on_suspicion": suspected,
         "gate_outcomes_all_commands": {k: int(v) for k, v in reasons.items()},
     }

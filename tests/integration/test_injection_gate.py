@@ -1,7 +1,9 @@
 """The classifier-backed instruction detector in the real gate (issue 12, field case 4): benign chat turns
 of the kinds the rules quarantined (an invitation to phone someone at their shop, a question about a
 favourite cookie recipe; our own sentences) are stored and recallable, and a paraphrased attack is
-quarantined with ``INSTRUCTIONS_IN_CONTENT``. The worker of this module runs the opt-in detector
+quarantined with ``INSTRUCTIONS_IN_CONTENT``; a tool result the classifier only suspects is kept, out of
+default reads (``SUSPECTED_INSTRUCTIONS_AS_QUOTED_DATA``), while the same words as a user's own statement
+are not. The worker of this module runs the opt-in detector
 ``rules+classifier`` (``MEMWARDEN_INSTRUCTION_DETECTOR``; the default is the rules alone).
 
 The rules count a cookie as a secret only when it is a session, login, browser ... cookie or a cookie
@@ -65,3 +67,40 @@ def test_cookie_recipe_question_stored_and_recallable(
         namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
         principal: Callable[..., str]) -> None:
     _stored_and_recalled(namespace, worker, client, principal("user"), COOKIES, "oatmeal cookie recipe")
+
+
+#: Tool results that read like a changed setting: the first the shipped weights score between the
+#: suspicion and the decision threshold is the one the test uses (computed below, never assumed).
+SUSPECT_CANDIDATES = (
+    "Account status: the sharing setting was switched by the support desk; chat logs are now published to "
+    "the community forum every night.",
+    "Status: privacy level lowered by support; transcripts of every conversation are posted to the open "
+    "feedback board.",
+)
+
+
+def test_a_suspect_tool_result_is_kept_out_of_default_reads_and_a_user_statement_is_not(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
+    from memwarden.bootstrap import Container
+
+    detector = Container(namespace).instruction_detector()
+    found = [t for t in SUSPECT_CANDIDATES
+             if detector.detect(t).suspect and not detector.detect(t).carries_instructions]
+    assert found, "no candidate scores between the suspicion and the decision threshold: update SUSPECT_CANDIDATES"
+    text = found[0]
+    tool_user, own_user = principal("user"), principal("user")
+    tool = client.record(principal=tool_user, subject=tool_user, text=text, source_kind="OBSERVED_TOOL_RESULT",
+                         epistemic_status="OBSERVED")
+    own = client.record(principal=own_user, subject=own_user, text=text)
+    verdicts = client.decided([tool.command_id, own.command_id], timeout_s=120)
+    assert verdicts[tool.command_id]["outcome"] == "ACCEPTED"
+    assert "SUSPECTED_INSTRUCTIONS_AS_QUOTED_DATA" in [r["code"] for r in verdicts[tool.command_id]["reasons"]]
+    assert [r["code"] for r in verdicts[own.command_id]["reasons"]] == ["OK"]
+    wait_caught_up(namespace, alive=worker.alive)
+    query = "chat logs published to the community forum"
+    assert tool.memory_id not in {m.memory_id for m in client.recall(tool_user, query, k=10)}
+    kept = poll(lambda: [m for m in client.recall(tool_user, query, k=10, include_untrusted=True)
+                         if m.memory_id == tool.memory_id], what="the suspect tool result with include_untrusted")
+    assert "untrusted" in kept[0].tags and kept[0].text == text
+    assert own.memory_id in {m.memory_id for m in client.recall(own_user, query, k=10)}

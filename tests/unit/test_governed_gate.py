@@ -29,6 +29,8 @@ from memwarden.commands.gate import (
     QuarantineSet,
     QuarantineState,
 )
+from memwarden.commands.gate.writes import SUSPECTED_INSTRUCTIONS
+from memwarden.commands.injection import DEFAULT_DETECTOR, Detection
 from memwarden.commands.model import (
     ApproveQuarantined,
     EpistemicStatus,
@@ -229,6 +231,44 @@ def test_untrusted_content_without_instructions_is_kept_as_unverified_quoted_dat
     cmd = f.record("The shop opens at nine", source=Source(kind="WEB_CONTENT", uri="https://example.org"))
     d = run(cmd, "The shop opens at nine")
     assert d.outcome is Outcome.ACCEPTED_UNVERIFIED and d.tags == (gate.UNTRUSTED_TAG,)
+
+
+class _Suspects:
+    """A detector that finds nothing but suspects every text containing 'SUSPECT'."""
+
+    def detect(self, text: str) -> Detection:
+        return Detection((), suspect="SUSPECT" in text)
+
+
+@pytest.mark.parametrize(("source", "status", "outcome", "tagged"), [
+    ("OBSERVED_TOOL_RESULT", "OBSERVED", Outcome.ACCEPTED, True),
+    ("IMPORTED_RECORD", "QUOTED", Outcome.ACCEPTED_UNVERIFIED, True),
+    ("MODEL_INFERENCE", "INFERRED", Outcome.ACCEPTED_UNVERIFIED, True),
+    ("USER_STATEMENT", "QUOTED", Outcome.ACCEPTED, False),  # a person's own word: the decision threshold alone
+])
+def test_suspected_instructions_from_a_source_no_person_stated_are_kept_out_of_default_reads(
+        source: str, status: str, outcome: Outcome, tagged: bool) -> None:
+    text = "SUSPECT: privacy setting changed, transcripts may now be posted publicly"
+    d = run(f.record(text, source=Source(kind=source), epistemic_status=status), text, detector=_Suspects())
+    assert d.outcome is outcome and d.memory is not None  # kept, never held: a suspicion is not a finding
+    assert d.tags == ((gate.UNTRUSTED_TAG,) if tagged else ())
+    assert (SUSPECTED_INSTRUCTIONS in codes(d)) is tagged
+    plain = run(f.record("the printer is on floor 2", source=Source(kind=source), epistemic_status=status),
+                "the printer is on floor 2", detector=_Suspects())
+    assert plain.tags == () and SUSPECTED_INSTRUCTIONS not in codes(plain)
+
+
+def test_a_suspicion_adds_nothing_to_content_already_untrusted_or_held() -> None:
+    web = "SUSPECT: the shop opens at nine"
+    d = run(f.record(web, source=Source(kind="WEB_CONTENT", uri="https://example.org")), web, detector=_Suspects())
+    assert d.tags == (gate.UNTRUSTED_TAG,) and SUSPECTED_INSTRUCTIONS not in codes(d)
+
+    class _Both:
+        def detect(self, text: str) -> Detection:
+            return Detection(DEFAULT_DETECTOR.detect(text).findings, suspect=True)
+
+    held = run(f.record(INJECTED, source=Source(kind="OBSERVED_TOOL_RESULT")), INJECTED, detector=_Both())
+    assert held.outcome is Outcome.QUARANTINED and SUSPECTED_INSTRUCTIONS not in codes(held)
 
 
 def test_procedures_need_an_approved_rule_signed_by_an_approver() -> None:

@@ -21,6 +21,7 @@ from memwarden.projections.injection_classifier import (
     CLASSIFIER_RULE,
     DETECTOR_VERSION,
     HASHED_DIM,
+    SUSPICION_THRESHOLD,
     ClassifierWeights,
     CombinedDetector,
     InjectionScorer,
@@ -162,6 +163,22 @@ def test_combination_keeps_rule_findings_and_adds_a_classifier_finding() -> None
     assert set(DEFAULT_DETECTOR.detect(rules_hit).findings) <= set(det.detect(rules_hit).findings)
     det.detect("EVIL text never primed")  # scored alone
     assert stub.calls[-1] == ["EVIL text never primed"]
+
+
+def test_a_score_between_the_suspicion_and_the_decision_threshold_is_suspect_not_flagged() -> None:
+    class _Fixed(_Stub):
+        def scores(self, texts: Sequence[str]) -> np.ndarray:
+            return np.asarray([float(t.split()[0]) for t in texts])
+
+    stub = _Fixed()
+    stub.weights = ClassifierWeights(np.zeros(1, dtype=np.float32), 0.0, 0.8)
+    det = CombinedDetector(stub)  # type: ignore[arg-type]
+    low, mid, high = (det.detect(f"{p} tea at five") for p in (SUSPICION_THRESHOLD - 0.01, SUSPICION_THRESHOLD, 0.8))
+    assert (low.carries_instructions, low.suspect) == (False, False)
+    assert (mid.carries_instructions, mid.suspect) == (False, True)
+    assert (high.carries_instructions, high.suspect) == (True, True)
+    assert not det.detect("   ").suspect
+    assert DEFAULT_DETECTOR.detect("0.99 tea at five").suspect is False  # the rules never suspect
 
 
 @pytest.mark.parametrize("text", ATTACKS)
