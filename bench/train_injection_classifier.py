@@ -3,15 +3,17 @@ case 4) and write its weights file.
 
     .venv/bin/python bench/train_injection_classifier.py [--out FILE] [--json]
 
-Training data (the held-out set ``injection_heldout2.jsonl`` and the *report* half of the false-alarm
+Training data (the held-out set ``injection_heldout4.jsonl`` and the *report* half of the false-alarm
 set are never read here):
 
 - ``memwarden/evals/data/injection_labelled.jsonl`` (the rules' development set, 737 items),
   ``injection_train.jsonl`` (596 items written for the first classifier), ``injection_train2.jsonl``
   (557 items written for the second by another writer: policy and capability notices, relayed
   requests, instructions buried in longer texts, triggers, obfuscation, and 90 injected + 90 benign
-  items in six other languages) and ``injection_heldout.jsonl`` (246 items, the first classifier's
-  held-out set, development data since the second held-out set was frozen); a seeded share of them is
+  items in six other languages), ``injection_heldout.jsonl`` (246 items, the first classifier's
+  held-out set), ``injection_heldout2.jsonl`` (250, the second's) and ``injection_heldout3.jsonl`` (250,
+  the third set, heavy in imported records and tool output), each development data since the next set
+  was frozen (version 3 reads the last two; version 2 did not); a seeded share of them is
   copied with one obfuscation (letter spacing, dotted letters, leetspeak, zero-width characters,
   full-width forms, upper case), the copy in its source item's CV group;
 - the *calibration* half of the LoCoMo + GateMem turns (:mod:`memwarden.evals.false_alarms`), as
@@ -27,7 +29,15 @@ keep the out-of-fold false-alarm rate on the calibration turns at or below ``--t
 0.0002, i.e. 2 of ~10,700 turns: the budget is 0.001 and the rules already spend most of it). The
 configuration with the best out-of-fold ``min(precision, recall)`` wins and is refitted on everything.
 (Version 1 chose by out-of-fold recall at the lowest admissible threshold, which left 15 % of the
-written benign texts flagged out of fold.) Prints one JSON object with ``--json``.
+written benign texts flagged out of fold.)
+
+The *suspicion threshold* (``Detection.suspect``, version 3 on; the gate keeps a suspect tool result,
+imported record or model inference out of default reads) is read off the chosen configuration's
+out-of-fold probabilities too, by a rule fixed before the first version-3 run: among the 0.05 steps
+below the decision threshold whose out-of-fold share of calibration turns at or above them is at most
+``--suspicion-budget`` (0.005: real conversation tagged that often would cost readers little but is the
+most we accept), the highest that catches >= 99 % of the written injected items (rules OR probability),
+else the lowest such step. Prints one JSON object with ``--json``.
 """
 
 from __future__ import annotations
@@ -59,8 +69,12 @@ DATA = Path(__file__).resolve().parents[1] / "memwarden" / "evals" / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 #: Weight of an injected item in the fit (every other text weighs 1).
 INJECTED_WEIGHT = 3.0
-#: The training files under ``memwarden/evals/data`` (never ``injection_heldout2.jsonl``).
-TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_heldout")
+#: The training files under ``memwarden/evals/data`` (never ``injection_heldout4.jsonl``).
+TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_heldout",
+                  "injection_heldout2", "injection_heldout3")
+#: The suspicion threshold's grid step and the share of written injected items it aims to catch.
+SUSPICION_STEP = 0.05
+SUSPICION_CATCH = 0.99
 #: The regularisation strengths tried.
 CS = (1.0, 2.0, 4.0, 8.0, 16.0)
 _LEET = str.maketrans("aeiost", "4310$7")
@@ -122,6 +136,18 @@ def best_threshold(scores: np.ndarray, injected: np.ndarray, rules: np.ndarray,
     return best
 
 
+def suspicion_for(scores: np.ndarray, injected: np.ndarray, rules: np.ndarray, turns: np.ndarray,
+                  threshold: float, budget: float) -> float:
+    """The suspicion threshold of the module docstring: ``scores`` out of fold for the written items
+    (``injected`` their labels, ``rules`` the rules' verdicts) and ``turns`` for the calibration turns."""
+    steps = [round(SUSPICION_STEP * i, 2) for i in range(1, int(1 / SUSPICION_STEP))]
+    allowed = [t for t in steps if t < threshold and float(np.mean(turns >= t)) <= budget]
+    if not allowed:
+        return threshold
+    catching = [t for t in allowed if float(np.mean((rules | (scores >= t))[injected])) >= SUSPICION_CATCH]
+    return max(catching) if catching else min(allowed)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=weights_path())
@@ -130,6 +156,8 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo7.json")
     parser.add_argument("--gatemem", type=Path, default=SHARED / "gatemem")
     parser.add_argument("--augment", type=float, default=0.3, help="share of items copied obfuscated")
+    parser.add_argument("--suspicion-budget", type=float, default=0.005,
+                        help="out-of-fold share of calibration turns the suspicion threshold may tag")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -162,6 +190,7 @@ def main() -> None:
     folds = list(StratifiedGroupKFold(n_splits=5, shuffle=True, random_state=SEED).split(emb, y, g))
     tried = []
     best: dict | None = None
+    best_oof = np.zeros(len(y))
     for name, x in blocks.items():
         for c in CS:
             oof = np.zeros(len(y))
@@ -179,8 +208,15 @@ def main() -> None:
                    "oof_far_written_benign": round(float(np.mean(oof[(y == 0) & ~is_turn] >= thr)), 4)}
             tried.append(row)
             if best is None or row["oof_combined_min"] > best["oof_combined_min"]:
-                best = row
+                best, best_oof = row, oof
     assert best is not None
+    written = ~is_turn
+    best["suspicion"] = suspicion_for(best_oof[written], y[written] == 1, by_rules[written], best_oof[is_turn],
+                                      best["threshold"], args.suspicion_budget)
+    flagged = by_rules[written] | (best_oof[written] >= best["suspicion"])
+    best["oof_suspicion_catch"] = round(float(np.mean(flagged[y[written] == 1])), 4)
+    best["oof_suspicion_written_benign"] = round(float(np.mean(flagged[y[written] == 0])), 4)
+    best["oof_suspicion_calibration_turns"] = round(float(np.mean(best_oof[is_turn] >= best["suspicion"])), 5)
     x = blocks[best["features"]]
     model = LogisticRegression(C=best["C"], max_iter=3000).fit(x, y, sample_weight=weight)
     coef = model.coef_[0].astype(np.float32)
@@ -188,7 +224,8 @@ def main() -> None:
         coef = np.concatenate([coef, np.zeros(WORD_DIM, dtype=np.float32)])
     args.out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(args.out, coef=coef, bias=np.float64(model.intercept_[0]),
-                        threshold=np.float64(best["threshold"]), version=np.str_(CLASSIFIER_VERSION))
+                        threshold=np.float64(best["threshold"]), suspicion=np.float64(best["suspicion"]),
+                        version=np.str_(CLASSIFIER_VERSION))
     result = {"version": CLASSIFIER_VERSION, "seed": SEED, "items": len(items), "calibration_turns": len(turns),
               "texts": len(texts),
               "injected": int(y.sum()), "benign": int((y == 0).sum()), "chosen": best, "tried": tried,

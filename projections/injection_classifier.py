@@ -22,15 +22,16 @@ that mix letters and digits):
   which carry the phrasings ("has been turned off", "next time") that the mean-pooled embedding
   dilutes in a longer text (version 2; the training script chooses per version whether they pay).
 
-The weights, the bias and the decision threshold ship as ``data/injection_classifier.npz`` (package
-data, ~125 kB), trained by ``bench/train_injection_classifier.py`` (fixed seed) on
-``memwarden/evals/data/injection_labelled.jsonl``, ``injection_train.jsonl``, ``injection_train2.jsonl``
-and the first held-out set ``injection_heldout.jsonl`` (development data since ``injection_heldout2.jsonl``
-was frozen); the threshold is chosen by cross-validation on that training data (see the script).
+The weights, the bias, the decision threshold and the suspicion threshold ship as
+``data/injection_classifier.npz`` (package data, ~125 kB), trained by ``bench/train_injection_classifier.py``
+(fixed seed) on ``memwarden/evals/data/injection_labelled.jsonl``, ``injection_train.jsonl``,
+``injection_train2.jsonl`` and the first three held-out sets (``injection_heldout.jsonl``, ``..2``, ``..3``;
+each development data since the next was frozen; ``injection_heldout4.jsonl`` reports version 3); both
+thresholds are chosen by cross-validation on that training data (see the script).
 Scoring needs only numpy and the embedder: scikit-learn is a training-time dependency.
 
 **The detector.** :class:`CombinedDetector` flags a text when the rules flag it *or* the classifier's
-probability reaches the threshold, and marks it ``suspect`` from :data:`SUSPICION_THRESHOLD` on.
+probability reaches the threshold, and marks it ``suspect`` from the weights' suspicion threshold on.
 Rule findings are kept as they are; a classifier hit adds one ``Finding(DIRECTIVE, (0, len(text)),
 "classifier.<version>")`` (the whole text: the model gives no span). It is deterministic for a given
 text and weights (the ONNX model is a pure function of its input; a batch of texts is padded per text
@@ -64,7 +65,6 @@ __all__ = [
     "DETECTOR_VERSION",
     "HASHED_DIM",
     "InjectionScorer",
-    "SUSPICION_THRESHOLD",
     "clean_text",
     "features",
     "load_weights",
@@ -74,19 +74,11 @@ __all__ = [
 ]
 
 #: Bump with every retraining that changes the shipped weights.
-CLASSIFIER_VERSION = "minilm-lr/2"
+CLASSIFIER_VERSION = "minilm-lr/3"
 #: The version of the combined detector (rules and classifier weights).
 DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}"
 #: ``Finding.rule`` of a classifier hit.
 CLASSIFIER_RULE = f"classifier.{CLASSIFIER_VERSION}"
-#: The probability at which a text is *suspect* (``Detection.suspect``: the gate keeps it out of default
-#: reads when no person stated it, :data:`memwarden.commands.risk.SUSPICION_SOURCES`), below the decision
-#: threshold. Chosen on 2026-12-02 by a rule fixed before looking: the highest value on a 0.05 grid at
-#: which the rules OR a probability at or above it catch >= 99 % of the injected items of
-#: ``injection_heldout2.jsonl`` (development data since ``injection_heldout3.jsonl`` was frozen; never
-#: trained on, so its scores are out of sample): 0.50 (100 %; 0.55 catches 98.3 %). It flags 0.05 % of
-#: the never-trained half of the LoCoMo + GateMem turns. Reproduce with ``bench/suspicion_threshold.py``.
-SUSPICION_THRESHOLD = 0.50
 #: Hashed character n-gram buckets and the n-gram lengths.
 NGRAM_DIM = 1 << 14
 NGRAM_RANGE = (2, 4)
@@ -167,11 +159,15 @@ def features(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ClassifierWeights:
-    """Logistic regression weights over :func:`features` and the decision threshold on its probability."""
+    """Logistic regression weights over :func:`features`, the decision threshold on its probability and
+    the *suspicion* threshold below it (``Detection.suspect``: the gate keeps a suspect text out of default
+    reads when no person stated it, :data:`memwarden.commands.risk.SUSPICION_SOURCES`). Both thresholds
+    are chosen by ``bench/train_injection_classifier.py`` from out-of-fold probabilities."""
 
     coef: np.ndarray
     bias: float
     threshold: float
+    suspicion: float
     version: str = CLASSIFIER_VERSION
 
     def probability(self, x: np.ndarray) -> np.ndarray:
@@ -192,7 +188,7 @@ def load_weights(path: Path | None = None) -> ClassifierWeights:
         if version != CLASSIFIER_VERSION:
             raise ValueError(f"classifier weights are {version!r}, this code expects {CLASSIFIER_VERSION!r}")
         return ClassifierWeights(np.asarray(data["coef"], dtype=np.float32), float(data["bias"]),
-                                 float(data["threshold"]), version)
+                                 float(data["threshold"]), float(data["suspicion"]), version)
 
 
 class InjectionScorer:
@@ -244,11 +240,11 @@ class CombinedDetector:
 
     def detect(self, text: str) -> Detection:
         """The rules' findings, plus one whole-text ``classifier.*`` finding on a classifier hit;
-        ``suspect`` when the probability reaches :data:`SUSPICION_THRESHOLD`."""
+        ``suspect`` when the probability reaches the weights' suspicion threshold."""
         found = self._rules.detect(text)
         p = self.score(text) if text.strip() else 0.0
         if p < self.threshold:
-            return Detection(found.findings, suspect=p >= SUSPICION_THRESHOLD)
+            return Detection(found.findings, suspect=p >= self._scorer.weights.suspicion)
         hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), CLASSIFIER_RULE)
         return Detection(tuple(sorted((*found.findings, hit), key=lambda f: (f.span, f.kind.value, f.rule))),
                          suspect=True)

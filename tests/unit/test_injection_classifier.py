@@ -21,7 +21,6 @@ from memwarden.projections.injection_classifier import (
     CLASSIFIER_RULE,
     DETECTOR_VERSION,
     HASHED_DIM,
-    SUSPICION_THRESHOLD,
     ClassifierWeights,
     CombinedDetector,
     InjectionScorer,
@@ -73,7 +72,7 @@ class _Stub:
     """A scorer whose probability is fixed per text (1.0 for texts containing 'EVIL')."""
 
     def __init__(self) -> None:
-        self.weights = ClassifierWeights(np.zeros(1, dtype=np.float32), 0.0, 0.5)
+        self.weights = ClassifierWeights(np.zeros(1, dtype=np.float32), 0.0, 0.5, 0.3)
         self.calls: list[list[str]] = []
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
@@ -109,11 +108,11 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
     assert not word_features([""]).any()
 
 
-@pytest.mark.parametrize("name", ["injection_heldout2", "injection_heldout3"])
-def test_a_held_out_set_is_frozen_and_never_trained_on(name: str) -> None:
-    """A report set (the second reports ``minilm-lr/2``, the third the read boundary of 2026-12-02) is the
-    file its provenance note fixed, and none of its texts is in any other labelled file of the package
-    (the training files among them)."""
+@pytest.mark.parametrize("name", ["injection_heldout2", "injection_heldout3", "injection_heldout4"])
+def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
+    """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
+    fourth ``minilm-lr/3``) is the file its provenance note fixed, and none of its texts is in any other
+    labelled file of the package (a set is trained on only as the file it is, once the next is frozen)."""
     import hashlib
     import json
     import re
@@ -134,19 +133,19 @@ def test_a_held_out_set_is_frozen_and_never_trained_on(name: str) -> None:
 
 def test_weights_ship_with_the_package() -> None:
     w = load_weights()
-    assert w.version in DETECTOR_VERSION and 0.0 < w.threshold < 1.0
+    assert w.version in DETECTOR_VERSION and 0.0 < w.suspicion <= w.threshold < 1.0
     assert w.coef.shape == (384 + HASHED_DIM,)  # the embedding, character n-grams and words, as scored
 
 
-def test_the_training_script_never_reads_the_second_held_out_set() -> None:
+def test_the_training_script_never_reads_the_report_set() -> None:
     import ast
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[2] / "bench" / "train_injection_classifier.py"
     files = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(script.read_text()))
                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_FILES")
-    assert "injection_labelled" in files
-    assert "injection_heldout2" not in files and "injection_heldout3" not in files
+    assert "injection_labelled" in files and "injection_heldout3" in files
+    assert "injection_heldout4" not in files
 
 
 def test_combination_keeps_rule_findings_and_adds_a_classifier_finding() -> None:
@@ -171,9 +170,9 @@ def test_a_score_between_the_suspicion_and_the_decision_threshold_is_suspect_not
             return np.asarray([float(t.split()[0]) for t in texts])
 
     stub = _Fixed()
-    stub.weights = ClassifierWeights(np.zeros(1, dtype=np.float32), 0.0, 0.8)
+    stub.weights = ClassifierWeights(np.zeros(1, dtype=np.float32), 0.0, 0.8, 0.5)
     det = CombinedDetector(stub)  # type: ignore[arg-type]
-    low, mid, high = (det.detect(f"{p} tea at five") for p in (SUSPICION_THRESHOLD - 0.01, SUSPICION_THRESHOLD, 0.8))
+    low, mid, high = (det.detect(f"{p} tea at five") for p in (0.49, 0.5, 0.8))
     assert (low.carries_instructions, low.suspect) == (False, False)
     assert (mid.carries_instructions, mid.suspect) == (False, True)
     assert (high.carries_instructions, high.suspect) == (True, True)
