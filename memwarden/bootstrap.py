@@ -126,9 +126,10 @@ class Container:
 
                 index = EdgeVectorIndex(s.data_dir / "qdrant", s.index_name)
             index.ensure(384)
-            from memwarden.projections.payload_backfill import backfill_fresh_until
+            from memwarden.projections.payload_backfill import backfill_access_keys, backfill_fresh_until
 
             backfill_fresh_until(index)  # points of an older projector: no-op once done
+            backfill_access_keys(index)
             self._index = index
         return self._index
 

@@ -1,4 +1,4 @@
-"""Backfill of a payload field that a newer projector keeps, into points an older one wrote.
+"""Backfill of payload fields that a newer projector keeps, into points an older one wrote.
 
 ``fresh_until_ms`` (:func:`memwarden.commands.readmodel.payload.fresh_until_ms`, the end of a
 point's SSGM Eq. 3 freshness window) is what the read filter's freshness condition reads. A point
@@ -14,14 +14,28 @@ whole point, it only *merges* the one key, with a compare-and-set filter (same s
 recreated, a supersession's status is untouched, and a point whose reference a use moved meanwhile is
 left alone (the use wrote its own ``fresh_until_ms``). Stop projectors of the older version before
 starting newer ones: points an older projector writes afterwards lack the field until the next open.
+
+``acl`` (the access keys of :mod:`memwarden.commands.readmodel.access_keys`, with ``acl_version``
+naming their scheme) is backfilled the same way by :func:`backfill_access_keys`: a point without keys
+of the current scheme matches no read until then (the keys of another scheme never meet a reader's).
+The keys are computed from the point's own access attributes, trust and status, so they are exactly
+those a replay would write; the merge is a compare-and-set on the point's command id and the scheme
+still missing.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from memwarden.commands.readmodel.filters import FieldIn, FieldRange, Filter
-from memwarden.commands.readmodel.payload import fresh_until_ms
+from memwarden.commands.readmodel.payload import (
+    ACL_FIELD,
+    ACL_VERSION,
+    ACL_VERSION_FIELD,
+    fresh_until_ms,
+    with_access_keys,
+)
 from memwarden.errors import ValidationError
 from memwarden.projections.vector_index import VectorIndex
 
@@ -31,6 +45,8 @@ FIELD = "fresh_until_ms"
 _FLOOR = -(2**53)
 _HAS_FIELD = FieldRange(FIELD, gte=_FLOOR)
 _LACKING = Filter(must_not=(_HAS_FIELD,))
+_HAS_KEYS = FieldRange(ACL_VERSION_FIELD, gte=ACL_VERSION, lte=ACL_VERSION)
+_LACKING_KEYS = Filter(must_not=(_HAS_KEYS,))
 
 
 def lacking_fresh_until(index: VectorIndex) -> int:
@@ -67,3 +83,42 @@ def backfill_fresh_until(index: VectorIndex, batch: int = 1000) -> int:
         _log.warning("backfilled %s on %d index points (%d malformed points left out of reads)", FIELD, written,
                      skipped)
     return written
+
+
+def lacking_access_keys(index: VectorIndex) -> int:
+    """How many points of ``index`` have no access keys of the current scheme (one exact count).
+    Raises ``IndexUnavailable``."""
+    return index.count(_LACKING_KEYS)
+
+
+def backfill_access_keys(index: VectorIndex, batch: int = 1000) -> int:
+    """Give every point of ``index`` without access keys of the current scheme its keys (``acl``,
+    ``acl_version``; every other key, the vectors and points written meanwhile untouched); returns how
+    many points it wrote. One update per distinct key list, selecting the points by command id and
+    the scheme still missing. A point missing an access attribute is left as it is (it stays out of
+    every read) and logged. Reads ``batch`` points at a time. Raises ``IndexUnavailable``."""
+    if lacking_access_keys(index) == 0:
+        return 0
+    by_keys: dict[tuple[str, ...], list[str]] = {}
+    skipped = 0
+    for point in index.scan(_LACKING_KEYS, batch):
+        try:
+            keys = tuple(with_access_keys(point.payload)[ACL_FIELD])
+        except (KeyError, TypeError):
+            skipped += 1
+            continue
+        by_keys.setdefault(keys, []).append(str(point.payload.get("command_id")))
+    written = 0
+    for keys, commands in by_keys.items():
+        for chunk in _chunks(commands, batch):
+            index.set_payload(Filter(must=(FieldIn("command_id", tuple(chunk)),), must_not=(_HAS_KEYS,)),
+                              {ACL_FIELD: list(keys), ACL_VERSION_FIELD: ACL_VERSION})
+            written += len(chunk)
+    if written or skipped:
+        _log.warning("backfilled %s on %d index points (%d malformed points left out of reads)", ACL_FIELD, written,
+                     skipped)
+    return written
+
+
+def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
+    return [items[i:i + size] for i in range(0, len(items), size)]

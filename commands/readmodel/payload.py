@@ -4,16 +4,20 @@ the ledger's events change it. One home for the field names; pure, no I/O.
 A point is one memory version (seed 004 "derived index": candidates only, rebuilt from the ledger).
 Its payload holds the access attributes (:class:`RecordAttrs`: owner, subject, scope, store kind,
 sensitivity, purposes), the lifecycle (status, validity interval, decision and closing times,
-expiry), the freshness reference of SSGM Eq. 3 (``fresh_ref_ms``: last use, else validity start)
-and the trust class. Times are UTC epoch milliseconds; :data:`OPEN_END_MS` stands for an open end.
-No content is ever in a payload.
+expiry), the freshness reference of SSGM Eq. 3 (``fresh_ref_ms``: last use, else validity start),
+the trust class, and the access keys that admit it (``acl``: permission, purpose and trust as one
+keyword match, :mod:`memwarden.commands.readmodel.access_keys`). Times are UTC epoch milliseconds;
+:data:`OPEN_END_MS` stands for an open end. No content is ever in a payload.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import product
 from typing import Any
 
 from memwarden.commands.model import Sensitivity, StoreKind
@@ -28,15 +32,25 @@ ANY = "*"
 OPEN_END_MS = 253_402_300_799_000
 #: Tag of content from untrusted sources (web, email, documents, tool text) or carrying instructions.
 UNTRUSTED_TAG = "untrusted"
+#: The trust class of every other point (the one a default read returns).
+TRUSTED = "trusted"
+#: The payload field of a point's access keys (:mod:`memwarden.commands.readmodel.access_keys`) and the
+#: field naming the key scheme they were made with (:data:`ACL_VERSION`).
+ACL_FIELD = "acl"
+ACL_VERSION_FIELD = "acl_version"
+ACL_VERSION = 1
+#: The statuses of the versions a read may return (current and superseded ones; never forgotten ones).
+READABLE_STATUSES = ("active", "superseded")
 
 #: Payload fields that carry a keyword index (exact match filters).
 KEYWORD_FIELDS: tuple[str, ...] = (
     "memory_id", "command_id", "owner", "subject", "scope", "status", "store_kind", "sensitivity", "purposes",
-    "trust", "follows",
+    "trust", "follows", ACL_FIELD,
 )
 #: Payload fields that carry an integer index (epoch milliseconds, UTC).
 INTEGER_FIELDS: tuple[str, ...] = (
     "valid_from_ms", "valid_to_ms", "expires_ms", "decided_ms", "closed_known_ms", "fresh_ref_ms", "fresh_until_ms",
+    ACL_VERSION_FIELD,
 )
 
 
@@ -70,6 +84,40 @@ def attrs_payload(record: RecordAttrs) -> dict[str, Any]:
             "purposes": list(record.purposes) or [ANY]}
 
 
+def access_key(*parts: str) -> str:
+    """The access key of one tuple of names (:mod:`memwarden.commands.readmodel.access_keys`): the first
+    128 bits of the SHA-256 of the canonical JSON of the key scheme :data:`ACL_VERSION` and the tuple, in
+    hex (no separator can join two tuples; keys of another scheme never meet these)."""
+    data = json.dumps([ACL_VERSION, *parts], separators=(",", ":"))
+    return hashlib.sha256(data.encode()).hexdigest()[:32]
+
+
+def point_keys(owner: str, subject: str, scope: str, store_kind: str, sensitivity: str,
+               purposes: Sequence[str], trust: str) -> list[str]:
+    """Every access key that admits a point with these payload values (``purposes`` as the payload
+    holds them: ``["*"]`` for a record without tags), in a fixed order without repeats: for each purpose
+    tag, the owner's and the subject's key and the eight grant patterns (scope, subject and store kind
+    each as the point's value or ``"*"``) at the point's sensitivity. See
+    :mod:`memwarden.commands.readmodel.access_keys` for the scheme and the reader's side."""
+    out: list[str] = []
+    for purpose in dict.fromkeys(purposes or (ANY,)):
+        out += [access_key("owner", owner, purpose, trust), access_key("subject", subject, purpose, trust)]
+        out += [access_key("grant", sc, su, kind, sensitivity, purpose, trust)
+                for sc, su, kind in product((scope, ANY), (subject, ANY), (store_kind, ANY))]
+    return list(dict.fromkeys(out))
+
+
+def with_access_keys(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``payload`` with its access keys (``acl``) and their scheme (``acl_version``), computed from its
+    owner, subject, scope, store kind, sensitivity, purposes and trust; no key at all unless its status
+    is one a read may see (:data:`READABLE_STATUSES`: the index holds no other, and a payload update to
+    another status must clear ``acl`` too). Raises ``KeyError`` when one of those fields is missing."""
+    keys = point_keys(payload["owner"], payload["subject"], payload["scope"], payload["store_kind"],
+                      payload["sensitivity"], payload["purposes"], payload["trust"]) \
+        if payload["status"] in READABLE_STATUSES else []
+    return {**payload, ACL_FIELD: keys, ACL_VERSION_FIELD: ACL_VERSION}
+
+
 def fresh_until_ms(store_kind: StoreKind | str, fresh_ref_ms: int) -> int:
     """The exclusive end of a point's freshness window (SSGM Eq. 3 and Eq. 5 with the documented
     per-kind parameters :data:`DEFAULT_FRESHNESS` and ``theta_fresh``): the point is fresh at ``t``
@@ -94,12 +142,13 @@ def point_payload(record: Mapping[str, Any], last_used_ms: int | None = None) ->
     """The payload of the point of a ``MemoryRecorded`` event record (Avro dict): ids, access
     attributes, status ``active``, validity interval, expiry, decision time, freshness reference
     (the later of the validity start and the memory's last use, ``last_used_ms``) and the end of the
-    freshness window it gives (:func:`fresh_until_ms`), trust class, and
-    ``follows`` (the memory it follows in its thread, when the record names one: ranking context)."""
+    freshness window it gives (:func:`fresh_until_ms`), trust class, ``follows`` (the memory it follows
+    in its thread, when the record names one: ranking context) and the access keys of all of them
+    (:func:`with_access_keys`)."""
     env = record["envelope"]
     valid_from = to_ms(valid_from_of(env))
     fresh_ref = max(valid_from, last_used_ms or valid_from)  # last use, else validity start
-    return {
+    return with_access_keys({
         "memory_id": record["memory_id"],
         "command_id": record["command_id"],
         "version": record["version"],
@@ -113,9 +162,9 @@ def point_payload(record: Mapping[str, Any], last_used_ms: int | None = None) ->
         "closed_known_ms": OPEN_END_MS,  # when the ledger closed this version (known_at reads)
         "fresh_ref_ms": fresh_ref,
         "fresh_until_ms": fresh_until_ms(env["store_kind"], fresh_ref),
-        "trust": UNTRUSTED_TAG if UNTRUSTED_TAG in (record.get("tags") or ()) else "trusted",
+        "trust": UNTRUSTED_TAG if UNTRUSTED_TAG in (record.get("tags") or ()) else TRUSTED,
         **({"follows": record["follows"]} if record.get("follows") else {}),
-    }
+    })
 
 
 def closed_by(record: Mapping[str, Any]) -> tuple[str, ...]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from memwarden.commands.readmodel.access_keys import reader_keys
 from memwarden.commands.readmodel.filters import Condition, FieldIn, FieldRange, Filter
+from memwarden.commands.readmodel.payload import ACL_FIELD, READABLE_STATUSES, TRUSTED
 from memwarden.commands.readmodel.permission import Grant, ReadContext, read_permission_filter
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE
 from memwarden.epoch import to_ms
@@ -31,21 +33,28 @@ def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = D
     never forgotten or quarantined (they are not in the index at all), and not tagged ``untrusted``
     (content from web, email, documents or tool text, kept as quoted data) unless
     ``include_untrusted`` (seed 004: untrusted content must not steer the agent by default).
+
+    Permission, purpose and trust are one condition on the points' access keys
+    (:mod:`memwarden.commands.readmodel.access_keys`: ``acl`` holds one of the reader's keys), which the
+    engine answers from its keyword index; the index holds only readable versions, so that condition
+    also stands for the status. A reader whose grants would need more than ``MAX_READER_KEYS`` keys
+    gets the same predicate as a tree (owner, subject, one sub-filter per grant, purpose, status, trust).
     Raises ``ValidationError`` for a bad principal, role or purpose (:class:`ReadContext`)."""
     t = to_ms(at)
     k = to_ms(known_at or now)
     ctx = ReadContext(principal, roles, purpose, to_ms(now), tuple(grants))
-    must: list[Condition | Filter] = [
-        read_permission_filter(ctx),
-        FieldIn("status", ("active", "superseded")),
+    keys = reader_keys(ctx, include_untrusted)
+    must: list[Condition | Filter] = [FieldIn(ACL_FIELD, keys)] if keys is not None else [
+        read_permission_filter(ctx), FieldIn("status", READABLE_STATUSES)]
+    if keys is None and not include_untrusted:
+        must.append(FieldIn("trust", (TRUSTED,)))
+    must += [
         FieldRange("valid_from_ms", lte=t),
         FieldRange("decided_ms", lte=k),
         Filter(should=(FieldRange("valid_to_ms", gt=t),  # closed later than known_at: as the ledger knew it then
                        Filter(must=(FieldIn("status", ("superseded",)), FieldRange("closed_known_ms", gt=k))))),
         FieldRange("expires_ms", gt=to_ms(now)),
     ]
-    if not include_untrusted:
-        must.append(FieldIn("trust", ("trusted",)))
     if freshness and known_at is None:  # fresh_ref_ms >= fresh_since_ms(kind, t), kept per point
         must.append(FieldRange("fresh_until_ms", gt=t))
     return Filter(must=tuple(must))

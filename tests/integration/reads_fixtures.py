@@ -23,7 +23,7 @@ import psycopg
 from memwarden.commands.model import PrincipalKind, Sensitivity, StoreKind
 from memwarden.commands.principals import PrincipalRecord
 from memwarden.commands.readmodel.filters import Filter
-from memwarden.commands.readmodel.payload import OPEN_END_MS, fresh_until_ms
+from memwarden.commands.readmodel.payload import OPEN_END_MS, fresh_until_ms, with_access_keys
 from memwarden.commands.readmodel.payload import point_payload as payload_of
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.epoch import to_ms, to_ms_or
@@ -137,7 +137,8 @@ class Version:
 
     def payload(self, offset: int = 0) -> dict[str, Any]:
         """The index payload after every projector update (``payload_of``, then the supersession,
-        ``MemoryUsed`` and status changes the ``EmbeddingProjector`` applies with ``set_payload``)."""
+        ``MemoryUsed`` and status changes the ``EmbeddingProjector`` applies with ``set_payload``), with
+        the access keys its final access attributes, trust and status give."""
         p = payload_of(self.recorded(offset))
         if self.last_used is not None:
             p["fresh_ref_ms"] = to_ms(self.last_used)
@@ -146,7 +147,9 @@ class Version:
         if self.closed_at is not None:
             p["closed_known_ms"] = to_ms(self.closed_at)
         p["status"] = self.status
-        return p
+        # the projector deletes a forgotten version's point and never indexes a quarantined one; a point
+        # given such a status anyway carries no access key (the payload's rule for unreadable statuses)
+        return with_access_keys(p)
 
     def row(self, offset: int = 0) -> dict[str, Any]:
         """The ``memory_versions`` row after every projector update (``row_of``, then close, use,

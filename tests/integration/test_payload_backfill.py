@@ -1,7 +1,7 @@
-"""An index written before ``fresh_until_ms`` existed: its points match no read until the backfill
-gives each the field a replay would; then recalls see them again, nothing else changes, a second
-backfill writes nothing, and a projector writing meanwhile loses nothing (the backfill only merges the
-one key, compare-and-set). On a real Edge shard (no broker or database needed)."""
+"""An index written before ``fresh_until_ms`` (or the access keys) existed: its points match no read
+until the backfill gives each the field a replay would; then recalls see them again, nothing else
+changes, a second backfill writes nothing, and a projector writing meanwhile loses nothing (the
+backfill only merges its keys, compare-and-set). On a real Edge shard (no broker or database needed)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memwarden.commands.readmodel.filters import Filter
+from memwarden.commands.readmodel.filters import FieldIn, Filter
 from memwarden.commands.readmodel.payload import memory_selector, point_payload, use_update
 from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.epoch import to_ms
 from memwarden.projections.edge_index import EdgeVectorIndex
-from memwarden.projections.payload_backfill import backfill_fresh_until, lacking_fresh_until
+from memwarden.projections.payload_backfill import (
+    backfill_access_keys,
+    backfill_fresh_until,
+    lacking_access_keys,
+    lacking_fresh_until,
+)
 from memwarden.projections.vector_index import IndexPoint, SparseVector
 
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -120,4 +125,47 @@ def test_a_projector_writing_meanwhile_loses_nothing(tmp_path: Path) -> None:
     assert after[used.point_id]["fresh_until_ms"] > used_ms
     assert all(p.payload == after[p.point_id] for p in points if p not in (forgotten, used))
     assert lacking_fresh_until(index) == 0
+    index.close()
+
+
+def _without_keys(p: IndexPoint) -> IndexPoint:
+    """The point as a projector before the access keys wrote it."""
+    return IndexPoint(p.point_id, p.vector, {k: v for k, v in p.payload.items() if k not in ("acl", "acl_version")},
+                      p.sparse)
+
+
+def test_points_without_access_keys_match_no_read_until_backfilled(tmp_path: Path) -> None:
+    index = EdgeVectorIndex(tmp_path, "keys")
+    index.ensure(8)
+    new = [_point(i) for i in range(30)]
+    superseded = new[3].payload["command_id"]
+    index.upsert([_without_keys(p) for p in new])
+    index.set_payload(Filter(must=(FieldIn("command_id", (superseded,)),)), {"status": "superseded"})
+    where = read_filter("user:a", NOW, NOW, freshness=False)
+    assert lacking_access_keys(index) == 30 and index.count(where) == 0  # fails closed
+
+    assert backfill_access_keys(index, batch=4) == 30
+    assert lacking_access_keys(index) == 0 and backfill_access_keys(index) == 0
+    assert index.count(where) == 30
+    assert index.count(read_filter("user:b", NOW, NOW, freshness=False)) == 0  # a stranger still reads nothing
+    after = {p.point_id: p for p in index.scan()}
+    for p in new:  # exactly the keys the projector writes today, everything else untouched
+        want = {**p.payload, "status": "superseded"} if p.payload["command_id"] == superseded else p.payload
+        assert after[p.point_id].payload == want
+        assert after[p.point_id].vector == p.vector and after[p.point_id].sparse == p.sparse
+    index.close()
+
+
+def test_a_point_of_another_key_scheme_is_rewritten_and_a_malformed_one_left_out(tmp_path: Path) -> None:
+    index = EdgeVectorIndex(tmp_path, "scheme")
+    index.ensure(8)
+    good, other = _point(0), _point(1)
+    stale = IndexPoint(other.point_id, other.vector, {**other.payload, "acl": ["0" * 32], "acl_version": 0},
+                       other.sparse)
+    bad = IndexPoint(_point(2).point_id, _point(2).vector, {"store_kind": "PROFILE", "command_id": "c"}, None)
+    index.upsert([_without_keys(good), stale, bad])
+    assert backfill_access_keys(index) == 2
+    assert lacking_access_keys(index) == 1  # the malformed one, left as it was and out of every read
+    assert index.count(read_filter("user:a", NOW, NOW, freshness=False)) == 2
+    assert {p.point_id: p.payload for p in index.scan()}[other.point_id] == other.payload
     index.close()

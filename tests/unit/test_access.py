@@ -8,6 +8,7 @@ tests/integration/test_access_sql.py.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memwarden.commands.model import Right, Sensitivity, StoreKind
+from memwarden.commands.readmodel.access_keys import reader_keys
 from memwarden.commands.readmodel.filters import FieldIn, FieldRange, Filter, evaluate
-from memwarden.commands.readmodel.payload import RecordAttrs
+from memwarden.commands.readmodel.payload import RecordAttrs, point_keys, with_access_keys
 from memwarden.commands.readmodel.payload import attrs_payload as payload_of
 from memwarden.commands.readmodel.permission import (
     Grant,
@@ -26,10 +28,12 @@ from memwarden.commands.readmodel.permission import (
     may_write,
     read_permission_filter,
 )
+from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.commands.readmodel.sql import read_permission_sql
 from memwarden.errors import ValidationError
 
 NOW = 1_000_000
+NOW_DT = datetime.fromtimestamp(NOW / 1000, UTC)
 LEVELS = list(Sensitivity)
 
 
@@ -53,10 +57,23 @@ def rec(**over: Any) -> RecordAttrs:
 
 
 def readable(c: ReadContext, r: RecordAttrs) -> bool:
-    """The oracle, asserted equal to the vector filter on the record's payload."""
+    """The oracle, asserted equal to the vector filter on the record's payload, in both of its forms:
+    the filter tree and the access keys (for trusted content; untrusted content only with
+    ``include_untrusted``)."""
     oracle = may_read(c, r)
     assert evaluate(read_permission_filter(c), payload_of(r)) is oracle
+    assert keys_admit(c, r, "trusted") is oracle
+    assert keys_admit(c, r, "untrusted", include_untrusted=True) is oracle
+    assert not keys_admit(c, r, "untrusted")
     return oracle
+
+
+def keys_admit(c: ReadContext, r: RecordAttrs, trust: str, include_untrusted: bool = False) -> bool:
+    """Whether the reader's access keys meet the keys of ``r``'s point (status active, ``trust``)."""
+    keys = reader_keys(c, include_untrusted)
+    assert keys is not None
+    point = with_access_keys({**payload_of(r), "status": "active", "trust": trust})
+    return evaluate(Filter(must=(FieldIn("acl", keys),)), point)
 
 
 # -- own records, records about oneself, strangers -------------------------------------------------
@@ -462,6 +479,43 @@ def test_property_filter_equals_oracle(c: ReadContext, records: list[RecordAttrs
     f = read_permission_filter(c)
     for r in records:
         assert evaluate(f, payload_of(r)) == may_read(c, r)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(contexts_st, st.lists(records_st, min_size=1, max_size=8), st.sampled_from(["trusted", "untrusted"]),
+       st.booleans(), st.sampled_from(["active", "superseded", "forgotten", "quarantined"]))
+def test_property_access_keys_equal_the_filter_tree(c: ReadContext, records: list[RecordAttrs], trust: str,
+                                                    include_untrusted: bool, status: str) -> None:
+    """The access keys admit a point exactly when the tree of permission, purpose, status and trust does
+    (:mod:`memwarden.commands.readmodel.access_keys`), for every reader, record, trust class and status."""
+    keys = reader_keys(c, include_untrusted)
+    assert keys is not None and len(keys) == len(set(keys))
+    tree = Filter(must=(read_permission_filter(c), FieldIn("status", ("active", "superseded")),
+                        *(() if include_untrusted else (FieldIn("trust", ("trusted",)),))))
+    for r in records:
+        point = with_access_keys({**payload_of(r), "status": status, "trust": trust})
+        assert evaluate(Filter(must=(FieldIn("acl", keys),)), point) == evaluate(tree, point)
+
+
+def test_access_keys_cannot_be_joined_across_names_that_contain_separators() -> None:
+    """Names holding the characters a joined string would use as separators never make two tuples meet."""
+    a = with_access_keys({**payload_of(rec(owner="user:x", subject="user:x", scope="a|b")),
+                          "status": "active", "trust": "trusted"})
+    b = with_access_keys({**payload_of(rec(owner="user:x", subject="user:x", scope="a")),
+                          "status": "active", "trust": "trusted"})
+    assert not set(a["acl"]) & set(b["acl"]) - set(point_keys("user:x", "user:x", "zzz", "PROFILE", "INTERNAL",
+                                                                 ["*"], "trusted"))
+    reader = ctx(grant(scopes=("a",), subjects=("user:x|a",)))
+    assert not keys_admit(reader, rec(owner="user:o", subject="user:x", scope="a|user:x"), "trusted")
+
+
+def test_a_reader_needing_more_keys_than_the_cap_keeps_the_filter_tree() -> None:
+    wide = grant(scopes=tuple(f"s{i}" for i in range(40)), subjects=tuple(f"user:{i}" for i in range(40)),
+                 sensitivity_ceiling=Sensitivity.RESTRICTED)
+    assert reader_keys(ctx(wide)) is None
+    f = read_filter("user:bob", NOW_DT, NOW_DT, purpose="support", grants=(wide,))
+    assert any(isinstance(e, Filter) and e.should for e in f.must)  # the tree: one sub-filter per grant
+    assert reader_keys(ctx(grant())) is not None
 
 
 @settings(max_examples=300, deadline=None)

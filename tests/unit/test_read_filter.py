@@ -15,7 +15,7 @@ import pytest
 from memwarden.commands.model import Right, Sensitivity, StoreKind
 from memwarden.commands.readmodel.filters import evaluate
 from memwarden.commands.readmodel.freshness import DEFAULT_FRESHNESS, horizon_s
-from memwarden.commands.readmodel.payload import OPEN_END_MS, RecordAttrs, fresh_until_ms
+from memwarden.commands.readmodel.payload import OPEN_END_MS, RecordAttrs, fresh_until_ms, with_access_keys
 from memwarden.commands.readmodel.payload import attrs_payload as payload_of
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.commands.readmodel.read_filter import read_filter
@@ -40,7 +40,7 @@ def payload(**over: Any) -> dict[str, Any]:
     base.update(over)
     if "fresh_until_ms" not in over:
         base["fresh_until_ms"] = fresh_until_ms(base["store_kind"], base["fresh_ref_ms"])
-    return base
+    return with_access_keys(base)  # the keys follow the access attributes, as the projector writes them
 
 
 def admits(p: dict[str, Any], principal: str = "user:alice", *, at: datetime = NOW, now: datetime = NOW,
