@@ -7,7 +7,7 @@ and a status condition. An engine evaluates such a tree point by point among the
 payload indexes give it: on 100k points that was most of a recall's index time (about 8 of 14 ms for
 the two index calls of a hybrid recall, measured on Edge 0.9), although it admits only ~1 % of the
 points. Here the same predicate becomes set intersection on one keyword field: every point carries
-the *keys* that can admit it (:func:`point_keys`, stored as the payload field ``acl``), every
+the *keys* that can admit it (``payload.point_keys``, stored as the payload field ``acl``), every
 read asks for the keys it holds (:func:`reader_keys`), and a point is admitted when the two sets
 meet, which a keyword index answers from its postings alone.
 
@@ -26,16 +26,16 @@ smuggled into a scope or subject name to make two tuples meet):
   purpose and for ``"*"``; ``trust`` is the point's trust class; a default read asks for
   ``"trusted"`` only, an ``include_untrusted`` read for both.
 
-So ``point_keys(p) & reader_keys(ctx)`` is non-empty exactly when the permission, the purpose and
+So ``point_keys(...) & reader_keys(ctx)`` is non-empty exactly when the permission, the purpose and
 the trust conditions of :func:`memwarden.commands.readmodel.read_filter.read_filter` hold
-(``tests/unit/test_access_keys.py`` checks it against the oracle :func:`permission.may_read` with
-hypothesis). The index holds only points of readable versions (``active`` or ``superseded``:
+(``tests/unit/test_access.py`` checks it against the oracle :func:`permission.may_read` and the
+filter tree, with hypothesis). The index holds only points of readable versions (``active`` or ``superseded``:
 forgotten and quarantined versions are never in it), so the keys also stand for the status
 condition; a future status that must not be read has to clear ``acl``. A grant whose product
 exceeds :data:`MAX_READER_KEYS` keys makes :func:`reader_keys` return ``None``: the caller keeps the
-filter tree. ``acl_version`` (:data:`ACL_VERSION`) names the key scheme a point's keys were made
+filter tree. ``acl_version`` (``payload.ACL_VERSION``) names the key scheme a point's keys were made
 with, so that points of another scheme are backfilled before they are read. The point side
-(:func:`point_keys`, :func:`access_key`) lives with the payload schema in
+(``point_keys``, ``access_key``, ``with_access_keys``) lives with the payload schema in
 :mod:`memwarden.commands.readmodel.payload`. Pure: no I/O.
 """
 
@@ -44,20 +44,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from itertools import product
 
-from memwarden.commands.readmodel.payload import (
-    ACL_FIELD,
-    ACL_VERSION,
-    ACL_VERSION_FIELD,
-    ANY,
-    TRUSTED,
-    UNTRUSTED_TAG,
-    access_key,
-    point_keys,
-)
+from memwarden.commands.readmodel.payload import ANY, TRUSTED, UNTRUSTED_TAG, access_key
 from memwarden.commands.readmodel.permission import ReadContext, allowed_levels, applicable_grants
 
-__all__ = ["ACL_FIELD", "ACL_VERSION", "ACL_VERSION_FIELD", "MAX_READER_KEYS", "TRUSTED", "access_key", "point_keys",
-           "reader_keys"]
+__all__ = ["MAX_READER_KEYS", "reader_keys"]
 
 #: A read holding more keys than this keeps the filter tree (the keys are a faster form of it).
 MAX_READER_KEYS = 4096
