@@ -25,8 +25,9 @@ class ErasureReceipts:
 
     What is owed is the ``erasure_pending`` projection (a ``MemoryForgotten`` adds a row, its
     ``ErasureReceipted`` removes it), so a worker restarted between a forget and its receipt still
-    appends it. A receipt sent but not yet read back is not sent again by this process; one sent just
-    before a crash may be appended twice (same command and memory; readers keep the first)."""
+    appends it, and a ``MemoryForgotten`` appended again after its receipt (a decision re-sent after a
+    kill) owes nothing. A receipt sent but not yet read back is not sent again by this process; one
+    sent just before a crash may be appended twice (same command and memory; readers keep the first)."""
 
     def __init__(self, container: Container, publish: Callable[[Sequence[Outbound]], Awaitable[None]]) -> None:
         self._c = container
@@ -36,7 +37,11 @@ class ErasureReceipts:
         self._conn: Any = None
 
     async def after(self, applied: Sequence[EventIn]) -> None:
-        """Settle what can be after a batch the projectors just applied (if it held a forget)."""
+        """Settle what can be after a batch the projectors just applied (if it held a forget); a
+        receipt read back is no longer remembered as sent (the projection holds it now)."""
+        for e in applied:
+            if e.name == "ErasureReceipted":
+                self._sent.discard((e.record["command_id"], e.record["memory_id"]))
         if any(e.name == "MemoryForgotten" for e in applied):
             await self.settle()
 

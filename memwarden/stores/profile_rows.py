@@ -191,16 +191,23 @@ def pruning_candidates(conn: psycopg.Connection) -> list[tuple[str, str, str, in
 
 
 async def note_forget(cur: psycopg.AsyncCursor, record: Mapping[str, Any]) -> None:
-    """A ``MemoryForgotten`` owes an erasure receipt (``erasure_pending``), in the projector's transaction."""
+    """A ``MemoryForgotten`` owes an erasure receipt (``erasure_pending``), in the projector's transaction,
+    unless its receipt is already on the ledger (``erasure_receipted``): a decision re-sent after a
+    killed worker appends the same ``MemoryForgotten`` again, possibly after its receipt."""
     pos = record["position"]
-    await cur.execute("INSERT INTO erasure_pending VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+    await cur.execute("INSERT INTO erasure_pending SELECT %s, %s, %s, %s, %s, %s, %s WHERE NOT EXISTS"
+                      " (SELECT 1 FROM erasure_receipted WHERE command_id = %s AND memory_id = %s)"
+                      " ON CONFLICT DO NOTHING",
                       (record["command_id"], record["memory_id"], record["subject"], pos["topic"], pos["partition"],
-                       pos["offset"], record["decided_at"]))
+                       pos["offset"], record["decided_at"], record["command_id"], record["memory_id"]))
 
 
 async def note_receipt(cur: psycopg.AsyncCursor, record: Mapping[str, Any]) -> None:
-    """An ``ErasureReceipted`` settles what its forget owed."""
+    """An ``ErasureReceipted`` settles what its forget owed, for good (a repeated ``MemoryForgotten``
+    of the same command and memory owes nothing more)."""
     await cur.execute("DELETE FROM erasure_pending WHERE command_id = %s AND memory_id = %s",
+                      (record["command_id"], record["memory_id"]))
+    await cur.execute("INSERT INTO erasure_receipted VALUES (%s, %s) ON CONFLICT DO NOTHING",
                       (record["command_id"], record["memory_id"]))
 
 

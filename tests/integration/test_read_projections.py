@@ -27,6 +27,7 @@ from memwarden.projections.index_projector import EmbeddingProjector, point_id
 from memwarden.projections.profile_projector import ProfileProjector
 from memwarden.settings import Settings
 from memwarden.stores.pg import connect_async
+from memwarden.stores.profile_rows import pending_forgets
 from tests.factories import sealed
 from tests.integration.conftest import drop, make_namespace
 from tests.integration.reads_fixtures import DIM, HashEmbedder, Loop, Version
@@ -137,3 +138,29 @@ def test_index_payloads_say_what_the_rows_say(ns: Settings, loop: Loop, aconn: p
     assert by_memory[(leave["memory_id"], "superseded")][4] == T + 6 * H
     assert by_memory[(lyon["memory_id"], "superseded")][4:6] == (T + 3 * H, T + 4 * H)
     assert by_memory[(chess["memory_id"], "active")][6] == T + 9 * H
+
+
+def test_a_forget_appended_again_after_its_receipt_owes_nothing(ns: Settings, loop: Loop,
+                                                                aconn: psycopg.AsyncConnection) -> None:
+    """A decision re-sent after a worker was killed between publishing it and recording its offsets
+    appends its ``MemoryForgotten`` again, here after the receipt: the receipt stays settled (the
+    2026-12-03 CI failure: the row came back and the restarted worker, which had sent a receipt
+    already, never sent another)."""
+    ledger = Ledger()
+    rec = ledger.record("the spare key is under the blue pot", T)
+    forgot = {"command_id": str(uuid.uuid4()), "memory_id": rec["memory_id"], "subject": "user:ana",
+              "position": {"topic": "commands", "partition": 0, "offset": 7}, "decided_at": T + H}
+    ledger._add("MemoryForgotten", forgot)
+    ledger._add("ErasureReceipted", {"command_id": forgot["command_id"], "memory_id": rec["memory_id"]})
+    ledger._add("MemoryForgotten", forgot)  # the re-sent decision
+    other = {**forgot, "command_id": str(uuid.uuid4())}
+    ledger._add("MemoryForgotten", other)  # another forget of the same memory still owes its own
+
+    async def owed() -> list[tuple[str, str]]:
+        profile = ProfileProjector(aconn, TOPIC + "-owed")
+        for i in range(len(ledger.events)):  # one event a batch, as a slow consumer sees them
+            await profile.apply(ledger.events[i:i + 1])
+        return [(r["command_id"], r["memory_id"]) for r in await pending_forgets(aconn)
+                if r["memory_id"] == rec["memory_id"]]
+
+    assert loop.run(owed()) == [(other["command_id"], rec["memory_id"])]
