@@ -5,14 +5,17 @@ asserted). Pure: the request, the principal's registry record and the clock in; 
 The signed bytes are the canonical JSON of the request body without its ``auth`` member (keys sorted,
 no whitespace, UTF-8), which includes ``signed_at_ms`` and a ``nonce``; a request older or newer than
 :data:`MAX_SKEW_MS` is refused, so a captured request cannot be replayed later than that, and
-:class:`ReplayGuard` refuses a signature seen before within that window (``REPLAYED_REQUEST``), so it
-cannot be replayed sooner either.
+:func:`replayed` refuses a request served before within that window (``REPLAYED_REQUEST``), so it
+cannot be replayed sooner either: the window is a table every read-API process of the namespace shares
+(``served_requests``, claimed in the reader's registry statement: :mod:`memwarden.stores.registry`),
+so a replay sent to another replica, or after a restart, is refused too.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import secrets
 from collections.abc import Mapping
@@ -79,47 +82,35 @@ def check_request(body: Mapping[str, Any], record: PrincipalRecord | None, now_m
     return None
 
 
-class ReplayGuard:
-    """The signatures of verified requests still inside the skew window: a second request with a
-    signature already held is a replay (Ed25519 signatures are deterministic, and every request the
-    client signs carries its own ``nonce``). No I/O; one instance per read-API process (a replay sent
-    to another replica is caught by that replica's window only: pin clients to one, or keep the
-    window short). Entries expire ``window_ms`` after their ``signed_at_ms``; at most ``max_entries``
-    are held (past it, the oldest are dropped first: a replay then still meets the skew check)."""
-
-    def __init__(self, window_ms: int = 2 * MAX_SKEW_MS, max_entries: int = 1_000_000) -> None:
-        self.window_ms = window_ms
-        self.max_entries = max_entries
-        self._expiry: dict[str, int] = {}  # insertion order = arrival order
-
-    def first_use(self, signature: str, signed_at_ms: int, now_ms: int) -> bool:
-        """``True`` the first time ``signature`` is seen (and remember it), ``False`` for a replay."""
-        self._prune(now_ms)
-        if signature in self._expiry:
-            return False
-        self._expiry[signature] = signed_at_ms + self.window_ms
-        return True
-
-    def _prune(self, now_ms: int) -> None:
-        while self._expiry:
-            oldest = next(iter(self._expiry))
-            if self._expiry[oldest] > now_ms and len(self._expiry) < self.max_entries:
-                break
-            del self._expiry[oldest]
-
-    def __len__(self) -> int:
-        return len(self._expiry)
+#: How long a served request's digest is kept (ms after its ``signed_at_ms``): past it the skew check
+#: refuses the request anyway.
+REPLAY_WINDOW_MS = 2 * MAX_SKEW_MS
 
 
-def replayed(guard: ReplayGuard, body: Mapping[str, Any], now_ms: int) -> Reason | None:
-    """``REPLAYED_REQUEST`` (field ``auth``) when ``body`` (already verified by :func:`check_request`)
-    carries a signature ``guard`` has seen in its window; ``None`` otherwise (and it is remembered)."""
+def request_digest(body: Mapping[str, Any]) -> bytes | None:
+    """SHA-256 (32 bytes) of a signed request's canonical bytes and its signature: what the shared
+    replay window (``served_requests``) holds of a served request. Over both, so a copy with another
+    body or another signature is another digest (it can claim nothing the genuine request needs).
+    ``None`` for an unsigned body."""
     auth = body.get("auth")
     signature = auth.get("signature") if isinstance(auth, Mapping) else None
-    signed_at = body.get("signed_at_ms")
-    if not isinstance(signature, str) or isinstance(signed_at, bool) or not isinstance(signed_at, int):
+    if not isinstance(signature, str):
         return None
-    if guard.first_use(signature, signed_at, now_ms):
-        return None
-    return _problem("REPLAYED_REQUEST", "this signed request was already served; sign every request anew")
+    return hashlib.sha256(request_bytes(body) + b"\x00" + signature.encode("utf-8")).digest()
 
+
+def replay_window_end(body: Mapping[str, Any], now_ms: int) -> int:
+    """When the replay window of ``body`` ends (ms since the epoch): ``signed_at_ms`` +
+    :data:`REPLAY_WINDOW_MS` (``now_ms`` + it when ``signed_at_ms`` is missing or not an integer:
+    such a request fails the skew check anyway)."""
+    signed_at = body.get("signed_at_ms")
+    start = signed_at if isinstance(signed_at, int) and not isinstance(signed_at, bool) else now_ms
+    return max(start, now_ms) + REPLAY_WINDOW_MS
+
+
+def replayed(first_use: bool | None) -> Reason | None:
+    """``REPLAYED_REQUEST`` (field ``auth``) when a request (already verified by :func:`check_request`)
+    was not the first use of its digest in the shared window (``first_use`` ``False``); ``None`` otherwise."""
+    if first_use is False:
+        return _problem("REPLAYED_REQUEST", "this signed request was already served; sign every request anew")
+    return None

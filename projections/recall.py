@@ -49,7 +49,7 @@ from memwarden.projections.embedder import Embedder
 from memwarden.projections.sparse import Bm25Encoder, tokens
 from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, SparseVector, VectorIndex
 from memwarden.stores.profile_rows import verify_candidates
-from memwarden.stores.registry import ReaderContext, reader_context
+from memwarden.stores.registry import ReaderContext, ServedRequest, reader_context
 from memwarden.timing import stage
 
 
@@ -176,11 +176,13 @@ class Recaller:
         self._keys = keys
         self._lock = asyncio.Lock()
 
-    async def reader(self, principal: str) -> ReaderContext:
+    async def reader(self, principal: str, served: ServedRequest | None = None) -> ReaderContext:
         """The registry record, roles and grants of ``principal`` in one statement: what read
-        authentication checks and what a recall's filter is built from (pass it to :meth:`recall`)."""
+        authentication checks and what a recall's filter is built from (pass it to :meth:`recall`);
+        with ``served``, the statement claims the signed request in the shared replay window
+        (``ReaderContext.first_use``)."""
         async with self._lock:
-            return await reader_context(self._conn, principal)
+            return await reader_context(self._conn, principal, served)
 
     async def _embed(self, query: str) -> list[float]:
         """The query's dense vector (every mode needs it: the dense leg and the relevance)."""

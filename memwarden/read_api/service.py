@@ -24,7 +24,7 @@ import psycopg
 
 from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
-from memwarden.commands.read_auth import ReplayGuard, check_request, replayed
+from memwarden.commands.read_auth import check_request, replay_window_end, replayed, request_digest
 from memwarden.commands.readmodel.filters import FieldIn, Filter
 from memwarden.commands.readmodel.query import Recalled, RecalledMemory
 from memwarden.commands.readmodel.usage import UsageBatcher
@@ -38,7 +38,7 @@ from memwarden.read_api.history import lookup_history
 from memwarden.read_api.requests import RecallRequest, decision_ids, history_request, recall_request
 from memwarden.stores.decisions import find
 from memwarden.stores.pg import DB_ERRORS
-from memwarden.stores.registry import ReaderContext
+from memwarden.stores.registry import ReaderContext, ServedRequest
 from memwarden.timing import server_timing, stage, timed
 
 #: Publishes records on the namespace's topics (logical names), acknowledged when it returns.
@@ -56,6 +56,8 @@ class Reply:
 
 #: A command undecided for longer than this (seconds) makes the worker not ready: it cannot do its job.
 MAX_UNDECIDED_S = 60.0
+#: How often (ms) a read-API process deletes the replay windows that ended, inside a read's statement.
+PRUNE_EVERY_MS = 60_000
 #: Seconds a caller is told to wait (``Retry-After``) when a dependency is down.
 RETRY_AFTER_S = 2
 #: Seconds a read waits for the broker to acknowledge its audit record; past it the answer is withheld
@@ -104,7 +106,7 @@ class ReadService:
         self._reading = 0
         self._idle = asyncio.Condition()
         self._switcher: Callable[[str], Awaitable[dict[str, Any]]] | None = None
-        self._replays = ReplayGuard()  # signed requests already served (commands.read_auth)
+        self._pruned_ms = 0  # when this process last deleted the ended replay windows
 
     @asynccontextmanager
     async def paused(self) -> AsyncIterator[None]:
@@ -142,15 +144,23 @@ class ReadService:
 
     async def _reader(self, body: Mapping[str, Any], principal: str) -> tuple[ReaderContext, Reason | None]:
         """The reader context of ``principal`` (:meth:`Recaller.reader`: registry record, roles and
-        grants in one statement) and the reason ``body`` fails authentication against it, or ``None``."""
-        reader = await (await self.recaller()).reader(principal)
+        grants in one statement, which also claims a signed request in the replay window every
+        read-API process shares) and the reason ``body`` fails authentication against it, or ``None``."""
+        now = now_ms()
+        digest = request_digest(body)
+        served = None
+        if digest is not None:
+            prune = now - self._pruned_ms >= PRUNE_EVERY_MS
+            if prune:
+                self._pruned_ms = now
+            served = ServedRequest(digest, replay_window_end(body, now), now, prune)
+        reader = await (await self.recaller()).reader(principal, served)
         if "auth" not in body and self._c.settings.read_auth == "optional":
             return reader, None
         anchor = self._c.trust_anchor
         record = anchor if principal == anchor.principal_id else reader.record
-        now = now_ms()
         problem = check_request(body, record, now)
-        return reader, problem if problem is not None else replayed(self._replays, body, now)
+        return reader, problem if problem is not None else replayed(reader.first_use)
 
     async def recall(self, body: Any) -> Reply:
         """``POST /recall``: 200 ``{"memories": [...], "min_score", "below_floor"}`` (plus ``"reason":

@@ -27,31 +27,74 @@ SELECT (SELECT record FROM p),
           FROM holders h JOIN grants g ON g.grantee = h.grantee)
 """
 
+#: The same statement for a signed request, which also claims the request's digest in
+#: ``served_requests`` (the replay window every read-API process shares): the third column is true
+#: when this request is its first use (a digest whose window ended may be claimed again), and, when
+#: ``prune`` is set, the ended windows are deleted. Still one statement and one round trip.
+_READER_SIGNED = """
+WITH claimed AS (INSERT INTO served_requests (digest, expires_at_ms) VALUES (%(digest)s, %(expires_ms)s)
+                 ON CONFLICT (digest) DO UPDATE SET expires_at_ms = EXCLUDED.expires_at_ms
+                 WHERE served_requests.expires_at_ms <= %(now_ms)s RETURNING 1),
+     pruned AS (DELETE FROM served_requests
+                WHERE %(prune)s AND expires_at_ms <= %(now_ms)s AND digest <> %(digest)s),
+     p AS (SELECT record FROM gate_principals WHERE principal_id = %(principal)s),
+     holders AS (SELECT %(principal)s::text AS grantee
+                 UNION SELECT %(role_prefix)s || jsonb_array_elements_text(COALESCE(record -> 'roles', '[]'::jsonb))
+                       FROM p)
+SELECT (SELECT record FROM p),
+       (SELECT COALESCE(jsonb_agg(g.record ORDER BY g.grant_id), '[]'::jsonb)
+          FROM holders h JOIN grants g ON g.grantee = h.grantee),
+       EXISTS (SELECT 1 FROM claimed)
+"""
+
+
+@dataclass(frozen=True)
+class ServedRequest:
+    """A signed read request to claim in the shared replay window: ``digest`` (32 bytes,
+    :func:`memwarden.commands.read_auth.request_digest`), the end of its window ``expires_ms`` and the
+    clock ``now_ms`` (ms since the epoch); ``prune``: delete the windows that ended, too."""
+
+    digest: bytes
+    expires_ms: int
+    now_ms: int
+    prune: bool = False
+
 
 @dataclass(frozen=True)
 class ReaderContext:
     """Who reads, as the registry says now: the principal id, its registry record (``None`` when
     unknown; read authentication checks the request's signature against its keys), its roles and the
     grants held by it or one of its roles (revoked ones included: the read filter looks at
-    ``revoked_at_ms``)."""
+    ``revoked_at_ms``). ``first_use``: whether the signed request read with it was served before
+    (``False``: a replay) by any read-API process of the namespace; ``None`` when none was claimed."""
 
     principal: str
     record: PrincipalRecord | None
     roles: frozenset[str]
     grants: tuple[Grant, ...]
+    first_use: bool | None = None
 
 
-async def reader_context(conn: psycopg.AsyncConnection, principal: str) -> ReaderContext:
+async def reader_context(conn: psycopg.AsyncConnection, principal: str,
+                         served: ServedRequest | None = None) -> ReaderContext:
     """The :class:`ReaderContext` of ``principal`` in one statement (one round trip on an autocommit
-    connection, which the read API's is): a revocation or a new grant holds from the next read on."""
+    connection, which the read API's is): a revocation or a new grant holds from the next read on.
+    With ``served``, the same statement claims the request in the shared replay window
+    (``ReaderContext.first_use``). The claim is made before the signature is checked, over a digest of
+    the signed bytes *and* the signature, so a forged copy claims nothing the genuine request needs."""
+    params: dict[str, object] = {"principal": principal, "role_prefix": ROLE_PREFIX}
+    if served is not None:
+        params |= {"digest": served.digest, "expires_ms": served.expires_ms, "now_ms": served.now_ms,
+                   "prune": served.prune}
     async with conn.cursor() as cur:
-        await cur.execute(_READER, {"principal": principal, "role_prefix": ROLE_PREFIX})
+        await cur.execute(_READER if served is None else _READER_SIGNED, params)
         row = await cur.fetchone()
     await end_read(conn)
-    record_json, grants_json = row if row else (None, [])
+    record_json, grants_json, *claimed = row if row else (None, [])
     roles = frozenset((record_json or {}).get("roles") or ())
     return ReaderContext(principal, principal_from_json(record_json) if record_json else None, roles,
-                         tuple(grant_from_json(g) for g in grants_json))
+                         tuple(grant_from_json(g) for g in grants_json),
+                         bool(claimed[0]) if served is not None and claimed else None)
 
 
 async def read_context(conn: psycopg.AsyncConnection, principal: str) -> tuple[frozenset[str], tuple[Grant, ...]]:

@@ -58,3 +58,29 @@ def test_only_signed_reads_by_the_principal_itself_are_served(strict: Settings) 
         with pytest.raises(ValidationError) as revoked:
             client.recall("user:ra-alice", "who keeps bees?")
         assert "KEY_REVOKED" in str(revoked.value)
+
+
+@pytest.fixture(scope="module")
+def restarted(stack: Settings) -> Iterator[Settings]:
+    s = make_namespace(stack).model_copy(update={"read_auth": "required"})
+    yield s
+    drop(s)
+
+
+def test_a_replay_after_a_restart_is_refused(restarted: Settings) -> None:
+    """The replay window is shared through Postgres, not held by one process: a signed request served
+    before the worker restarted is refused after it, while a fresh signing is served."""
+    with MemwardenClient(restarted) as client:
+        with WorkerProcess(restarted):
+            signers = enroll_ids(client, restarted, "user:rr-alice")
+            client.record(principal="user:rr-alice", subject="user:rr-alice", text="Alice keeps bees in her garden")
+            poll(lambda: client.recall("user:rr-alice", "who keeps bees?"), what="signed recall")
+            body = {"principal": "user:rr-alice", "query": "who keeps bees?", "k": 5}
+            # signed half the skew ahead, so the restart has the whole window to happen in
+            served = sign_request(body, signers["user:rr-alice"], int(time.time() * 1000) + 30_000)
+            assert httpx.post(f"{restarted.worker_url}/recall", json=served, timeout=10).status_code == 200
+        with WorkerProcess(restarted):
+            resp = httpx.post(f"{restarted.worker_url}/recall", json=served, timeout=10)
+            assert resp.status_code == 401 and resp.json()["code"] == "REPLAYED_REQUEST"
+            fresh = sign_request(body, signers["user:rr-alice"], int(time.time() * 1000))
+            assert httpx.post(f"{restarted.worker_url}/recall", json=fresh, timeout=10).status_code == 200

@@ -16,7 +16,7 @@ from memwarden.commands.readmodel.permission import Grant
 from memwarden.settings import Settings
 from memwarden.stores.gate_state import store_effects
 from memwarden.stores.pg import connect, connect_async
-from memwarden.stores.registry import _READER, ReaderContext, reader_context
+from memwarden.stores.registry import _READER, ReaderContext, ServedRequest, reader_context
 from tests import factories as f
 from tests.integration.conftest import drop, make_namespace
 
@@ -76,3 +76,33 @@ def test_the_grants_are_reached_through_their_grantee_index(ns: Settings) -> Non
                                                     {"principal": "user:carol", "role_prefix": "role:"}))
         conn.rollback()
     assert "grants_grantee" in plan and "Seq Scan on grants" not in plan, plan
+
+
+def test_a_signed_request_is_claimed_once_by_every_process_sharing_the_namespace(ns: Settings) -> None:
+    """The replay window lives in Postgres: a request claimed through one connection (one read-API
+    process) is a replay through another (a replica, or the same process after a restart) until its
+    window ends; then it may be claimed again, and a pruning read deletes the windows that ended."""
+    digest, other = b"\x01" * 32, b"\x02" * 32
+
+    async def claims() -> list[bool | None]:
+        a = await connect_async(ns, autocommit=True)
+        b = await connect_async(ns, autocommit=True)
+        try:
+            out = [(await reader_context(a, "user:carol", ServedRequest(digest, 2_000, 1_000))).first_use,
+                   (await reader_context(b, "user:carol", ServedRequest(digest, 2_000, 1_500))).first_use,
+                   (await reader_context(a, "user:carol", ServedRequest(digest, 2_000, 1_999))).first_use,
+                   (await reader_context(b, "user:carol", ServedRequest(other, 9_000, 1_000))).first_use,
+                   (await reader_context(b, "user:carol")).first_use]
+            # the window ended: the skew check refuses such a request anyway, and the digest may be claimed again
+            out.append((await reader_context(b, "user:carol", ServedRequest(digest, 5_000, 2_000))).first_use)
+            await reader_context(a, "user:carol", ServedRequest(b"\x03" * 32, 9_500, 5_000, prune=True))
+            return out
+        finally:
+            await a.close()
+            await b.close()
+
+    found = asyncio.run(claims())
+    assert found == [True, False, False, True, None, True]
+    with connect(ns) as conn:  # the pruning read deleted the window that ended at 5,000, and kept the others
+        left = {bytes(r[0]) for r in conn.execute("SELECT digest FROM served_requests")}
+    assert left == {other, b"\x03" * 32}

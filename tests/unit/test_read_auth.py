@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 from memwarden.commands.model import PrincipalKind
 from memwarden.commands.principals import KeyRecord, PrincipalRecord
@@ -63,24 +64,35 @@ def test_two_signings_of_one_body_differ_by_their_nonce_and_both_verify() -> Non
     assert code(first) is None and code(second) is None
 
 
-def test_a_signature_seen_inside_the_window_is_a_replay_and_forgotten_after_it() -> None:
-    from memwarden.commands.read_auth import ReplayGuard, replayed
+def test_a_request_is_a_replay_only_when_its_digest_was_claimed_before() -> None:
+    from memwarden.commands.read_auth import replayed
 
-    guard = ReplayGuard(window_ms=1000)
-    signed = sign_request(BODY, ALICE, NOW)
-    assert replayed(guard, signed, NOW) is None
-    problem = replayed(guard, signed, NOW + 10)
+    assert replayed(True) is None and replayed(None) is None  # first use; nothing claimed (unsigned)
+    problem = replayed(False)
     assert problem is not None and problem.code == "REPLAYED_REQUEST" and problem.field == "auth"
-    assert replayed(guard, sign_request(BODY, ALICE, NOW), NOW + 20) is None  # a new signing is a new request
-    assert len(guard) == 2
-    assert guard.first_use("other", NOW + 5000, NOW + 5000) and len(guard) == 1  # both expired and dropped
-    assert replayed(guard, {"principal": "x"}, NOW) is None  # unsigned: nothing to remember
 
 
-def test_the_replay_guard_holds_at_most_max_entries() -> None:
-    from memwarden.commands.read_auth import ReplayGuard
+def test_the_digest_binds_the_signed_bytes_and_the_signature() -> None:
+    from memwarden.commands.read_auth import request_digest
 
-    guard = ReplayGuard(window_ms=10_000, max_entries=3)
-    for i in range(5):
-        assert guard.first_use(f"s{i}", NOW, NOW)
-    assert len(guard) <= 3 and not guard.first_use("s4", NOW, NOW)
+    signed = sign_request(BODY, ALICE, NOW)
+    digest = request_digest(signed)
+    assert digest is not None and len(digest) == 32
+    assert request_digest(json.loads(json.dumps(signed))) == digest  # the same bytes: the same request
+    assert request_digest(sign_request(BODY, ALICE, NOW)) != digest  # a new signing is a new request
+    assert request_digest({**signed, "k": 50}) != digest  # a forged body claims nothing of the genuine one
+    other_sig = {**signed, "auth": {**signed["auth"], "signature": "AAAA"}}
+    assert request_digest(other_sig) != digest  # nor does a forged signature
+    assert request_digest(BODY) is None and request_digest({**BODY, "auth": "x"}) is None  # unsigned
+
+
+def test_the_replay_window_outlives_the_skew_check() -> None:
+    from memwarden.commands.read_auth import MAX_SKEW_MS, REPLAY_WINDOW_MS, replay_window_end
+
+    signed = sign_request(BODY, ALICE, NOW)
+    assert REPLAY_WINDOW_MS > MAX_SKEW_MS
+    assert replay_window_end(signed, NOW) == NOW + REPLAY_WINDOW_MS
+    assert replay_window_end(signed, NOW + 1000) == NOW + 1000 + REPLAY_WINDOW_MS  # never ends before now + window
+    early = sign_request(BODY, ALICE, NOW + MAX_SKEW_MS)  # signed ahead of the server's clock, still accepted
+    assert replay_window_end(early, NOW) - MAX_SKEW_MS > NOW + MAX_SKEW_MS  # held past its last accepted moment
+    assert replay_window_end({**signed, "signed_at_ms": "soon"}, NOW) == NOW + REPLAY_WINDOW_MS
