@@ -257,7 +257,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
                known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
                freshness: bool = True, include_untrusted: bool = False,
                mode: RecallMode = "hybrid", min_score: float = 0.0, recency: float | None = None,
-               repeats: bool = True) -> Recalled:
+               repeats: bool = True, decompose: bool = True) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now), as the ledger knew them at ``known_at`` (default now). Every call is audited
         (ids only) on the audit topic. ``freshness=False`` skips the Eq. 3 horizon (evaluations on old
@@ -270,6 +270,8 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         (``memwarden.commands.readmodel.recency``); ``None`` applies it to queries that ask for a
         current, latest or final value, 0 ranks by relevance alone. ``repeats=False`` keeps
         near-repeats of a better-ranked memory in rank order (by default they come after the others).
+        ``decompose=False`` ranks an enumerating question ("the current date, amount, and blocker") as
+        one query (by default each part is recalled and the rankings are merged in turn).
 
         Raises ``ValidationError`` for bad arguments, ``StackUnavailable`` if the worker is down.
         """
@@ -282,6 +284,8 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
             body["recency"] = recency
         if not repeats:
             body["repeats"] = False
+        if not decompose:
+            body["decompose"] = False
         signer = self._signers.get(principal)
         if signer is not None:  # authenticated read (commands.read_auth)
             body = sign_request(body, signer, now_ms())

@@ -22,11 +22,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import numpy as np
 import psycopg
 
 from memwarden.commands.readmodel.filters import Condition, FieldIn, Filter, evaluate
 from memwarden.commands.readmodel.permission import ReadContext
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecalledMemory, RecallMode, check_query
+from memwarden.commands.readmodel.query_parts import CONTEXT_WEIGHT, interleave, query_parts
 from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.commands.readmodel.recency import by_recency, recency_weight
 from memwarden.commands.readmodel.relevance import coverage
@@ -184,6 +186,25 @@ class Recaller:
         async with self._lock:
             return await reader_context(self._conn, principal, served)
 
+    async def _embed_parts(self, query: str, parts: Sequence[str]) -> list[list[float]]:
+        """One dense vector per part of an enumerating ``query``: the part's embedding plus
+        :data:`CONTEXT_WEIGHT` times the whole question's, normalised (the dense counterpart of
+        :meth:`Bm25Encoder.part_query`); the question and its parts are embedded in one call."""
+        with stage("embed"):
+            embed = getattr(self._embedder, "embed_query", self._embedder.embed)
+            found = await asyncio.to_thread(embed, [query, *parts])
+        whole = np.asarray(found[0], dtype=np.float64)
+        out = []
+        for row in found[1:]:
+            mixed = np.asarray(row, dtype=np.float64) + CONTEXT_WEIGHT * whole
+            norm = float(np.linalg.norm(mixed))
+            out.append((mixed / norm if norm > 0 else mixed).tolist())
+        return out
+
+    async def _embed_one(self, query: str) -> list[list[float]]:
+        """``[the query's dense vector]`` (the shape of :meth:`_embed_parts`)."""
+        return [await self._embed(query)]
+
     async def _embed(self, query: str) -> list[float]:
         """The query's dense vector (every mode needs it: the dense leg and the relevance)."""
         with stage("embed"):
@@ -192,26 +213,26 @@ class Recaller:
             return vector
 
     async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode,
-                          embedding: asyncio.Task[list[float]], recency: float = 0.0, keep: int | None = None
-                          ) -> tuple[list[Hit], list[float], InContext | None]:
+                          vector: list[float], recency: float = 0.0, keep: int | None = None,
+                          lexical: SparseVector | None = None) -> tuple[list[Hit], list[float], InContext | None]:
         """Top-``k`` candidates of ``mode`` among the points matching ``where`` (filter inside the
-        search), the query's dense vector (``embedding``, started before the grants were read), and
+        search), the dense vector ``vector`` it searched with, and
         the hybrid search's :class:`InContext` (cosines, lifts) in hybrid mode, else ``None``.
         ``recency`` > 0 re-scores the candidates by recency (:func:`by_recency`) before the top ``k``
         is taken: over every fused candidate in hybrid mode, over ``PREFETCH_FACTOR * k`` hits in the
         other modes (``max(PREFETCH_FACTOR * k, keep)`` hits). ``keep`` (default ``k``): how many
-        candidates to return (the pool the repeats are demoted in)."""
+        candidates to return (the pool the repeats are demoted in). ``lexical``: the sparse query
+        (default: ``query``'s own)."""
         keep = keep or k
-        vector = await embedding
+        sparse = lexical if lexical is not None else self._lexical.query(query)
         with stage("index"):
             if mode == "hybrid":
-                found = await asyncio.to_thread(hybrid_in_context, self._index, vector, self._lexical.query(query),
-                                                where, k)
+                found = await asyncio.to_thread(hybrid_in_context, self._index, vector, sparse, where, k)
                 found = replace(found, recency=recency)
                 return found.hits(keep), vector, found
             pool = max(PREFETCH_FACTOR * k if recency else k, keep)
             if mode == "lexical":
-                hits = await asyncio.to_thread(self._index.search_lexical, self._lexical.query(query), where, pool)
+                hits = await asyncio.to_thread(self._index.search_lexical, sparse, where, pool)
             else:
                 hits = await asyncio.to_thread(self._index.search, vector, where, pool)
             if recency:
@@ -295,7 +316,7 @@ class Recaller:
                      freshness: bool = True, include_untrusted: bool = False,
                      mode: RecallMode = "hybrid", min_score: float = 0.0,
                      reader: ReaderContext | None = None, recency: float | None = None,
-                     repeats: bool = True) -> Recalled:
+                     repeats: bool = True, decompose: bool = True) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
         tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
@@ -318,6 +339,15 @@ class Recaller:
 
         ``repeats``: demote near-repeats (above; default on).
 
+        ``decompose`` (hybrid mode, default on): a question that enumerates what it asks for ("the
+        current date, current amount, safe wording, and current blocker":
+        :func:`~memwarden.commands.readmodel.query_parts.query_parts`) is recalled once per part (the
+        part's words first, the whole question's after them, in both legs) and the part rankings are
+        merged in turn (the best of each part, then the second of each, ...; each memory once), so
+        every item asked for gets places among the ``k``. The memories keep the score and relevance of
+        the part that found them, so the merged list is not sorted by score. Costs one hybrid search
+        and one verification per part; any other question is recalled as a whole.
+
         ``recency``: the weight of recency in the ranking of current-value questions
         (:mod:`memwarden.commands.readmodel.recency`: each candidate's score times
         ``1 + recency * its rank in time among the candidates``); ``None`` (the default) applies
@@ -338,9 +368,10 @@ class Recaller:
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
         known = (known_at or now).astimezone(UTC)
+        parts = query_parts(query) if decompose and mode == "hybrid" else ()
         # the query is embedded (in a thread, outside the GIL) while the filter is built (and the grants
-        # read, when no reader context came with the call)
-        embedding = asyncio.create_task(self._embed(query))
+        # read, when no reader context came with the call); an enumeration's parts in the same call
+        embedding = asyncio.create_task(self._embed_parts(query, parts) if parts else self._embed_one(query))
         try:
             if reader is None:
                 with stage("grants"):
@@ -355,15 +386,34 @@ class Recaller:
             embedding.cancel()
             raise
         repeats = repeats and mode == "hybrid"  # dense and lexical rank by their own score alone
+        sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
+                                      include_untrusted)
+        vectors = await embedding
+        if parts:
+            rankings = [await self._ranked(part, self._lexical.part_query(part, query, CONTEXT_WEIGHT), vector,
+                                           where, k, mode, weight, repeats, sql, params)
+                        for part, vector in zip(parts, vectors, strict=True)]
+            ranked = interleave(rankings, key=lambda m: m.memory_id, limit=sum(len(r) for r in rankings))
+        else:
+            ranked = await self._ranked(query, None, vectors[0], where, k, mode, weight, repeats, sql, params)
+        # the floor acts on the whole verified pool (a memory below it never takes a place of the top k);
+        # below_floor counts those the floor took out of the top k it would have been
+        kept = [m for m in ranked if m.relevance >= min_score][:k]
+        return Recalled(kept, float(min_score), sum(1 for m in ranked[:k] if m.relevance < min_score))
+
+    async def _ranked(self, query: str, lexical: SparseVector | None, vector: list[float],
+                      where: Filter, k: int, mode: RecallMode, weight: float, repeats: bool, sql: Any,
+                      params: Any) -> list[RecalledMemory]:
+        """The verified and opened candidates of one query (``lexical``: its sparse vector, ``None``
+        for ``query``'s own), best first, near-repeats demoted when ``repeats``; the caller takes
+        the top ``k`` after the floor. ``sql``/``params``: the read filter as SQL."""
         keep = REPEAT_POOL * k if repeats else k  # the repeats are demoted among twice as many candidates
-        hits, vector, searched = await self._candidates(query, where, k, mode, embedding, weight, keep)
+        hits, vector, searched = await self._candidates(query, where, k, mode, vector, weight, keep, lexical)
         if not hits:
-            return Recalled(min_score=float(min_score))
+            return []
         with stage("relevance"):
             cosines = searched.cosines if searched is not None else await self._cosines(vector, hits, where, mode)
         query_terms = tokens(query)
-        sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
-                                      include_untrusted)
         lifted: dict[str, str] = {}
         if searched is not None:
             hits, rows, keys, lifted = await self._verified_in_context(searched, keep, sql, params)
@@ -377,10 +427,7 @@ class Recaller:
         ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
         if repeats:
             ranked = [ranked[i] for i in demote_repeats([m.text for m in ranked])]
-        # the floor acts on the whole verified pool (a memory below it never takes a place of the top k);
-        # below_floor counts those the floor took out of the top k it would have been
-        kept = [m for m in ranked if m.relevance >= min_score][:k]
-        return Recalled(kept, float(min_score), sum(1 for m in ranked[:k] if m.relevance < min_score))
+        return ranked
 
     @staticmethod
     def _opened(rows: list[tuple[Any, ...]], keys: Mapping[str, bytes | None], scores: Mapping[str, float],

@@ -259,3 +259,13 @@ class Bm25Encoder:
     def query(self, text: str) -> SparseVector:
         """Weight 1.0 per distinct term of ``text``; empty when it has no index term."""
         return _vector(dict.fromkeys((term_id(t) for t in tokens(text)), 1.0))
+
+    def part_query(self, part: str, context: str, context_weight: float) -> SparseVector:
+        """The query of one part of an enumerating question (:mod:`memwarden.commands.readmodel.query_parts`):
+        weight 1.0 per distinct term of ``part``, ``context_weight`` (in [0, 1]) per other distinct
+        term of the whole question ``context``. Raises ``ValidationError`` for a weight outside [0, 1]."""
+        if not 0.0 <= context_weight <= 1.0:
+            raise ValidationError("context_weight", f"must be in [0, 1], got {context_weight}")
+        weights = dict.fromkeys((term_id(t) for t in tokens(context)), context_weight)
+        weights.update(dict.fromkeys((term_id(t) for t in tokens(part)), 1.0))
+        return _vector({t: w for t, w in weights.items() if w > 0})

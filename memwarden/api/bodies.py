@@ -104,6 +104,9 @@ class RecallBody(Body):
     repeats: StrictBool = Field(True, description=(
         "hybrid mode: move memories whose words nearly repeat a better-ranked one's behind the others "
         "(false: rank order)"))
+    decompose: StrictBool = Field(True, description=(
+        "hybrid mode: a question that enumerates what it asks for ('the current date, amount, and blocker') "
+        "is recalled once per part and the part rankings are merged in turn (false: one ranking)"))
 
     @field_validator("recency", mode="before")
     @classmethod

@@ -44,7 +44,7 @@ def recall(body: RecallBody, who: Authenticated, gw: Served) -> dict[str, Any]:
     found = gw.client.recall(who.principal, body.query, k=body.k, as_of=body.as_of, known_at=body.known_at,
                              purpose=body.purpose, freshness=body.freshness,
                              include_untrusted=body.include_untrusted, mode=body.mode, min_score=body.min_score,
-                             recency=body.recency, repeats=body.repeats)
+                             recency=body.recency, repeats=body.repeats, decompose=body.decompose)
     return found.to_json()
 
 

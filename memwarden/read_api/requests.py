@@ -34,6 +34,7 @@ class RecallRequest:
     min_score: float = 0.0
     recency: float | None = None
     repeats: bool = True
+    decompose: bool = True
 
 
 def _object(body: Any) -> Mapping[str, Any]:
@@ -56,7 +57,7 @@ def recall_request(body: Any) -> RecallRequest:
     """The recall a JSON body asks for (keys ``principal``, ``query``, ``k`` (default 10), ``as_of``,
     ``known_at``, ``purpose``, ``freshness``, ``include_untrusted``, ``mode``, ``min_score`` (default 0),
     ``recency`` (default null: decided from the query), ``repeats`` (default true: near-repeats after
-    the others); ``auth`` and
+    the others), ``decompose`` (default true: an enumerating question recalled per part); ``auth`` and
     ``signed_at_ms`` are read by authentication). Raises ``ValidationError`` naming the field."""
     body = _object(body)
     as_of, known_at = _time(body, "as_of"), _time(body, "known_at")
@@ -70,7 +71,7 @@ def recall_request(body: Any) -> RecallRequest:
     return RecallRequest(body["principal"], body["query"], k, as_of, known_at, purpose,
                          body.get("freshness", True) is not False, body.get("include_untrusted", False) is True, mode,
                          float(min_score), None if recency is None else float(recency),
-                         body.get("repeats", True) is not False)
+                         body.get("repeats", True) is not False, body.get("decompose", True) is not False)
 
 
 @dataclass(frozen=True)

@@ -228,7 +228,7 @@ class ReadService:
         found = await (await self.recaller()).recall(r.principal, r.query, r.k, r.as_of, r.known_at, r.purpose,
                                                      freshness=r.freshness, include_untrusted=r.include_untrusted,
                                                      mode=r.mode, min_score=r.min_score, reader=reader,
-                                                     recency=r.recency, repeats=r.repeats)
+                                                     recency=r.recency, repeats=r.repeats, decompose=r.decompose)
         return found if isinstance(found, Recalled) else Recalled(found, r.min_score)  # a plain list: no floor report
 
     async def _audit(self, r: RecallRequest, found: list[RecalledMemory]) -> None:

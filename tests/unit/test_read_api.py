@@ -79,10 +79,15 @@ class _Recaller:
         self.calls: list[tuple[Any, ...]] = []
         self.readers: list[Any] = []
         self.unknown: set[str] = set()
+        self.claimed: set[bytes] = set()
 
-    async def reader(self, principal: str) -> ReaderContext:
+    async def reader(self, principal: str, served: Any = None) -> ReaderContext:
+        first_use = None
+        if served is not None:  # the shared replay window, as the registry statement claims it
+            first_use = served.digest not in self.claimed
+            self.claimed.add(served.digest)
         return ReaderContext(principal, None if principal in self.unknown else f.principal(principal),
-                             frozenset({"r"}), ())
+                             frozenset({"r"}), (), first_use)
 
     async def recall(self, *args: Any, **kw: Any) -> list[RecalledMemory]:
         self.calls.append(args)
