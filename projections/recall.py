@@ -187,14 +187,14 @@ class Recaller:
             return await reader_context(self._conn, principal, served)
 
     async def _embed_parts(self, query: str, parts: Sequence[str]) -> list[list[float]]:
-        """One dense vector per part of an enumerating ``query``: the part's embedding plus
+        """The dense vector of an enumerating ``query``, then one per part: the part's embedding plus
         :data:`CONTEXT_WEIGHT` times the whole question's, normalised (the dense counterpart of
         :meth:`Bm25Encoder.part_query`); the question and its parts are embedded in one call."""
         with stage("embed"):
             embed = getattr(self._embedder, "embed_query", self._embedder.embed)
             found = await asyncio.to_thread(embed, [query, *parts])
         whole = np.asarray(found[0], dtype=np.float64)
-        out = []
+        out = [whole.tolist()]
         for row in found[1:]:
             mixed = np.asarray(row, dtype=np.float64) + CONTEXT_WEIGHT * whole
             norm = float(np.linalg.norm(mixed))
@@ -341,12 +341,13 @@ class Recaller:
 
         ``decompose`` (hybrid mode, default on): a question that enumerates what it asks for ("the
         current date, current amount, safe wording, and current blocker":
-        :func:`~memwarden.commands.readmodel.query_parts.query_parts`) is recalled once per part (the
-        part's words first, the whole question's after them, in both legs) and the part rankings are
-        merged in turn (the best of each part, then the second of each, ...; each memory once), so
-        every item asked for gets places among the ``k``. The memories keep the score and relevance of
-        the part that found them, so the merged list is not sorted by score. Costs one hybrid search
-        and one verification per part; any other question is recalled as a whole.
+        :func:`~memwarden.commands.readmodel.query_parts.query_parts`) is recalled as a whole and once
+        per part (the part's words first, the whole question's after them, in both legs), and the
+        rankings are merged in turn (the best of the whole, the best of each part, then the second of
+        each, ...; each memory once), so every item asked for gets places among the ``k``. The
+        memories keep the score and relevance of the ranking that found them first, so the merged list
+        is not sorted by score. Costs one hybrid search and one verification per part; any other
+        question is recalled as a whole only.
 
         ``recency``: the weight of recency in the ranking of current-value questions
         (:mod:`memwarden.commands.readmodel.recency`: each candidate's score times
@@ -389,13 +390,12 @@ class Recaller:
         sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
                                       include_untrusted)
         vectors = await embedding
-        if parts:
-            rankings = [await self._ranked(part, self._lexical.part_query(part, query, CONTEXT_WEIGHT), vector,
-                                           where, k, mode, weight, repeats, sql, params)
-                        for part, vector in zip(parts, vectors, strict=True)]
+        ranked = await self._ranked(query, None, vectors[0], where, k, mode, weight, repeats, sql, params)
+        if parts:  # the whole question's ranking first, then each part's, merged in turn
+            rankings = [ranked] + [await self._ranked(part, self._lexical.part_query(part, query, CONTEXT_WEIGHT),
+                                                      vector, where, k, mode, weight, repeats, sql, params)
+                                   for part, vector in zip(parts, vectors[1:], strict=True)]
             ranked = interleave(rankings, key=lambda m: m.memory_id, limit=sum(len(r) for r in rankings))
-        else:
-            ranked = await self._ranked(query, None, vectors[0], where, k, mode, weight, repeats, sql, params)
         # the floor acts on the whole verified pool (a memory below it never takes a place of the top k);
         # below_floor counts those the floor took out of the top k it would have been
         kept = [m for m in ranked if m.relevance >= min_score][:k]
