@@ -87,25 +87,28 @@ def check_request(body: Mapping[str, Any], record: PrincipalRecord | None, now_m
 REPLAY_WINDOW_MS = 2 * MAX_SKEW_MS
 
 
-def request_digest(body: Mapping[str, Any]) -> bytes | None:
-    """SHA-256 (32 bytes) of a signed request's canonical bytes and its signature: what the shared
-    replay window (``served_requests``) holds of a served request. Over both, so a copy with another
-    body or another signature is another digest (it can claim nothing the genuine request needs).
-    ``None`` for an unsigned body."""
+def replay_claim(body: Mapping[str, Any], now_ms: int, max_skew_ms: int = MAX_SKEW_MS) -> tuple[bytes, int] | None:
+    """What the shared replay window (``served_requests``) holds of a signed request: (SHA-256 of its
+    canonical bytes and its *decoded* signature, 32 bytes; the end of its window in ms since the
+    epoch, ``now_ms`` + :data:`REPLAY_WINDOW_MS`, past which the skew check refuses it anyway), or
+    ``None`` when there is nothing to claim: an unsigned body, a signature that is not base64, or a
+    ``signed_at_ms`` that is not an integer within ``max_skew_ms`` of ``now_ms`` (:func:`check_request`
+    refuses all of them, so a forged request never holds a row longer than the window).
+
+    The digest covers the body, so a copy with another body is another digest (it claims nothing the
+    genuine request needs), and the signature's bytes rather than its text, so another base64 spelling of
+    the same signature (the unused low bits of its last character) is the same request."""
     auth = body.get("auth")
     signature = auth.get("signature") if isinstance(auth, Mapping) else None
-    if not isinstance(signature, str):
-        return None
-    return hashlib.sha256(request_bytes(body) + b"\x00" + signature.encode("utf-8")).digest()
-
-
-def replay_window_end(body: Mapping[str, Any], now_ms: int) -> int:
-    """When the replay window of ``body`` ends (ms since the epoch): ``signed_at_ms`` +
-    :data:`REPLAY_WINDOW_MS` (``now_ms`` + it when ``signed_at_ms`` is missing or not an integer:
-    such a request fails the skew check anyway)."""
     signed_at = body.get("signed_at_ms")
-    start = signed_at if isinstance(signed_at, int) and not isinstance(signed_at, bool) else now_ms
-    return max(start, now_ms) + REPLAY_WINDOW_MS
+    if not isinstance(signature, str) or isinstance(signed_at, bool) or not isinstance(signed_at, int) \
+            or abs(now_ms - signed_at) > max_skew_ms:
+        return None
+    try:
+        raw = base64.b64decode(signature, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return hashlib.sha256(request_bytes(body) + b"\x00" + raw).digest(), now_ms + REPLAY_WINDOW_MS
 
 
 def replayed(first_use: bool | None) -> Reason | None:

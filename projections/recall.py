@@ -345,8 +345,10 @@ class Recaller:
         per part (the part's words first, the whole question's after them, in both legs), and the
         rankings are merged in turn (the best of the whole, the best of each part, then the second of
         each, ...; each memory once), so every item asked for gets places among the ``k``. The
-        memories keep the score and relevance of the ranking that found them first, so the merged list
-        is not sorted by score. Costs one hybrid search and one verification per part; any other
+        memories keep the score and relevance of the ranking that found them first (a part's relevance
+        is measured against the part: the item asked for), so the merged list is not sorted by score,
+        and ``min_score`` floors each memory by that relevance. Near-repeats are demoted within each
+        ranking, not across them. Costs one hybrid search and one verification per part; any other
         question is recalled as a whole only.
 
         ``recency``: the weight of recency in the ranking of current-value questions
@@ -383,12 +385,12 @@ class Recaller:
                     grants = tuple(g for g in grants if g.valid_at(to_ms(at)))
                 where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants,
                                     known_at=known_at, freshness=freshness, include_untrusted=include_untrusted)
+                sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now,
+                                              known, include_untrusted)
         except BaseException:
             embedding.cancel()
             raise
         repeats = repeats and mode == "hybrid"  # dense and lexical rank by their own score alone
-        sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now, known,
-                                      include_untrusted)
         vectors = await embedding
         ranked = await self._ranked(query, None, vectors[0], where, k, mode, weight, repeats, sql, params)
         if parts:  # the whole question's ranking first, then each part's, merged in turn

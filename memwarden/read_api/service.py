@@ -24,7 +24,7 @@ import psycopg
 
 from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
-from memwarden.commands.read_auth import check_request, replay_window_end, replayed, request_digest
+from memwarden.commands.read_auth import check_request, replay_claim, replayed
 from memwarden.commands.readmodel.filters import FieldIn, Filter
 from memwarden.commands.readmodel.query import Recalled, RecalledMemory
 from memwarden.commands.readmodel.usage import UsageBatcher
@@ -147,13 +147,13 @@ class ReadService:
         grants in one statement, which also claims a signed request in the replay window every
         read-API process shares) and the reason ``body`` fails authentication against it, or ``None``."""
         now = now_ms()
-        digest = request_digest(body)
+        claim = replay_claim(body, now)
         served = None
-        if digest is not None:
+        if claim is not None:
             prune = now - self._pruned_ms >= PRUNE_EVERY_MS
             if prune:
                 self._pruned_ms = now
-            served = ServedRequest(digest, replay_window_end(body, now), now, prune)
+            served = ServedRequest(claim[0], claim[1], now, prune)
         reader = await (await self.recaller()).reader(principal, served)
         if "auth" not in body and self._c.settings.read_auth == "optional":
             return reader, None

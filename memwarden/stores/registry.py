@@ -51,7 +51,7 @@ SELECT (SELECT record FROM p),
 @dataclass(frozen=True)
 class ServedRequest:
     """A signed read request to claim in the shared replay window: ``digest`` (32 bytes,
-    :func:`memwarden.commands.read_auth.request_digest`), the end of its window ``expires_ms`` and the
+    :func:`memwarden.commands.read_auth.replay_claim`), the end of its window ``expires_ms`` and the
     clock ``now_ms`` (ms since the epoch); ``prune``: delete the windows that ended, too."""
 
     digest: bytes
@@ -65,8 +65,9 @@ class ReaderContext:
     """Who reads, as the registry says now: the principal id, its registry record (``None`` when
     unknown; read authentication checks the request's signature against its keys), its roles and the
     grants held by it or one of its roles (revoked ones included: the read filter looks at
-    ``revoked_at_ms``). ``first_use``: whether the signed request read with it was served before
-    (``False``: a replay) by any read-API process of the namespace; ``None`` when none was claimed."""
+    ``revoked_at_ms``). ``first_use``: ``True`` when the signed request read with it claimed its
+    digest first, ``False`` when a read-API process of the namespace served it before (a replay),
+    ``None`` when nothing was claimed."""
 
     principal: str
     record: PrincipalRecord | None

@@ -164,3 +164,14 @@ def test_a_forget_appended_again_after_its_receipt_owes_nothing(ns: Settings, lo
                 if r["memory_id"] == rec["memory_id"]]
 
     assert loop.run(owed()) == [(other["command_id"], rec["memory_id"])]
+
+    async def raced() -> list[tuple[str, str]]:
+        # two projector workers: the re-sent forget's insert read before the receipt's commit (they sit
+        # on different partitions) and put the row back; what is owed still leaves it out
+        async with aconn.transaction(), aconn.cursor() as cur:
+            await cur.execute("INSERT INTO erasure_pending VALUES (%s, %s, 'user:ana', 'commands', 0, 7, %s)",
+                              (forgot["command_id"], rec["memory_id"], T + H))
+        return [(r["command_id"], r["memory_id"]) for r in await pending_forgets(aconn)
+                if r["memory_id"] == rec["memory_id"]]
+
+    assert loop.run(raced()) == [(other["command_id"], rec["memory_id"])]

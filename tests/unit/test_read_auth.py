@@ -72,27 +72,44 @@ def test_a_request_is_a_replay_only_when_its_digest_was_claimed_before() -> None
     assert problem is not None and problem.code == "REPLAYED_REQUEST" and problem.field == "auth"
 
 
-def test_the_digest_binds_the_signed_bytes_and_the_signature() -> None:
-    from memwarden.commands.read_auth import request_digest
+def test_the_claim_binds_the_signed_bytes_and_the_signatures_bytes() -> None:
+    from memwarden.commands.read_auth import replay_claim
 
     signed = sign_request(BODY, ALICE, NOW)
-    digest = request_digest(signed)
-    assert digest is not None and len(digest) == 32
-    assert request_digest(json.loads(json.dumps(signed))) == digest  # the same bytes: the same request
-    assert request_digest(sign_request(BODY, ALICE, NOW)) != digest  # a new signing is a new request
-    assert request_digest({**signed, "k": 50}) != digest  # a forged body claims nothing of the genuine one
+    claim = replay_claim(signed, NOW)
+    assert claim is not None and len(claim[0]) == 32
+    digest = claim[0]
+
+    def digest_of(body: dict) -> bytes | None:
+        found = replay_claim(body, NOW)
+        return None if found is None else found[0]
+
+    assert digest_of(json.loads(json.dumps(signed))) == digest  # the same bytes: the same request
+    assert digest_of(sign_request(BODY, ALICE, NOW)) != digest  # a new signing is a new request
+    assert digest_of({**signed, "k": 50}) != digest  # a forged body claims nothing of the genuine one
     other_sig = {**signed, "auth": {**signed["auth"], "signature": "AAAA"}}
-    assert request_digest(other_sig) != digest  # nor does a forged signature
-    assert request_digest(BODY) is None and request_digest({**BODY, "auth": "x"}) is None  # unsigned
+    assert digest_of(other_sig) != digest  # nor does a forged signature
+    # another base64 spelling of the same signature (the unused low bits of its last character) is the
+    # same request: it still verifies, and it is still a replay
+    text = signed["auth"]["signature"]
+    assert text.endswith("==")
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    last = alphabet.index(text[-3])
+    respelt = text[:-3] + alphabet[last ^ 1] + "=="
+    assert respelt != text and base64.b64decode(respelt) == base64.b64decode(text)
+    twin = {**signed, "auth": {**signed["auth"], "signature": respelt}}
+    assert code(twin) is None and digest_of(twin) == digest
 
 
-def test_the_replay_window_outlives_the_skew_check() -> None:
-    from memwarden.commands.read_auth import MAX_SKEW_MS, REPLAY_WINDOW_MS, replay_window_end
+def test_nothing_is_claimed_for_a_request_the_checks_refuse() -> None:
+    from memwarden.commands.read_auth import MAX_SKEW_MS, REPLAY_WINDOW_MS, replay_claim
 
     signed = sign_request(BODY, ALICE, NOW)
-    assert REPLAY_WINDOW_MS > MAX_SKEW_MS
-    assert replay_window_end(signed, NOW) == NOW + REPLAY_WINDOW_MS
-    assert replay_window_end(signed, NOW + 1000) == NOW + 1000 + REPLAY_WINDOW_MS  # never ends before now + window
-    early = sign_request(BODY, ALICE, NOW + MAX_SKEW_MS)  # signed ahead of the server's clock, still accepted
-    assert replay_window_end(early, NOW) - MAX_SKEW_MS > NOW + MAX_SKEW_MS  # held past its last accepted moment
-    assert replay_window_end({**signed, "signed_at_ms": "soon"}, NOW) == NOW + REPLAY_WINDOW_MS
+    assert REPLAY_WINDOW_MS >= 2 * MAX_SKEW_MS  # a request accepted now is refused by the skew check by then
+    assert replay_claim(signed, NOW + MAX_SKEW_MS) == (replay_claim(signed, NOW)[0], NOW + MAX_SKEW_MS
+                                                       + REPLAY_WINDOW_MS)  # type: ignore[index]
+    for body in (BODY, {**BODY, "auth": "x"}, {**signed, "signed_at_ms": "soon"},
+                 {**signed, "signed_at_ms": True}, {**signed, "signed_at_ms": 9 * 10**18},
+                 {**signed, "auth": {**signed["auth"], "signature": "not base64!"}}):
+        assert replay_claim(body, NOW) is None
+    assert replay_claim(signed, NOW + MAX_SKEW_MS + 1) is None  # stale: no row for it
