@@ -186,31 +186,21 @@ class Recaller:
         async with self._lock:
             return await reader_context(self._conn, principal, served)
 
-    async def _embed_parts(self, query: str, parts: Sequence[str]) -> list[list[float]]:
-        """The dense vector of an enumerating ``query``, then one per part: the part's embedding plus
-        :data:`CONTEXT_WEIGHT` times the whole question's, normalised (the dense counterpart of
-        :meth:`Bm25Encoder.part_query`); the question and its parts are embedded in one call."""
+    async def _embed(self, query: str, parts: Sequence[str] = ()) -> list[list[float]]:
+        """The query's dense vector (every mode needs it: the dense leg and the relevance), then, for
+        an enumerating ``query``, one per part: the part's embedding plus :data:`CONTEXT_WEIGHT` times
+        the whole question's, normalised (the dense counterpart of :meth:`Bm25Encoder.part_query`).
+        The question and its parts are embedded in one call, by the 8-bit query model if any."""
         with stage("embed"):
             embed = getattr(self._embedder, "embed_query", self._embedder.embed)
             found = await asyncio.to_thread(embed, [query, *parts])
+        out: list[list[float]] = [found[0].tolist()]
         whole = np.asarray(found[0], dtype=np.float64)
-        out = [whole.tolist()]
         for row in found[1:]:
             mixed = np.asarray(row, dtype=np.float64) + CONTEXT_WEIGHT * whole
             norm = float(np.linalg.norm(mixed))
             out.append((mixed / norm if norm > 0 else mixed).tolist())
         return out
-
-    async def _embed_one(self, query: str) -> list[list[float]]:
-        """``[the query's dense vector]`` (the shape of :meth:`_embed_parts`)."""
-        return [await self._embed(query)]
-
-    async def _embed(self, query: str) -> list[float]:
-        """The query's dense vector (every mode needs it: the dense leg and the relevance)."""
-        with stage("embed"):
-            embed = getattr(self._embedder, "embed_query", self._embedder.embed)  # 8-bit query model if any
-            vector: list[float] = (await asyncio.to_thread(embed, [query]))[0].tolist()
-            return vector
 
     async def _candidates(self, query: str, where: Filter, k: int, mode: RecallMode,
                           vector: list[float], recency: float = 0.0, keep: int | None = None,
@@ -374,7 +364,7 @@ class Recaller:
         parts = query_parts(query) if decompose and mode == "hybrid" else ()
         # the query is embedded (in a thread, outside the GIL) while the filter is built (and the grants
         # read, when no reader context came with the call); an enumeration's parts in the same call
-        embedding = asyncio.create_task(self._embed_parts(query, parts) if parts else self._embed_one(query))
+        embedding = asyncio.create_task(self._embed(query, parts))
         try:
             if reader is None:
                 with stage("grants"):

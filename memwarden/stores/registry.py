@@ -17,33 +17,28 @@ from memwarden.stores.records import grant_from_json, principal_from_json
 #: only ones that can apply to its reads), as of one snapshot. The grants are joined through the
 #: ``grants_grantee`` index from the list of holders (an ``OR`` with a sub-select instead made Postgres
 #: scan every grant: 6.8 ms per recall with 19,843 grants, 0.2 ms this way).
-_READER = """
-WITH p AS (SELECT record FROM gate_principals WHERE principal_id = %(principal)s),
+_READER_BODY = """p AS (SELECT record FROM gate_principals WHERE principal_id = %(principal)s),
      holders AS (SELECT %(principal)s::text AS grantee
                  UNION SELECT %(role_prefix)s || jsonb_array_elements_text(COALESCE(record -> 'roles', '[]'::jsonb))
                        FROM p)
 SELECT (SELECT record FROM p),
        (SELECT COALESCE(jsonb_agg(g.record ORDER BY g.grant_id), '[]'::jsonb)
-          FROM holders h JOIN grants g ON g.grantee = h.grantee)
+          FROM holders h JOIN grants g ON g.grantee = h.grantee)"""
+_READER = f"""
+WITH {_READER_BODY}
 """
 
 #: The same statement for a signed request, which also claims the request's digest in
 #: ``served_requests`` (the replay window every read-API process shares): the third column is true
 #: when this request is its first use (a digest whose window ended may be claimed again), and, when
 #: ``prune`` is set, the ended windows are deleted. Still one statement and one round trip.
-_READER_SIGNED = """
+_READER_SIGNED = f"""
 WITH claimed AS (INSERT INTO served_requests (digest, expires_at_ms) VALUES (%(digest)s, %(expires_ms)s)
                  ON CONFLICT (digest) DO UPDATE SET expires_at_ms = EXCLUDED.expires_at_ms
                  WHERE served_requests.expires_at_ms <= %(now_ms)s RETURNING 1),
      pruned AS (DELETE FROM served_requests
                 WHERE %(prune)s AND expires_at_ms <= %(now_ms)s AND digest <> %(digest)s),
-     p AS (SELECT record FROM gate_principals WHERE principal_id = %(principal)s),
-     holders AS (SELECT %(principal)s::text AS grantee
-                 UNION SELECT %(role_prefix)s || jsonb_array_elements_text(COALESCE(record -> 'roles', '[]'::jsonb))
-                       FROM p)
-SELECT (SELECT record FROM p),
-       (SELECT COALESCE(jsonb_agg(g.record ORDER BY g.grant_id), '[]'::jsonb)
-          FROM holders h JOIN grants g ON g.grantee = h.grantee),
+     {_READER_BODY},
        EXISTS (SELECT 1 FROM claimed)
 """
 
