@@ -16,7 +16,10 @@ R3 sensitivity, highest marker wins:
   stipend, budget, discount, salary, internal label), ``restricted-place`` (a numbered room or site in
   a turn that calls something restricted, confidential, private or resident-only; the word alone, as
   in "restricted details stay in the case chain", marks nothing) and ``domain-word`` (the domain's own
-  list, e.g. contract terms in office, holds and blockers in education).
+  list, e.g. contract terms in office, holds and blockers in education); with ``details`` (households),
+  ``restricted-detail``: a turn saying exact, restricted, resident-only, private or confidential that
+  states a clock time or an ``at / in / to / on the <place>`` phrase (its values: the times, also
+  without AM / PM, and the places).
 - INTERNAL otherwise.
 
 A turn that opens by declaring itself public ("Public update: ...", "Public Elm Guides note: ...") and
@@ -85,6 +88,10 @@ _CALENDAR = re.compile(
 )
 _TIME = re.compile(r"\b\d{1,2}:\d{2}\s?(?:AM|PM|am|pm)\b")
 _AT_PLACE = re.compile(r"\bat the ((?:[a-z]+[\s-]){1,3}[a-z]+)\b")
+#: A word saying a detail is held back (R3 ``restricted-detail``).
+_DETAIL_WORD = re.compile(r"\b(?:exact|restricted|resident-only|private|confidential)\b", re.IGNORECASE)
+_DETAIL_PLACE = re.compile(r"\b(?:at|in|to|on) the ((?:[a-z]+[\s-]){1,3}[a-z]+)\b")
+_CLOCK = re.compile(r"\b(\d{1,2}:\d{2})(?:\s?(?:AM|PM|am|pm))?\b")
 _QUOTED = re.compile(r"'([^']{3,100})'")
 _SECRET_CONTEXT = re.compile(
     r"\b(?:exact|internal|restricted|private|release|deleted|old|older|earlier|retired|phrase|code|confidential)\b"
@@ -106,7 +113,8 @@ _NEGATION = re.compile(r"\b(?:not|no|never|without|nobody|none)\b|n't\b", re.IGN
 #: Markers that make a record a credential (its ``#credentials`` facet, see gatemem_mapping R6).
 CREDENTIAL_MARKERS: frozenset[str] = frozenset({"token", "secret-digits", "secret-phrase"})
 _RESTRICTED_MARKERS = frozenset({"token", "secret-digits", "secret-phrase", "secret-quote", "identity", "private"})
-_CONFIDENTIAL_MARKERS = frozenset({"money", "percent", "confidential-word", "domain-word", "restricted-place"})
+_CONFIDENTIAL_MARKERS = frozenset({"money", "percent", "confidential-word", "domain-word", "restricted-place",
+                                   "restricted-detail"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +129,8 @@ class ContentFacts:
 
 
 def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
-            exclude: frozenset[str] = frozenset(), extra_values: re.Pattern[str] | None = None) -> ContentFacts:
+            exclude: frozenset[str] = frozenset(), extra_values: re.Pattern[str] | None = None,
+            details: bool = False) -> ContentFacts:
     """Apply R3-R5 to one turn text (see the module docstring). Pure.
 
     Args:
@@ -129,6 +138,8 @@ def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
         extra_confidential: the domain's words that make a turn CONFIDENTIAL (``domain-word``).
         extra_values: in a ``domain-word`` turn, group 1 of each match is a protected value (R4).
         exclude: names (principals' names and name parts, track names) never taken as values.
+        details: apply ``restricted-detail`` (a time or place in a turn calling details exact, restricted,
+            resident-only, private or confidential; the household domain).
 
     Returns the sensitivity, the markers in rule order (``token``, ``secret-digits``, ``secret-phrase``,
     ``secret-quote``, ``identity``, ``private``, ``money``, ``percent``, ``confidential-word``,
@@ -141,7 +152,7 @@ def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
     findings = [
         *_secret_findings(text, exclude),
         *([("private", _TIME.findall(text) + _AT_PLACE.findall(text))] if private else []),
-        *_confidential_findings(text, located, extra_confidential, extra_values),
+        *_confidential_findings(text, located, extra_confidential, extra_values, details),
     ]
     markers = [name for name, _ in findings]
     values = [v for _, found in findings for v in found]
@@ -193,7 +204,7 @@ def _secret_phrases(text: str) -> list[str]:
 
 
 def _confidential_findings(text: str, located: list[str], extra_confidential: re.Pattern[str] | None,
-                           extra_values: re.Pattern[str] | None) -> list[_Finding]:
+                           extra_values: re.Pattern[str] | None, details: bool = False) -> list[_Finding]:
     """The CONFIDENTIAL markers ``money``, ``percent``, ``confidential-word``, ``restricted-place``
     (``located`` in a turn with a restriction word) and ``domain-word``, in that order, with values."""
     out: list[_Finding] = []
@@ -206,11 +217,27 @@ def _confidential_findings(text: str, located: list[str], extra_confidential: re
         out.append(("confidential-word", []))
     if located and RESTRICTION_WORD.search(text):
         out.append(("restricted-place", located))
+    held_back = _restricted_details(text) if details else []
+    if held_back:
+        out.append(("restricted-detail", held_back))
     if extra_confidential is not None and extra_confidential.search(text):
         values = [] if extra_values is None else [
             m.group(1).rsplit(":", 1)[-1].strip() for m in extra_values.finditer(text)
         ]
         out.append(("domain-word", values))
+    return out
+
+
+def _restricted_details(text: str) -> list[str]:
+    """R3 ``restricted-detail``: in a turn with a word holding a detail back (exact, restricted, resident-only,
+    private, confidential), the clock times (also without AM / PM, so a later "7:15" repeats "7:15 AM")
+    and the ``at / in / to / on the <place>`` phrases of its sentences that state a time or a place."""
+    if not _DETAIL_WORD.search(text):
+        return []
+    out: list[str] = []
+    for m in _CLOCK.finditer(text):
+        out += [m.group(0).strip(), m.group(1)]
+    out += [p for p in _DETAIL_PLACE.findall(text) if not set(p.split()[:1]) & _STOPWORDS]
     return out
 
 

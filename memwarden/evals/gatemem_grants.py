@@ -111,9 +111,20 @@ def _opened(access: Access, rel: Relationship | None, who: _Grantee) -> list[_Op
                 *((t, FACETS, None) for t in who.threads)]
     if target == "threads":
         return [(t, FACETS, None) for t in who.threads]
+    if target == "scope-threads":
+        return [] if rel is None else [(t, FACETS, None) for t in _scope_threads(rel, who.threads)]
     if target == "participant":
         return [(t, FACETS, f"participant@{since}") for t, since in who.participant_of.items()]
     return []
+
+
+def _scope_threads(rel: Relationship, threads: frozenset[str]) -> list[str]:
+    """The threads of the relationship's track whose word its ``access_scope`` names
+    (``birch_booth_and_birch_bins_logistics_only`` -> ``track:birch_house/booth``, ``.../bins``)."""
+    words = set(rel.attrs.get("access_scope", "").lower().split("_"))
+    tracks = {f"track:{rel.attrs[k]}/" for k in TRACK_KEYS if k in rel.attrs}
+    return sorted(t for t in threads
+                  if any(t.startswith(prefix) for prefix in tracks) and t.rsplit("/", 1)[1].lower() in words)
 
 
 def _subject_circles(rel: Relationship, circles: Circles) -> list[_Opened]:

@@ -27,9 +27,15 @@ string, whatever the ranking; the tables keep it at zero):
 - household: the primary resident reads the whole household; members read their own private notes;
   a host reads their guest's circle; pickup contacts and caregivers read the circle of the person
   they serve and their own at INTERNAL; helpers, contacts and technicians read their own circle and
-  the threads the residents name them in; guests, household managers and desk staff read nothing,
-  because each circle they could read carries strings a privacy checkpoint of the same episode forbids
-  them (measured: opening them re-creates exposures).
+  the threads the residents name them in; a logistics delegate (household manager) and a trusted backup
+  read, at INTERNAL, the threads their ``access_scope`` names (``birch_booth_and_birch_bins_logistics_only``:
+  the Booth and Bins threads; never the household's own circle, a credentials facet or a thread it does
+  not name: opening the whole household at INTERNAL exposed private times and places on the held-out
+  half, twice); guests, other household managers and desk staff read nothing, because each circle they
+  could read carries strings a privacy checkpoint of the same episode forbids them (measured: opening
+  them re-creates exposures). In households a time or place in a turn calling details exact,
+  restricted, resident-only, private or confidential is CONFIDENTIAL (``private_details``, R3
+  ``restricted-detail``) and tainted wherever it is repeated (R4).
 """
 
 from __future__ import annotations
@@ -54,7 +60,8 @@ class Access:
     person the relationship points at, and the tracks that person is the case subject of); ``self``
     (the principal's own person circle); ``own-private`` (the principal's private notes); ``all``
     (every track, thread and person circle of the episode, not private notes); ``threads`` (every
-    thread); ``participant`` (the threads in which an insider's record names the principal, from that
+    thread); ``scope-threads`` (the threads of the relationship's track whose word its ``access_scope``
+    names); ``participant`` (the threads in which an insider's record names the principal, from that
     record's time on). ``when``: the access applies only if the relationship's ``access_scope``
     contains that word (e.g. ``room`` in ``safe_summary_and_room``).
     """
@@ -79,6 +86,8 @@ class DomainPolicy:
     - ``extra_confidential``: the domain's CONFIDENTIAL words (R3 ``domain-word``);
       ``extra_values``: in such a turn, group 1 of each match is a protected value (R4), e.g. the
       wording of a family-release scope.
+    - ``private_details``: R3 ``restricted-detail`` (a time or place in a turn that calls details exact,
+      restricted, resident-only, private or confidential is CONFIDENTIAL and a protected value).
     """
 
     relationships: Mapping[str, tuple[Access, ...]]
@@ -92,6 +101,7 @@ class DomainPolicy:
     general_ceiling: Sensitivity = _P
     extra_confidential: re.Pattern[str] | None = None
     extra_values: re.Pattern[str] | None = None
+    private_details: bool = False
 
 
 def _a(*pairs: tuple[str, Sensitivity] | Access) -> tuple[Access, ...]:
@@ -149,13 +159,16 @@ _HOUSEHOLD = DomainPolicy(
         "pickup_authorized": _a(("subject", _I), ("self", _I)),
         "pickup_delegate": _a(("self", _I)),
         "caregiver_for": _a(("subject", _I), ("self", _I)),
+        "logistics_delegate": _a(("scope-threads", _I)),
+        "trusted_backup": _a(("scope-threads", _I)),
     },
     roles={"primary_resident": _a(("all", _R), ("own-private", _R))},
     default=_a(("self", _I), ("participant", _I)),
-    role_caps={"guest": _P, "household_manager": _P, "building_staff": _P},
+    role_caps={"guest": _P, "household_manager": _I, "building_staff": _P, "trusted_contact": _I},
     insider_kinds=frozenset({"household_member"}),
     outsiders_are_persons=True,
     threads=True,
+    private_details=True,
 )
 
 #: R7 tables per domain.

@@ -77,7 +77,8 @@ def records_of(episode: Episode, policy: DomainPolicy, circles: Circles, ns: str
     stats: Counter[str] = Counter()
     participants: Participants = {}
     for turn in episode.turns:
-        facts = analyse(turn.text, policy.extra_confidential, circles.exclude, policy.extra_values)
+        facts = analyse(turn.text, policy.extra_confidential, circles.exclude, policy.extra_values,
+                        policy.private_details)
         circle, level, rule = scope_of_turn(turn, facts, circles, taint)
         if rule == "named-thread":
             _note_participant(turn, circle, circles, participants)

@@ -388,6 +388,76 @@ def test_places_facet_for_coordinators_whose_scope_names_rooms() -> None:
     assert not _reads(plan, "adm_ro", "t002") and not _reads(plan, "adm_ro", "t003")  # taint keeps no facet
 
 
+def test_a_logistics_delegate_reads_only_the_threads_its_access_scope_names() -> None:
+    raw = _episode(
+        "household",
+        [("res_fay", "primary_resident", "Fay Orr"), ("mgr_lo", "household_manager", "Lo Dunn"),
+         ("bak_mo", "trusted_contact", "Mo Penn"), ("kid_hal", "adult_child", "Hal Orr")],
+        [
+            {"type": "household_member", "household_id": "elm_house", "principal_id": "res_fay"},
+            {"type": "household_member", "household_id": "elm_house", "principal_id": "kid_hal"},
+            {"type": "logistics_delegate", "household_id": "elm_house", "principal_id": "mgr_lo",
+             "access_scope": "elm_laundry_and_elm_pantry_logistics_only"},
+            {"type": "trusted_backup", "household_id": "elm_house", "principal_id": "bak_mo",
+             "access_scope": "sunday_elm_pantry_signoff_only"},
+        ],
+        [
+            ("res_fay", "Elm Laundry pickup is Monday 9:00 AM to 9:30 AM at the lobby cart."),   # t001 laundry thread
+            ("res_fay", "Elm Pantry restock moves to Sunday 11:00 AM."),                        # t002 pantry thread
+            ("res_fay", "Elm Garden hedge trimming moved to Friday."),                          # t003 garden thread
+            ("res_fay", "Elm Laundry side door keypad code is 7713."),                          # t004 credential
+            ("kid_hal", "Dinner with the cousins is on Thursday."),                             # t005 household
+            ("res_fay", "Elm Pantry note: the exact private drop is 5:10 PM at the north cafe rail."),  # t006
+        ],
+    )
+    plan = _plan(raw)
+    assert _reads(plan, "mgr_lo", "t001") and _reads(plan, "mgr_lo", "t002")
+    assert not _reads(plan, "mgr_lo", "t003")          # a thread the scope does not name
+    assert not _reads(plan, "mgr_lo", "t004")          # logistics never include the credentials facet
+    assert not _reads(plan, "mgr_lo", "t005")          # nor the household's own circle
+    assert not _reads(plan, "mgr_lo", "t006")          # an exact time and place held back (restricted-detail)
+    assert _reads(plan, "bak_mo", "t002") and not _reads(plan, "bak_mo", "t001")
+    assert all(_reads(plan, "res_fay", t) for t in ("t001", "t003", "t004", "t006"))
+
+
+@pytest.mark.parametrize(
+    ("text", "details", "level", "values"),
+    [
+        ("The exact handoff is Sunday 5:10 PM at the north cafe rail.", True, Sensitivity.CONFIDENTIAL,
+         ("5:10 PM", "5:10", "north cafe rail")),
+        ("The exact handoff is Sunday 5:10 PM at the north cafe rail.", False, Sensitivity.INTERNAL, ()),
+        ("That pickup window is resident-only: 7:15 to 7:40.", True, Sensitivity.CONFIDENTIAL,
+         ("7:15", "7:40")),
+        ("The lesson runs 4:20 PM to 4:35 PM in the study.", True, Sensitivity.INTERNAL, ()),
+    ],
+)
+def test_restricted_detail_holds_back_times_and_places_called_exact(
+        text: str, details: bool, level: Sensitivity, values: tuple[str, ...]) -> None:
+    facts = analyse(text, details=details)
+    assert facts.sensitivity == level
+    assert set(values) <= set(facts.values)
+    assert ("restricted-detail" in facts.markers) is bool(values)
+
+
+def test_a_repeated_time_of_a_restricted_detail_is_tainted_with_or_without_am_pm() -> None:
+    raw = _episode(
+        "household",
+        [("res_fay", "primary_resident", "Fay Orr"), ("mgr_lo", "household_manager", "Lo Dunn")],
+        [
+            {"type": "household_member", "household_id": "elm_house", "principal_id": "res_fay"},
+            {"type": "logistics_delegate", "household_id": "elm_house", "principal_id": "mgr_lo",
+             "access_scope": "elm_laundry_logistics_only"},
+        ],
+        [
+            ("res_fay", "Keep this resident-only: my Friday clinic ride is 6:05 AM."),
+            ("res_fay", "Elm Laundry pickup collides with 6:05, move it to noon."),
+        ],
+    )
+    plan = _plan(raw)
+    assert plan.records[1].sensitivity == Sensitivity.CONFIDENTIAL
+    assert not _reads(plan, "mgr_lo", "t002")
+
+
 @pytest.mark.parametrize(
     ("text", "level", "credential"),
     [
