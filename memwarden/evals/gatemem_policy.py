@@ -27,8 +27,9 @@ string, whatever the ranking; the tables keep it at zero):
 - household: the primary resident reads the whole household; members read their own private notes;
   a host reads their guest's circle; pickup contacts and caregivers read the circle of the person
   they serve and their own at INTERNAL; helpers, contacts and technicians read their own circle and
-  the threads the residents name them in; a logistics delegate (household manager) and a trusted backup
-  read, at INTERNAL, the threads their ``access_scope`` names (``birch_booth_and_birch_bins_logistics_only``:
+  the threads the residents name them in; logistics delegates (household managers), trusted backups and
+  service relationships (device helpers, technicians, cleaners, childcare, pet care) also read, at
+  INTERNAL, the threads their ``access_scope`` names (``birch_booth_and_birch_bins_logistics_only``:
   the Booth and Bins threads; never the household's own circle, a credentials facet or a thread it does
   not name: opening the whole household at INTERNAL exposed private times and places on the held-out
   half, twice); guests, other household managers and desk staff read nothing, because each circle they
@@ -151,6 +152,11 @@ _EDUCATION = DomainPolicy(
     ),
 )
 
+#: Household relationships whose ``access_scope`` names the threads they serve (read at INTERNAL).
+_THREAD_SCOPED_KINDS = (
+    "logistics_delegate", "trusted_backup", "device_setup_delegate", "device_helper_for", "home_setup_helper",
+    "service_technician", "service_provider", "childcare_provider", "cleaning_service", "petcare_provider",
+)
 _HOUSEHOLD = DomainPolicy(
     relationships={
         "household_member": _a(("own-private", _R)),
@@ -159,8 +165,7 @@ _HOUSEHOLD = DomainPolicy(
         "pickup_authorized": _a(("subject", _I), ("self", _I)),
         "pickup_delegate": _a(("self", _I)),
         "caregiver_for": _a(("subject", _I), ("self", _I)),
-        "logistics_delegate": _a(("scope-threads", _I)),
-        "trusted_backup": _a(("scope-threads", _I)),
+        **{k: _a(("scope-threads", _I)) for k in _THREAD_SCOPED_KINDS},
     },
     roles={"primary_resident": _a(("all", _R), ("own-private", _R))},
     default=_a(("self", _I), ("participant", _I)),
