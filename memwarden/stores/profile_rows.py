@@ -215,8 +215,11 @@ async def pending_forgets(conn: psycopg.AsyncConnection) -> list[dict[str, Any]]
     """Every forget still owing its receipt, oldest first, in the shape of a ``MemoryForgotten``
     record (command_id, memory_id, subject, position, decided_at). A row whose receipt is on the ledger
     already owes nothing (two projector workers may re-create it: a re-sent ``MemoryForgotten`` and its
-    receipt can sit on different partitions, and the insert can read before the receipt commits)."""
+    receipt can sit on different partitions, and the insert can read before the receipt commits): it is
+    left out, and deleted in the same transaction so no settled row stays behind."""
     async with conn.cursor() as cur:
+        await cur.execute("DELETE FROM erasure_pending p USING erasure_receipted r"
+                          " WHERE r.command_id = p.command_id AND r.memory_id = p.memory_id")
         await cur.execute("SELECT command_id::text, memory_id::text, subject, ledger_topic, ledger_partition,"
                           " ledger_offset, decided_at FROM erasure_pending p WHERE NOT EXISTS (SELECT 1 FROM"
                           " erasure_receipted r WHERE r.command_id = p.command_id AND r.memory_id = p.memory_id)"

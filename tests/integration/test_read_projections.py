@@ -175,3 +175,12 @@ def test_a_forget_appended_again_after_its_receipt_owes_nothing(ns: Settings, lo
                 if r["memory_id"] == rec["memory_id"]]
 
     assert loop.run(raced()) == [(other["command_id"], rec["memory_id"])]
+
+    async def left_behind() -> int:
+        async with aconn.cursor() as cur:
+            await cur.execute("SELECT count(*) FROM erasure_pending WHERE command_id = %s", (forgot["command_id"],))
+            row = await cur.fetchone()
+        await aconn.commit()
+        return int(row[0]) if row else -1
+
+    assert loop.run(left_behind()) == 0  # the settled row is gone, not only left out
