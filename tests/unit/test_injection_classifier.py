@@ -108,10 +108,11 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
     assert not word_features([""]).any()
 
 
-@pytest.mark.parametrize("name", ["injection_heldout2", "injection_heldout3", "injection_heldout4"])
+@pytest.mark.parametrize("name", ["injection_heldout2", "injection_heldout3", "injection_heldout4",
+                                  "injection_heldout5"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
-    fourth ``minilm-lr/3``) is the file its provenance note fixed, and none of its texts is in any other
+    fourth ``minilm-lr/3``, the fifth written on 2026-12-03) is the file its provenance note fixed, and none of its texts is in any other
     labelled file of the package (a set is trained on only as the file it is, once the next is frozen)."""
     import hashlib
     import json
