@@ -55,7 +55,7 @@ class _Nothing:
 
 
 def detector_for(choice: str) -> object:
-    """The gate's instruction detector for ``choice`` (``rules`` or ``rules+classifier``)."""
+    """The gate's instruction detector for ``choice`` (``rules``, ``rules+classifier`` or ``rules+finetuned``)."""
     from memwarden.bootstrap import Container
 
     return Container(Settings().model_copy(update={"instruction_detector": choice})).instruction_detector()
@@ -128,7 +128,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pure", type=int, default=5000)
     parser.add_argument("--e2e", type=int, default=2000, help="0 skips the end-to-end run")
-    parser.add_argument("--detector", choices=("rules", "rules+classifier", "both"), default="both")
+    parser.add_argument("--detector", choices=("rules", "rules+classifier", "rules+finetuned", "both"),
+                        default="both")
     args = parser.parse_args()
     choices = ("rules", "rules+classifier") if args.detector == "both" else (args.detector,)
     for choice in choices:

@@ -80,12 +80,18 @@ class Container:
 
     def instruction_detector(self) -> InstructionDetector:
         """The gate's instruction detector (``settings.instruction_detector``): the rules alone, or the
-        rules combined with the trained classifier, which loads the embedder (built once)."""
+        rules combined with the trained classifier, which loads the embedder (built once), or with the
+        fine-tuned classifier (``rules+finetuned``, its own copy of the model)."""
         if self._detector is None:
             from memwarden.commands.injection import DEFAULT_DETECTOR
 
             if self.settings.instruction_detector == "rules":
                 self._detector = DEFAULT_DETECTOR
+            elif self.settings.instruction_detector == "rules+finetuned":
+                from memwarden.projections.injection_classifier import CombinedDetector
+                from memwarden.projections.injection_finetuned import FineTunedScorer
+
+                self._detector = CombinedDetector(FineTunedScorer())
             else:
                 from memwarden.projections.injection_classifier import CombinedDetector, InjectionScorer
 

@@ -138,8 +138,9 @@ def eval_poisoning(
     data: Annotated[Path | None, typer.Option(help="labelled JSONL (default: the packaged set)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,
-    detector: Annotated[str, typer.Option(help="rules (rules/1 alone) or combined (rules OR the trained "
-                                          "classifier)")] = "combined",
+    detector: Annotated[str, typer.Option(help="rules (the rules alone), combined (rules OR the trained "
+                                          "logistic-regression classifier) or finetuned (rules OR the "
+                                          "fine-tuned MiniLM classifier)")] = "combined",
     locomo: Annotated[Path | None, typer.Option(help="LoCoMo JSON: every turn joins the false-alarm set")] = None,
     gatemem: Annotated[Path | None, typer.Option(help="GateMem folder: every turn joins the false-alarm set")] = None,
     pipeline: Annotated[bool, typer.Option(help="run the items through Kafka and the gate (reached_read, "
@@ -153,9 +154,9 @@ def eval_poisoning(
     from memwarden.evals.poisoning import run_poisoning
     from memwarden.settings import Settings
 
-    choices = {"rules": "rules", "combined": "rules+classifier"}
+    choices = {"rules": "rules", "combined": "rules+classifier", "finetuned": "rules+finetuned"}
     if detector not in choices:
-        fail(ValueError(f"--detector must be rules or combined, got {detector!r}"))
+        fail(ValueError(f"--detector must be rules, combined or finetuned, got {detector!r}"))
     try:
         result = run_poisoning(Settings(), data, progress=not as_json, keep=keep,
                                detector=choices[detector],  # type: ignore[arg-type]

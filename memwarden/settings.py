@@ -64,7 +64,8 @@ class Settings(BaseSettings):
             :mod:`memwarden.projections.injection_classifier`; the gate worker then loads the
             embedding model). Opt-in: it catches far more paraphrased injections but quarantines
             some short non-English chat and costs an embedding per command in the gate (README,
-            "The trained classifier"). Env: ``MEMWARDEN_INSTRUCTION_DETECTOR``.
+            "The trained classifier"); ``rules+finetuned``: the rules OR the fine-tuned MiniLM classifier
+            (:mod:`memwarden.projections.injection_finetuned`). Env: ``MEMWARDEN_INSTRUCTION_DETECTOR``.
         ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
@@ -115,7 +116,7 @@ class Settings(BaseSettings):
     admin_principal: str = "service:admin"
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"
-    instruction_detector: Literal["rules", "rules+classifier"] = "rules"
+    instruction_detector: Literal["rules", "rules+classifier", "rules+finetuned"] = "rules"
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)

@@ -49,6 +49,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -65,6 +66,7 @@ __all__ = [
     "DETECTOR_VERSION",
     "HASHED_DIM",
     "InjectionScorer",
+    "Scorer",
     "clean_text",
     "features",
     "load_weights",
@@ -205,8 +207,26 @@ class InjectionScorer:
         return self.weights.probability(features(self.embedder, texts))
 
 
+class _Thresholds(Protocol):
+    threshold: float
+    suspicion: float
+    version: str
+
+
+class Scorer(Protocol):
+    """What :class:`CombinedDetector` needs of a classifier: P(injected) per text and its weights'
+    thresholds and version (:class:`InjectionScorer`, or the fine-tuned
+    :class:`~memwarden.projections.injection_finetuned.FineTunedScorer`)."""
+
+    @property
+    def weights(self) -> _Thresholds: ...
+
+    def scores(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
 class CombinedDetector:
-    """Rules OR classifier (an :class:`InstructionDetector`; version :data:`DETECTOR_VERSION`).
+    """Rules OR classifier (an :class:`InstructionDetector`; version ``<rules>+<weights version>``,
+    :data:`DETECTOR_VERSION` with this module's weights).
 
     ``prime(texts)`` scores a batch in one call and keeps the scores until the next ``prime``;
     ``detect(text)`` adds a ``classifier.*`` finding when the text's probability reaches the threshold.
@@ -214,9 +234,12 @@ class CombinedDetector:
 
     version = DETECTOR_VERSION
 
-    def __init__(self, scorer: InjectionScorer, rules: InstructionDetector = RULES) -> None:
+    def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES) -> None:
         self._scorer = scorer
         self._rules = rules
+        # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/1 (fine-tuned)
+        self.version = f"{RULES_VERSION}+{scorer.weights.version}"
+        self._rule = f"classifier.{scorer.weights.version}"
         self._cache: dict[str, float] = {}
         self._lock = threading.Lock()
 
@@ -245,6 +268,6 @@ class CombinedDetector:
         p = self.score(text) if text.strip() else 0.0
         if p < self.threshold:
             return Detection(found.findings, suspect=p >= self._scorer.weights.suspicion)
-        hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), CLASSIFIER_RULE)
+        hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), self._rule)
         return Detection(tuple(sorted((*found.findings, hit), key=lambda f: (f.span, f.kind.value, f.rule))),
                          suspect=True)

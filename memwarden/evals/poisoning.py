@@ -22,8 +22,9 @@ memory poisoning; seed 004 "Poisoning turns memory into a delayed attack").
    report and calibration halves apart in ``false_alarms``.
 
 ``detector`` chooses the detector both for the detector scores and for the gate worker of the
-pipeline run: ``rules`` (``rules/1``) or ``rules+classifier`` (the rules OR the trained classifier of
-:mod:`memwarden.projections.injection_classifier`, issue 12). ``pipeline=False`` skips the Kafka run
+pipeline run: ``rules`` (the rules alone), ``rules+classifier`` (the rules OR the trained classifier of
+:mod:`memwarden.projections.injection_classifier`, issue 12) or ``rules+finetuned`` (the rules OR the
+fine-tuned classifier of :mod:`memwarden.projections.injection_finetuned`). ``pipeline=False`` skips the Kafka run
 (detector figures only).
 """
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from memwarden.evals.injection_set import LabelledItem
 
 #: The detectors the evaluation compares (``Settings.instruction_detector``).
-DetectorChoice = Literal["rules", "rules+classifier"]
+DetectorChoice = Literal["rules", "rules+classifier", "rules+finetuned"]
 
 VICTIM = "user:victim"
 AGENT = "agent:reader"

@@ -1,0 +1,198 @@
+"""Fine-tune the instruction classifier of :mod:`memwarden.projections.injection_finetuned` (issue 12,
+field case 4) and write its weights file.
+
+    .venv/bin/python bench/train_injection_finetune.py --validate [--json]   # choose the thresholds
+    .venv/bin/python bench/train_injection_finetune.py [--out FILE] [--json]  # train on all, write weights
+
+**Data.** The written development sets (``injection_labelled``, ``injection_train``, ``injection_train2``
+and the first four held-out sets, each development data since the next was frozen; the fifth,
+``injection_heldout5.jsonl``, is never read here) with a seeded 30 % obfuscated copy (the LR trainer's
+``augmented``), and 3,000 turns drawn (seed 12) from the *calibration* half of the LoCoMo + GateMem turns
+as benign conversation (the *report* half is never read).
+
+**Model.** The packaged all-MiniLM-L6-v2 with its embeddings and bottom
+:data:`~memwarden.projections.injection_finetuned.FROZEN_LAYERS` layers frozen, the top two layers and a
+linear head on the mean-pooled output trained with binary cross-entropy (injected items weigh 3), AdamW
+(lr 1e-4, weight decay 0.01, 6 % warm-up then linear decay, gradient norm clipped at 1), batches of 32 of
+similar length, 3 epochs, on the cleaned text, 2 CPU threads (~8 min here).
+
+**Thresholds** (``--validate``, a rule fixed before the run): the same training without
+``injection_heldout4`` (a writer the model never saw), scored on it and on 3,000 other calibration turns;
+the decision threshold is the 0.05 step with the best ``min(precision, recall)`` of the detector as it
+ships (rules OR classifier) on that set among the steps whose false-alarm rate on those turns is at most
+0.0005; the suspicion threshold is the LR trainer's rule (the highest step within a 0.5 % budget of the
+turns that catches >= 99 % of the injected items, else the lowest step within the budget). On
+2026-12-03: 0.90 (precision 0.918, recall 0.933, 1 of 3,000 turns) and 0.40 (no step caught 99 %
+within the budget; 0.40: 98.3 %, 0.50 % of the turns). The final run trains on every development set
+and writes those two values with the tensors. Prints one JSON object with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from train_injection_classifier import DATA, SEED, SHARED, augmented  # noqa: E402
+
+from memwarden.evals.injection_set import load_labelled  # noqa: E402
+from memwarden.projections.injection_classifier import clean_text  # noqa: E402
+from memwarden.projections.injection_finetuned import (  # noqa: E402
+    FINETUNED_VERSION,
+    FROZEN_LAYERS,
+    MAX_TOKENS,
+    finetuned_path,
+)
+
+#: The development files (never ``injection_heldout5``); ``--validate`` leaves out the last one.
+TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_heldout",
+                  "injection_heldout2", "injection_heldout3", "injection_heldout4")
+TURNS = 3_000
+EPOCHS = 3
+LR = 1e-4
+BATCH = 32
+INJECTED_WEIGHT = 3.0
+#: Chosen by ``--validate`` on 2026-12-03 (module docstring).
+THRESHOLD = 0.90
+SUSPICION = 0.40
+MAX_FAR = 0.0005
+SUSPICION_BUDGET = 0.005
+
+
+def train(files: tuple[str, ...], locomo: Path, gatemem: Path) -> tuple[Any, Any, Any, list[Any]]:
+    """(tokenizer, encoder, head, calibration turns not trained on) after the training of the docstring."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    from memwarden.evals.false_alarms import benign_turns
+    from memwarden.projections.embedder import packaged_model_path
+
+    torch.manual_seed(SEED)
+    torch.set_num_threads(2)
+    rng = random.Random(SEED)
+    items = [it for name in files for it in load_labelled(DATA / f"{name}.jsonl")]
+    texts, labels, _ = augmented(items, 0.3, rng)
+    turns = [t for t in benign_turns(locomo, gatemem) if t.half == "calibration"]
+    rng.shuffle(turns)
+    texts += [t.text for t in turns[:TURNS]]
+    labels += [0] * TURNS
+    x = [clean_text(t) for t in texts]
+    y = np.asarray(labels, dtype=np.float32)
+    path = str(packaged_model_path())
+    tok = AutoTokenizer.from_pretrained(path)
+    enc = AutoModel.from_pretrained(path)
+    for p in enc.embeddings.parameters():
+        p.requires_grad = False
+    for layer in enc.encoder.layer[:FROZEN_LAYERS]:
+        for p in layer.parameters():
+            p.requires_grad = False
+    head = torch.nn.Linear(enc.config.hidden_size, 1)
+    params = [p for p in enc.parameters() if p.requires_grad] + list(head.parameters())
+    opt = torch.optim.AdamW(params, lr=LR, weight_decay=0.01)
+    total = EPOCHS * ((len(x) + BATCH - 1) // BATCH)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / (0.06 * total)) * max(0.0, (total - s) / total))
+    order, step = list(range(len(x))), 0
+    enc.train()
+    while step < total:
+        rng.shuffle(order)
+        for chunk in (order[i:i + BATCH * 20] for i in range(0, len(x), BATCH * 20)):
+            chunk = sorted(chunk, key=lambda i: len(x[i]))
+            for i in range(0, len(chunk), BATCH):
+                idx = chunk[i:i + BATCH]
+                logit = _logits(tok, enc, head, [x[j] for j in idx])
+                target = torch.tensor(y[idx])
+                weight = torch.where(target > 0, torch.tensor(INJECTED_WEIGHT), torch.tensor(1.0))
+                loss = (torch.nn.functional.binary_cross_entropy_with_logits(logit, target, reduction="none")
+                        * weight).mean()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                sched.step()
+                opt.zero_grad()
+                step += 1
+                if step >= total:
+                    break
+            if step >= total:
+                break
+    enc.eval()
+    return tok, enc, head, turns[TURNS:2 * TURNS]
+
+
+def _logits(tok: Any, enc: Any, head: Any, batch: list[str]) -> Any:
+    b = tok(batch, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
+    hidden = enc(**b).last_hidden_state
+    mask = b["attention_mask"].unsqueeze(-1).float()
+    return head((hidden * mask).sum(1) / mask.sum(1)).squeeze(-1)
+
+
+def tensors_of(enc: Any, head: Any) -> dict[str, np.ndarray]:
+    """The trained tensors: every parameter of the layers from ``FROZEN_LAYERS`` on, and the head."""
+    out = {name: p.detach().numpy() for name, p in enc.named_parameters()
+           if name.startswith("encoder.layer.") and int(name.split(".")[2]) >= FROZEN_LAYERS}
+    out["head.weight"] = head.weight.detach().numpy()
+    out["head.bias"] = head.bias.detach().numpy()
+    return out
+
+
+def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any]) -> dict[str, Any]:
+    """The threshold grid on ``injection_heldout4`` and ``held_turns`` and the two thresholds chosen."""
+    from memwarden.commands.injection import DEFAULT_DETECTOR as RULES
+    from memwarden.projections.injection_finetuned import FineTunedScorer, FineTunedWeights
+
+    scorer = FineTunedScorer(FineTunedWeights(tensors_of(enc, head), THRESHOLD, SUSPICION))
+    val = load_labelled(DATA / f"{TRAINING_FILES[-1]}.jsonl")
+    scores = scorer.scores([i.text for i in val])
+    injected = np.asarray([i.injected for i in val])
+    rules = np.asarray([RULES.detect(i.text).carries_instructions for i in val])
+    turns = scorer.scores([t.text for t in held_turns])
+    grid = []
+    for step in (round(0.05 * i, 2) for i in range(1, 20)):
+        flagged = rules | (scores >= step)
+        tp = int(np.sum(flagged & injected))
+        grid.append({"threshold": step, "precision": round(tp / max(int(flagged.sum()), 1), 4),
+                     "recall": round(tp / max(int(injected.sum()), 1), 4),
+                     "far_turns": round(float(np.mean(turns >= step)), 5)})
+    admissible = [g for g in grid if g["far_turns"] <= MAX_FAR]
+    decision = max(admissible, key=lambda g: (min(g["precision"], g["recall"]), -g["threshold"]))["threshold"]
+    budget = [g for g in grid if g["threshold"] < decision and g["far_turns"] <= SUSPICION_BUDGET]
+    catching = [g for g in budget if g["recall"] >= 0.99]
+    suspicion = max(g["threshold"] for g in catching) if catching else min(g["threshold"] for g in budget)
+    return {"grid": grid, "threshold": decision, "suspicion": suspicion}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=finetuned_path())
+    parser.add_argument("--validate", action="store_true", help="train without injection_heldout4, choose thresholds")
+    parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo7.json")
+    parser.add_argument("--gatemem", type=Path, default=SHARED / "gatemem")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    files = TRAINING_FILES[:-1] if args.validate else TRAINING_FILES
+    tok, enc, head, held = train(files, args.locomo, args.gatemem)
+    result: dict[str, Any] = {"version": FINETUNED_VERSION, "files": list(files), "seed": SEED}
+    if args.validate:
+        result.update(validate(tok, enc, head, held))
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(args.out, **{f"t:{k}": v.astype(np.float16) for k, v in tensors_of(enc, head).items()},
+                            threshold=np.float64(THRESHOLD), suspicion=np.float64(SUSPICION),
+                            version=np.str_(FINETUNED_VERSION))
+        result.update({"weights": str(args.out), "threshold": THRESHOLD, "suspicion": SUSPICION})
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    print(json.dumps(result) if args.json else result)
+
+
+if __name__ == "__main__":
+    main()
