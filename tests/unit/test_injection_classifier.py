@@ -112,8 +112,9 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout5"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
-    fourth ``minilm-lr/3``, the fifth written on 2026-12-03) is the file its provenance note fixed, and none of its texts is in any other
-    labelled file of the package (a set is trained on only as the file it is, once the next is frozen)."""
+    fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``) is the file its provenance note fixed, and none of
+    its texts is in any other labelled file of the package (a set is trained on only as the file it is,
+    once the next is frozen)."""
     import hashlib
     import json
     import re
