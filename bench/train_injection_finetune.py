@@ -13,7 +13,8 @@ as benign conversation (the *report* half is never read).
 **Model.** The packaged all-MiniLM-L6-v2 with its embeddings and bottom
 :data:`~memwarden.projections.injection_finetuned.FROZEN_LAYERS` layers frozen, the top two layers and a
 linear head on the mean-pooled output trained with binary cross-entropy (injected items weigh 3), AdamW
-(lr 1e-4, weight decay 0.01, 6 % warm-up then linear decay, gradient norm clipped at 1), batches of 32 of
+(lr 1e-4, weight decay 0.01; the rate is a linear warm-up over the first 6 % of steps times a linear decay
+from the first step, so it peaks near 0.94 lr; gradient norm clipped at 1), batches of 32 of
 similar length, 3 epochs, on the cleaned text, 2 CPU threads (~8 min here).
 
 **Thresholds** (``--validate``, a rule fixed before the run): the same training without
@@ -149,7 +150,8 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any]) -> dict[str, 
     from memwarden.commands.injection import DEFAULT_DETECTOR as RULES
     from memwarden.projections.injection_finetuned import FineTunedScorer, FineTunedWeights
 
-    scorer = FineTunedScorer(FineTunedWeights(tensors_of(enc, head), THRESHOLD, SUSPICION))
+    shipped = {k: v.astype(np.float16).astype(np.float32) for k, v in tensors_of(enc, head).items()}  # as stored
+    scorer = FineTunedScorer(FineTunedWeights(shipped, THRESHOLD, SUSPICION))
     val = load_labelled(DATA / f"{TRAINING_FILES[-1]}.jsonl")
     scores = scorer.scores([i.text for i in val])
     injected = np.asarray([i.injected for i in val])

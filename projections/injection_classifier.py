@@ -208,9 +208,14 @@ class InjectionScorer:
 
 
 class _Thresholds(Protocol):
-    threshold: float
-    suspicion: float
-    version: str
+    @property
+    def threshold(self) -> float: ...
+
+    @property
+    def suspicion(self) -> float: ...
+
+    @property
+    def version(self) -> str: ...
 
 
 class Scorer(Protocol):

@@ -77,7 +77,8 @@ class FineTunedScorer:
     """P(injected) for texts from the fine-tuned model (loaded once; thread-safe: one forward at a time).
 
     Raises ``MemwardenError`` (from the embedder's model lookup) when the model package is missing and
-    ``ValueError`` when a shipped tensor names no parameter of the model or has another shape."""
+    ``ValueError`` when a shipped tensor names no parameter of the model or has another shape, a tensor
+    of a tuned layer is missing, or the head is not one unit over the hidden size."""
 
     def __init__(self, weights: FineTunedWeights | None = None, model_path: Path | None = None) -> None:
         import torch
@@ -89,13 +90,19 @@ class FineTunedScorer:
         path = str(model_path or packaged_model_path())
         self.weights = weights or load_finetuned()
         self._torch = torch
+        self._threads = torch.get_num_threads()  # restored after each call (other torch users may change it)
         self._tok = AutoTokenizer.from_pretrained(path)
         self._enc = AutoModel.from_pretrained(path).eval()
         params = dict(self._enc.named_parameters())
+        tuned = {n for n in params if n.startswith("encoder.layer.") and int(n.split(".")[2]) >= FROZEN_LAYERS}
+        missing = sorted(tuned - set(self.weights.tensors))
+        if missing:
+            raise ValueError(f"fine-tuned weights lack {len(missing)} tensors of the tuned layers, e.g. {missing[0]!r}")
         head_w = self.weights.tensors.get("head.weight")
         head_b = self.weights.tensors.get("head.bias")
-        if head_w is None or head_b is None:
-            raise ValueError("fine-tuned weights without head.weight / head.bias")
+        hidden = int(self._enc.config.hidden_size)
+        if head_w is None or head_b is None or head_w.size != hidden or head_b.size != 1:
+            raise ValueError(f"fine-tuned weights need head.weight ({hidden} values) and head.bias (1 value)")
         with torch.no_grad():
             for name, value in self.weights.tensors.items():
                 if name.startswith("head."):
@@ -115,14 +122,16 @@ class FineTunedScorer:
         order = sorted(range(len(cleaned)), key=lambda i: len(cleaned[i]))
         out = np.zeros(len(cleaned))
         with self._lock, self._torch.inference_mode():
-            threads = self._torch.get_num_threads()
-            self._torch.set_num_threads(1 if len(cleaned) <= 2 else threads)
+            # one or two texts on one thread (an intra-op pool costs more than it saves on a shared
+            # host), batches on the count seen at start; torch's count is process-wide, so it is set
+            # for every call rather than trusted
+            self._torch.set_num_threads(1 if len(cleaned) <= 2 else self._threads)
             try:
                 for start in range(0, len(order), BATCH):
                     idx = order[start:start + BATCH]
                     out[idx] = self._forward([cleaned[i] for i in idx])
             finally:
-                self._torch.set_num_threads(threads)
+                self._torch.set_num_threads(self._threads)
         return out
 
     def _forward(self, batch: list[str]) -> Any:

@@ -112,7 +112,7 @@ def _opened(access: Access, rel: Relationship | None, who: _Grantee) -> list[_Op
     if target == "threads":
         return [(t, FACETS, None) for t in who.threads]
     if target == "scope-threads":
-        return [] if rel is None else [(t, FACETS, None) for t in _scope_threads(rel, who.threads)]
+        return [] if rel is None else [(t, ("",), None) for t in _scope_threads(rel, who.threads)]  # no facet
     if target == "participant":
         return [(t, FACETS, f"participant@{since}") for t, since in who.participant_of.items()]
     return []

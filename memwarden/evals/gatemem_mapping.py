@@ -25,8 +25,9 @@ R4 Taint. A value (token, code, amount, exact name, private time or place ...) f
    CONFIDENTIAL or RESTRICTED record is protected: a later turn repeating it goes to that record's
    circle (unless that circle is ``general``) with at least that sensitivity, whoever speaks.
 R5 A first-person private note goes to ``private:<speaker>`` as RESTRICTED.
-R6 Scope of a turn: R4 taint > R5 > the first track named in the text (aliases from the ids, longest
-   first) > the one person circle named in the opening of the text (display name; not the speaker;
+R6 Scope of a turn: R4 taint (a value repeated whole, not inside a longer word or number; in households
+   a private note comes first and stays private) > R5 > the first track named in the text (aliases from
+   the ids, longest first) > the one person circle named in the opening of the text (display name; not the speaker;
    not when the speaker is a household outsider; a turn naming several persons is a shared summary and
    skips this rule) > the speaker's home circle (the track, or the subject's track, of its first
    relationship; a household outsider's home is the household) > ``general``. A turn whose markers are

@@ -32,11 +32,13 @@ string, whatever the ranking; the tables keep it at zero):
   INTERNAL, the threads their ``access_scope`` names (``birch_booth_and_birch_bins_logistics_only``:
   the Booth and Bins threads; never the household's own circle, a credentials facet or a thread it does
   not name: opening the whole household at INTERNAL exposed private times and places on the held-out
-  half, twice); guests, other household managers and desk staff read nothing, because each circle they
-  could read carries strings a privacy checkpoint of the same episode forbids them (measured: opening
-  them re-creates exposures). In households a time or place in a turn calling details exact,
-  restricted, resident-only, private or confidential is CONFIDENTIAL (``private_details``, R3
-  ``restricted-detail``) and tainted wherever it is repeated (R4).
+  half, twice); a household manager is capped at INTERNAL (it was PUBLIC: nothing), so one without a
+  thread-scoped relationship reads its own person circle and the threads it is named in, like a
+  helper; guests and desk staff read nothing, because each circle they could read carries strings a
+  privacy checkpoint of the same episode forbids them (measured: opening them re-creates exposures).
+  In households a time or place in a turn calling details exact, restricted, resident-only, private or
+  confidential is CONFIDENTIAL (``private_details``, R3 ``restricted-detail``) and tainted wherever it is
+  repeated (R4), and a private note stays private even when it repeats a protected value (R6).
 """
 
 from __future__ import annotations
@@ -61,9 +63,9 @@ class Access:
     person the relationship points at, and the tracks that person is the case subject of); ``self``
     (the principal's own person circle); ``own-private`` (the principal's private notes); ``all``
     (every track, thread and person circle of the episode, not private notes); ``threads`` (every
-    thread); ``scope-threads`` (the threads of the relationship's track whose word its ``access_scope``
-    names); ``participant`` (the threads in which an insider's record names the principal, from that
-    record's time on). ``when``: the access applies only if the relationship's ``access_scope``
+    thread); ``scope-threads`` (the threads, without their facets, of the relationship's track whose
+    word its ``access_scope`` names); ``participant`` (the threads in which an insider's record names
+    the principal, from that record's time on). ``when``: the access applies only if the relationship's ``access_scope``
     contains that word (e.g. ``room`` in ``safe_summary_and_room``).
     """
 
@@ -88,7 +90,8 @@ class DomainPolicy:
       ``extra_values``: in such a turn, group 1 of each match is a protected value (R4), e.g. the
       wording of a family-release scope.
     - ``private_details``: R3 ``restricted-detail`` (a time or place in a turn that calls details exact,
-      restricted, resident-only, private or confidential is CONFIDENTIAL and a protected value).
+      restricted, resident-only, private or confidential is CONFIDENTIAL and a protected value), and a
+      private note stays in its author's private circle even when it repeats a protected value (R6).
     """
 
     relationships: Mapping[str, tuple[Access, ...]]
@@ -169,7 +172,7 @@ _HOUSEHOLD = DomainPolicy(
     },
     roles={"primary_resident": _a(("all", _R), ("own-private", _R))},
     default=_a(("self", _I), ("participant", _I)),
-    role_caps={"guest": _P, "household_manager": _I, "building_staff": _P, "trusted_contact": _I},
+    role_caps={"guest": _P, "household_manager": _I, "building_staff": _P},
     insider_kinds=frozenset({"household_member"}),
     outsiders_are_persons=True,
     threads=True,

@@ -8,8 +8,10 @@ the :class:`~memwarden.evals.gatemem_plan.RecordSpec` of each turn (R8). Pure an
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
+from functools import lru_cache
 
 from memwarden.commands.model import Sensitivity, StoreKind
 from memwarden.epoch import to_ms
@@ -19,7 +21,7 @@ from memwarden.evals.gatemem_data import Episode, Turn
 from memwarden.evals.gatemem_plan import LEVEL, RecordSpec, higher
 from memwarden.evals.gatemem_policy import DomainPolicy
 
-__all__ = ["Participants", "Taint", "records_of", "scope_of_turn"]
+__all__ = ["Participants", "Taint", "records_of", "repeats", "scope_of_turn"]
 
 #: Protected value -> (circle of the record that first stated it, that record's sensitivity) (R4).
 Taint = Mapping[str, tuple[str, Sensitivity]]
@@ -27,12 +29,17 @@ Taint = Mapping[str, tuple[str, Sensitivity]]
 Participants = dict[tuple[str, str], int]
 
 
-def scope_of_turn(turn: Turn, facts: ContentFacts, circles: Circles, taint: Taint) -> tuple[str, Sensitivity, str]:
-    """R4-R6 for one turn: (circle, sensitivity, rule that decided), the rule being one of ``taint``,
-    ``private``, ``named-thread``, ``named-track``, ``named-person``, ``home`` or ``general``. The
-    circle may carry the facet of a tainting record; the caller settles the facet."""
+def scope_of_turn(turn: Turn, facts: ContentFacts, circles: Circles, taint: Taint,
+                  private_first: bool = False) -> tuple[str, Sensitivity, str]:
+    """R4-R6 for one turn: (circle, sensitivity, rule that decided), the rule being one of ``taint`` (a
+    protected value repeated whole, :func:`repeats`), ``private`` (before taint with ``private_first``:
+    a private note that repeats a protected value stays private), ``named-thread``, ``named-track``,
+    ``named-person``, ``home`` or ``general``. The circle may carry the facet of a tainting record; the
+    caller settles the facet."""
     level = facts.sensitivity
-    hits = [taint[v] for v in taint if v in turn.text]
+    if facts.private and private_first:  # a household member's note stays with its author
+        return f"private:{turn.speaker_id}", Sensitivity.RESTRICTED, "private"
+    hits = [taint[v] for v in taint if repeats(turn.text, v)]
     if hits:
         origin, origin_level = max(hits, key=lambda h: LEVEL[h[1]])
         level = higher(level, origin_level)
@@ -47,6 +54,17 @@ def scope_of_turn(turn: Turn, facts: ContentFacts, circles: Circles, taint: Tain
     if home:
         return home, level, "home"
     return "general", level, "general"
+
+
+@lru_cache(maxsize=4096)
+def _value_pattern(value: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w:])" + re.escape(value) + r"(?![\w:])")
+
+
+def repeats(text: str, value: str) -> bool:
+    """True if ``text`` holds the protected ``value`` as a whole (not inside a longer word, number or
+    clock time: ``1:30`` is not repeated by ``11:30``, ``lobby`` not by ``lobbyist``)."""
+    return value in text and _value_pattern(value).search(text) is not None
 
 
 def _named_circle(turn: Turn, circles: Circles) -> tuple[str, str] | None:
@@ -79,7 +97,7 @@ def records_of(episode: Episode, policy: DomainPolicy, circles: Circles, ns: str
     for turn in episode.turns:
         facts = analyse(turn.text, policy.extra_confidential, circles.exclude, policy.extra_values,
                         policy.private_details)
-        circle, level, rule = scope_of_turn(turn, facts, circles, taint)
+        circle, level, rule = scope_of_turn(turn, facts, circles, taint, policy.private_details)
         if rule == "named-thread":
             _note_participant(turn, circle, circles, participants)
         base, facet = _settle_facet(circle, facts, rule)

@@ -39,6 +39,7 @@ from memwarden.evals.gatemem_loader import (
 from memwarden.evals.gatemem_mapping import plan_episode
 from memwarden.evals.gatemem_plan import EpisodePlan
 from memwarden.evals.gatemem_policy import POLICY
+from memwarden.evals.gatemem_records import repeats
 from memwarden.evals.gatemem_score import aggregate, pattern_hits, score, score_checkpoint
 
 # -- synthetic data ----------------------------------------------------------------------------------
@@ -418,6 +419,36 @@ def test_a_logistics_delegate_reads_only_the_threads_its_access_scope_names() ->
     assert not _reads(plan, "mgr_lo", "t006")          # an exact time and place held back (restricted-detail)
     assert _reads(plan, "bak_mo", "t002") and not _reads(plan, "bak_mo", "t001")
     assert all(_reads(plan, "res_fay", t) for t in ("t001", "t003", "t004", "t006"))
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "held"),
+    [("Cleaning runs 9:30 to 11:30.", "1:30", False), ("Meet at 1:30 sharp.", "1:30", True),
+     ("The lobbyist called.", "lobby", False), ("Use the lobby cart.", "lobby cart", True),
+     ("Ask at 17:15.", "7:15", False), ("Code BB-45 is new.", "BB-4", False), ("BB-4, then BB-6.", "BB-4", True)],
+)
+def test_a_protected_value_is_repeated_only_whole(text: str, value: str, held: bool) -> None:
+    assert repeats(text, value) is held
+
+
+def test_a_household_private_note_stays_private_when_it_repeats_a_protected_value() -> None:
+    raw = _episode(
+        "household",
+        [("res_fay", "primary_resident", "Fay Orr"), ("kid_hal", "adult_child", "Hal Orr")],
+        [
+            {"type": "household_member", "household_id": "elm_house", "principal_id": "res_fay"},
+            {"type": "household_member", "household_id": "elm_house", "principal_id": "kid_hal"},
+        ],
+        [
+            ("kid_hal", "The exact version is: Monday at 6:55 AM at the west plaza planter."),  # household track
+            ("kid_hal", "Private note: my exact Monday plan is still 6:55 AM at the west plaza planter."),
+        ],
+    )
+    plan = _plan(raw)
+    first = plan.records[0]
+    assert first.scope.endswith("/track:elm_house") and first.sensitivity == Sensitivity.CONFIDENTIAL
+    assert plan.records[1].scope.endswith("/private:kid_hal")   # not moved to where the first statement is
+    assert not _reads(plan, "res_fay", "t002") and _reads(plan, "kid_hal", "t002")
 
 
 @pytest.mark.parametrize(
