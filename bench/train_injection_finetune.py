@@ -50,8 +50,8 @@ from memwarden.projections.injection_classifier import clean_text  # noqa: E402
 from memwarden.projections.injection_finetuned import (  # noqa: E402
     FINETUNED_VERSION,
     FROZEN_LAYERS,
-    MAX_TOKENS,
     finetuned_path,
+    mean_pooled,
 )
 
 #: The development files (never ``injection_heldout5``); ``--validate`` leaves out the last one.
@@ -130,10 +130,7 @@ def train(files: tuple[str, ...], locomo: Path, gatemem: Path) -> tuple[Any, Any
 
 
 def _logits(tok: Any, enc: Any, head: Any, batch: list[str]) -> Any:
-    b = tok(batch, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
-    hidden = enc(**b).last_hidden_state
-    mask = b["attention_mask"].unsqueeze(-1).float()
-    return head((hidden * mask).sum(1) / mask.sum(1)).squeeze(-1)
+    return head(mean_pooled(tok, enc, batch)).squeeze(-1)
 
 
 def tensors_of(enc: Any, head: Any) -> dict[str, np.ndarray]:

@@ -33,7 +33,7 @@ import numpy as np
 from memwarden.projections.injection_classifier import clean_text
 
 __all__ = ["FINETUNED_VERSION", "FROZEN_LAYERS", "FineTunedScorer", "FineTunedWeights", "finetuned_path",
-           "load_finetuned"]
+           "load_finetuned", "mean_pooled"]
 
 #: Bump with every retraining that changes the shipped tensors.
 FINETUNED_VERSION = "minilm-ft/1"
@@ -135,9 +135,15 @@ class FineTunedScorer:
         return out
 
     def _forward(self, batch: list[str]) -> Any:
-        b = self._tok(batch, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
-        hidden = self._enc(**b).last_hidden_state
-        mask = b["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-        z = pooled @ self._head_w + self._head_b
+        z = mean_pooled(self._tok, self._enc, batch) @ self._head_w + self._head_b
         return self._torch.sigmoid(z).numpy().astype(np.float64)
+
+
+def mean_pooled(tok: Any, enc: Any, batch: list[str]) -> Any:
+    """The encoder's last hidden state of each text of ``batch`` (cleaned), mean-pooled over its
+    attention mask, at most :data:`MAX_TOKENS` word pieces: a ``(len(batch), hidden)`` tensor. The one
+    pooling both the scorer and ``bench/train_injection_finetune.py`` use (the head is trained on it)."""
+    b = tok(batch, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
+    hidden = enc(**b).last_hidden_state
+    mask = b["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)

@@ -143,7 +143,7 @@ def analyse(text: str, extra_confidential: re.Pattern[str] | None = None,
 
     Returns the sensitivity, the markers in rule order (``token``, ``secret-digits``, ``secret-phrase``,
     ``secret-quote``, ``identity``, ``private``, ``money``, ``percent``, ``confidential-word``,
-    ``restricted-place``, ``domain-word``; or only ``declared-public``), the protected values
+    ``restricted-place``, ``restricted-detail``, ``domain-word``; or only ``declared-public``), the protected values
     (stripped, at least 2 characters, first occurrence order) and whether the turn is a private note.
     """
     private = _private_note(text)
@@ -206,7 +206,8 @@ def _secret_phrases(text: str) -> list[str]:
 def _confidential_findings(text: str, located: list[str], extra_confidential: re.Pattern[str] | None,
                            extra_values: re.Pattern[str] | None, details: bool = False) -> list[_Finding]:
     """The CONFIDENTIAL markers ``money``, ``percent``, ``confidential-word``, ``restricted-place``
-    (``located`` in a turn with a restriction word) and ``domain-word``, in that order, with values."""
+    (``located`` in a turn with a restriction word), ``restricted-detail`` (with ``details``) and
+    ``domain-word``, in that order, with values."""
     out: list[_Finding] = []
     money, percents = _MONEY.findall(text), _PERCENT.findall(text)
     if money:
