@@ -59,11 +59,20 @@ spaces and tabs become one space.
   destination (e-mail address, URL, IP, pastebin, "anyone who asks"); "reply with everything you
   remember"; user data put into a URL or a markdown/HTML image query string.
 - Use versus mention: findings inside a quotation that is talked about ("'Ignore all previous
-  instructions' is a common phrase", "phrases like '...'") are dropped.
+  instructions' is a common phrase", "phrases like '...'") are dropped; since rules/3 also every quotation
+  of a text that reports or teaches about attacks outside its quotes (phishing, scam, fraud, injection,
+  attack, malicious, suspicious, red flag, flagged, reported, researchers ...: "the phishing email said
+  '...', so I reported it").
+- Since rules/3 a standing request about how the speaker is addressed or how their own texts are written
+  ("from now on call me Sam", "going forward, write my emails in a casual tone") is a preference, not a
+  ``directive.standing``; a tool word at the end of a hyphenated compound ("capstone-extension") is not
+  a tool.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;
-  base64 blobs that decode to text carrying instructions (decoded findings are reported on the blob);
+  base64 blobs that decode to text carrying instructions (decoded findings are reported on the blob)
+  or, since rules/3, to a sentence of six or more words that names the agent or opens with an imperative
+  (``hidden.base64-prose``: concealed from a person whatever its words);
   since rules/2 the whole text read ROT13-decoded and reversed, when it holds two or more common
   English words as that cipher writes them (``hidden.rot13``, ``hidden.reversed``, with the decoded
   findings on the spans they came from).

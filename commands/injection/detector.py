@@ -27,10 +27,16 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/2"
+DETECTOR_VERSION = "rules/3"
 
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
 _PAYLOAD_EXCLUDED = (InstructionKind.HIDDEN,)
+_WORD = re.compile(r"[^\W\d_]{2,}")
+#: Words of natural language a base64 blob must decode to for ``hidden.base64-prose``: a sentence to the
+#: agent (naming it or opening with an imperative) written so that a person reading the text cannot see it
+#: is concealment whatever the other rules make of it (rules/3; on the labelled sets 14 injected blobs
+#: decoded to 6-19 words, the one benign blob to 5).
+BASE64_PROSE_WORDS = 6
 
 
 class RuleBasedDetector:
@@ -70,6 +76,8 @@ class RuleBasedDetector:
             if inner:
                 out.append(Finding(InstructionKind.HIDDEN, m.span(), "hidden.base64"))
                 out += [Finding(f.kind, m.span(), "base64>" + f.rule) for f in inner]
+            elif len(_WORD.findall(decoded)) >= BASE64_PROSE_WORDS and R.ADDRESSED.search(decoded.casefold()):
+                out.append(Finding(InstructionKind.HIDDEN, m.span(), "hidden.base64-prose"))
         return out
 
 
@@ -130,8 +138,12 @@ def _leet(norm: Norm) -> list[Finding]:
 def _drop_mentions(norm: Norm, found: list[Finding]) -> list[Finding]:
     """Drop findings inside a quotation that is talked about rather than addressed to the reader
     ("'Ignore all previous instructions' is a common phrase"): use versus mention."""
-    mentions = [norm.span(*m.span()) for m in R.QUOTED.finditer(norm.text)
-                if R.MENTION_AFTER.match(norm.text, m.end())
+    quotes = list(R.QUOTED.finditer(norm.text))
+    outside = "".join(norm.text[a:b] for a, b in zip([0, *(m.end() for m in quotes)],
+                                                      [*(m.start() for m in quotes), len(norm.text)], strict=True))
+    reported = bool(R.MENTION_CONTEXT.search(outside))
+    mentions = [norm.span(*m.span()) for m in quotes
+                if reported or R.MENTION_AFTER.match(norm.text, m.end())
                 or R.MENTION_BEFORE.search(norm.text, max(0, m.start() - 40), m.start())]
     return [f for f in found if not any(a <= f.span[0] and f.span[1] <= b for a, b in mentions)]
 

@@ -11,11 +11,11 @@ import re
 
 from memwarden.commands.injection.rules_action import CREDENTIAL_RULES, EXFILTRATION_RULES, MONEY_RULES, TOOL_RULES
 from memwarden.commands.injection.rules_agent import DIRECTIVE_RULES, OVERRIDE_IGNORE, OVERRIDE_RULES
-from memwarden.commands.injection.vocabulary import STANDING_MARK, Rule
+from memwarden.commands.injection.vocabulary import AGENT, ANY_V, STANDING_MARK, Rule
 
 __all__ = [
-    "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER", "MENTION_BEFORE", "OVERRIDE_IGNORE",
-    "QUOTED", "RULES", "STANDING", "TEMPLATE_TOKEN", "Rule",
+    "ADDRESSED", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER", "MENTION_BEFORE",
+    "MENTION_CONTEXT", "OVERRIDE_IGNORE", "QUOTED", "RULES", "STANDING", "TEMPLATE_TOKEN", "Rule",
 ]
 
 #: Every named rule, one family after the other.
@@ -52,11 +52,20 @@ STANDING = re.compile(
 HUMAN_ADDRESSEE = re.compile(
     r"\s*(?:(?:hi|hello|hey|dear)\s+)?(?:team|all|everyone|everybody|folks|guys|colleagues|people|staff|parents"
     r"|tenants?|customers?|members|friends|y'all)\b\s*[,:!\u2014-]")
-#: A quoted stretch of text (straight quotes after normalisation).
-QUOTED = re.compile(r"(['\"])([^'\"\n]{3,200})\1")
+#: A quoted stretch of text (straight quotes after normalisation; an apostrophe inside a word, as in
+#: "holder's", does not close a single quote).
+QUOTED = re.compile(r"\"[^\"\n]{3,200}\"|'(?:[^'\n]|(?<=\w)'(?=\w)){3,200}'")
 #: After a closing quote: the quote is talked about ("'...' is a common phrase").
 MENTION_AFTER = re.compile(
     r"\s*(?:is|are|was|were)\s+(?:a|an|the|one|common|typical|classic|known|often|usually|how|what|used)\b")
+#: Anywhere outside the quotes: the text reports or teaches about attacks, so what it quotes is an example
+#: ("the phishing email said '...', so I reported it"; "researchers showed that a hidden line, '...', could").
+MENTION_CONTEXT = re.compile(
+    r"\b(?:phishing|scam(?:s|mers?)?|fraud(?:ulent|sters?)?|(?:prompt )?injections?|attacks?|attackers?|hackers?"
+    r"|malicious|suspicious|jailbreaks?|red flags?|flagged|reported|awareness|spoof(?:ed|ing)?"
+    r"|impersonat\w+|researchers?|red[- ]team\w*|pen(?:etration)? test\w*|classifier|labell?ed as)\b")
+#: Decoded from a base64 blob: a sentence that names the agent or opens with an imperative (rules/3).
+ADDRESSED = re.compile(rf"\b{AGENT}\b|(?:^|[.!?:;]\s+)(?:please\s+)?(?:{ANY_V}|remember|reorder|order)\b")
 #: Before an opening quote: the quote is an example ("phrases like '...'").
 MENTION_BEFORE = re.compile(
     r"(?:phrases?|words?|lines?|strings?|sentences?|like|such as|called|named|e\.g\.)\s*[:,]?\s*$")

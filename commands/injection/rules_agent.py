@@ -31,6 +31,11 @@ _OVERRIDE_IGNORE = (rf"\b{O_VERB}\s+(?:{O_ART}\s+)*{O_DET}\s+(?:(?:{O_DET}|{O_AR
                     rf"|\b{O_VERB}\s+(?:all\s+)?(?:the\s+)?(?:earlier|previous|prior|above|preceding|past)\s+"
                     r"(?:messages|conversation|context|turns)\b")
 
+#: A standing request about how the speaker is addressed or how their own texts are written ("from now on
+#: call me Sam", "going forward, write my emails in a casual tone"): a preference, not an order to the agent.
+_OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk to|write to)\s+(?:me|us)\b"
+                   r"|(?:write|draft|sign|format|word|phrase|spell)\s+(?:my|our)\b)")
+
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (
     _r("override.ignore", "OVERRIDE", _OVERRIDE_IGNORE),
@@ -120,7 +125,7 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        rf"|then |just )?(?:always |only |never |also |just )*{ANY_V})\b", human_exempt=True),
     _r("directive.standing", "DIRECTIVE",
        rf"\b(?P<core>{STANDING_MARK}\s*[,:]?\s*(?:you (?:must |should |will |need to |are to )?|tu dois |du musst "
-       rf"|please )?(?:always |only |never |also |just )*{ANY_V})\b", human_exempt=True),
+       rf"|please )?(?:always |only |never |also |just )*{_OWN_PREFERENCE}{ANY_V})\b", human_exempt=True),
     _r("directive.implant", "DIRECTIVE",
        r"\b(?:memori[sz]e|learn)\s+(?:this|that|the following)\s+(?:rule|instruction|directive|procedure)"
        r"|\b(?:add|save|store|write|put|keep)\s+(?:this|that|it|the following|(?:a|this|the) (?:new )?(?:rule"

@@ -85,7 +85,7 @@ DEST = (r"(?:\bme\b|\bus\b|\bhere\b|\bbelow\b|\b(?:this|the|that) (?:chat|conver
 RUN_V = (r"(?:run|execute|exec|call|invoke|launch|trigger|use|fire|ex[ée]cute[rz]?|ejecuta|ejecutar|f[uü]hre"
          r"|starte|lance[rz]?|lancez)")
 TOOL_OBJ = (r"(?:\btools?\b|\bcommands?\b|\bshell\b|\bterminal\b|\bscripts?\b|\bfunctions?\b|\bplugins?\b"
-            r"|\bextensions?\b|\bmacros?\b|\bcurl\b|\bwget\b|\bbash\b|\bzsh\b|\bsh\b|\bsudo\b|\bpowershell\b|\bcmd\b"
+            r"|(?<![\w-])extensions?\b|\bmacros?\b|\bcurl\b|\bwget\b|\bbash\b|\bzsh\b|\bsh\b|\bsudo\b|\bpowershell\b|\bcmd\b"
             r"|\bpython\b|\bnode\b|rm -rf|nc -e|\b[a-z]+_[a-z_]+\b|\b\w+\(|\bcommande\b|\bcomando\b|\bbefehl\b"
             r"|\bskript\b)")
 
