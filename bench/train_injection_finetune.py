@@ -5,27 +5,28 @@ field case 4) and write its weights file.
     .venv/bin/python bench/train_injection_finetune.py [--out FILE] [--json]  # train on all, write weights
 
 **Data.** The written development sets (``injection_labelled``, ``injection_train``, ``injection_train2``
-and the first four held-out sets, each development data since the next was frozen; the fifth,
-``injection_heldout5.jsonl``, is never read here) with a seeded 30 % obfuscated copy (the LR trainer's
-``augmented``), and 3,000 turns drawn (seed 12) from the *calibration* half of the LoCoMo + GateMem turns
-as benign conversation (the *report* half is never read).
+and the first five held-out sets, each development data since the next was frozen; the sixth,
+``injection_heldout6.jsonl``, is never read here) with a seeded 30 % obfuscated copy (the LR trainer's
+``augmented``), and every turn of the *calibration* half of the LoCoMo + GateMem turns (10,670) as benign
+conversation (the *report* half is never read). Version 1 (``minilm-ft/1``) read four sets and 3,000 of
+those turns.
 
 **Model.** The packaged all-MiniLM-L6-v2 with its embeddings and bottom
 :data:`~memwarden.projections.injection_finetuned.FROZEN_LAYERS` layers frozen, the top two layers and a
 linear head on the mean-pooled output trained with binary cross-entropy (injected items weigh 3), AdamW
 (lr 1e-4, weight decay 0.01; the rate is a linear warm-up over the first 6 % of steps times a linear decay
 from the first step, so it peaks near 0.94 lr; gradient norm clipped at 1), batches of 32 of
-similar length, 3 epochs, on the cleaned text, 2 CPU threads (~8 min here).
+similar length, 3 epochs, on the cleaned text, 2 CPU threads (~20 min here).
 
-**Thresholds** (``--validate``, a rule fixed before the run): the same training without
-``injection_heldout4`` (a writer the model never saw), scored on it and on 3,000 other calibration turns;
-the decision threshold is the 0.05 step with the best ``min(precision, recall)`` of the detector as it
-ships (rules OR classifier) on that set among the steps whose false-alarm rate on those turns is at most
-0.0005; the suspicion threshold is the LR trainer's rule (the highest step within a 0.5 % budget of the
-turns that catches >= 99 % of the injected items, else the lowest step within the budget). On
-2026-12-03: 0.90 (precision 0.918, recall 0.933, 1 of 3,000 turns) and 0.40 (no step caught 99 %
-within the budget; 0.40: 98.3 %, 0.50 % of the turns). The final run trains on every development set
-and writes those two values with the tensors. Prints one JSON object with ``--json``.
+**Thresholds** (``--validate``, a rule fixed before the run): the same training without the last
+development set (``injection_heldout5``, a writer the model never saw) and without 3,000 calibration turns
+drawn with the seed, scored on both; the decision threshold is the 0.05 step with the best
+``min(precision, recall)`` of the detector as it ships (rules OR classifier) on that set among the steps
+whose false-alarm rate on those turns is at most 0.0005; the suspicion threshold is the LR trainer's rule
+(the highest step within a 0.5 % budget of the turns that catches >= 99 % of the injected items, else the
+lowest step within the budget). Version 1 on 2026-12-03: 0.90 (precision 0.918, recall 0.933, 1 of 3,000
+turns) and 0.40. The final run trains on every development set and every calibration turn and writes the
+two values with the tensors. Prints one JSON object with ``--json``.
 """
 
 from __future__ import annotations
@@ -56,21 +57,23 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
 
 #: The development files (never ``injection_heldout5``); ``--validate`` leaves out the last one.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_heldout",
-                  "injection_heldout2", "injection_heldout3", "injection_heldout4")
-TURNS = 3_000
+                  "injection_heldout2", "injection_heldout3", "injection_heldout4", "injection_heldout5")
+#: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
+HELD_TURNS = 3_000
 EPOCHS = 3
 LR = 1e-4
 BATCH = 32
 INJECTED_WEIGHT = 3.0
-#: Chosen by ``--validate`` on 2026-12-03 (module docstring).
-THRESHOLD = 0.90
-SUSPICION = 0.40
+#: Chosen by ``--validate`` on 2026-12-03 for version 2 (module docstring).
+THRESHOLD = 0.95
+SUSPICION = 0.05
 MAX_FAR = 0.0005
 SUSPICION_BUDGET = 0.005
 
 
-def train(files: tuple[str, ...], locomo: Path, gatemem: Path) -> tuple[Any, Any, Any, list[Any]]:
-    """(tokenizer, encoder, head, calibration turns not trained on) after the training of the docstring."""
+def train(files: tuple[str, ...], locomo: Path, gatemem: Path, hold: int = 0) -> tuple[Any, Any, Any, list[Any]]:
+    """(tokenizer, encoder, head, the ``hold`` calibration turns not trained on) after the training of the
+    docstring: every calibration turn but ``hold`` (drawn with the seed) is benign training data."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -84,8 +87,8 @@ def train(files: tuple[str, ...], locomo: Path, gatemem: Path) -> tuple[Any, Any
     texts, labels, _ = augmented(items, 0.3, rng)
     turns = [t for t in benign_turns(locomo, gatemem) if t.half == "calibration"]
     rng.shuffle(turns)
-    texts += [t.text for t in turns[:TURNS]]
-    labels += [0] * TURNS
+    texts += [t.text for t in turns[hold:]]
+    labels += [0] * (len(turns) - hold)
     x = [clean_text(t) for t in texts]
     y = np.asarray(labels, dtype=np.float32)
     path = str(packaged_model_path())
@@ -126,7 +129,7 @@ def train(files: tuple[str, ...], locomo: Path, gatemem: Path) -> tuple[Any, Any
             if step >= total:
                 break
     enc.eval()
-    return tok, enc, head, turns[TURNS:2 * TURNS]
+    return tok, enc, head, turns[:hold]
 
 
 def _logits(tok: Any, enc: Any, head: Any, batch: list[str]) -> Any:
@@ -143,7 +146,7 @@ def tensors_of(enc: Any, head: Any) -> dict[str, np.ndarray]:
 
 
 def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any]) -> dict[str, Any]:
-    """The threshold grid on ``injection_heldout4`` and ``held_turns`` and the two thresholds chosen."""
+    """The threshold grid on the last development set and ``held_turns`` and the two thresholds chosen."""
     from memwarden.commands.injection import DEFAULT_DETECTOR as RULES
     from memwarden.projections.injection_finetuned import FineTunedScorer, FineTunedWeights
 
@@ -172,14 +175,15 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any]) -> dict[str, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=finetuned_path())
-    parser.add_argument("--validate", action="store_true", help="train without injection_heldout4, choose thresholds")
+    parser.add_argument("--validate", action="store_true",
+                        help="train without the last set and 3,000 turns, choose thresholds")
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo7.json")
     parser.add_argument("--gatemem", type=Path, default=SHARED / "gatemem")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     t0 = time.perf_counter()
     files = TRAINING_FILES[:-1] if args.validate else TRAINING_FILES
-    tok, enc, head, held = train(files, args.locomo, args.gatemem)
+    tok, enc, head, held = train(files, args.locomo, args.gatemem, HELD_TURNS if args.validate else 0)
     result: dict[str, Any] = {"version": FINETUNED_VERSION, "files": list(files), "seed": SEED}
     if args.validate:
         result.update(validate(tok, enc, head, held))
