@@ -64,7 +64,8 @@ spaces and tabs become one space.
   attack, malicious, suspicious, red flag, flagged, reported, researchers ...: "the phishing email said
   '...', so I reported it").
 - Since rules/3 a standing request about how the speaker is addressed or how their own texts are written
-  ("from now on call me Sam", "going forward, write my emails in a casual tone") is a preference, not a
+  ("from now on call me Sam", "going forward, write my emails in a casual tone"; since rules/4 also the
+  language the agent answers in: "from now on reply in Spanish") is a preference, not a
   ``directive.standing``; a tool word at the end of a hyphenated compound ("capstone-extension") is not
   a tool.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role

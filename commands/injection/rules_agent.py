@@ -32,9 +32,11 @@ _OVERRIDE_IGNORE = (rf"\b{O_VERB}\s+(?:{O_ART}\s+)*{O_DET}\s+(?:(?:{O_DET}|{O_AR
                     r"(?:messages|conversation|context|turns)\b")
 
 #: A standing request about how the speaker is addressed or how their own texts are written ("from now on
-#: call me Sam", "going forward, write my emails in a casual tone"): a preference, not an order to the agent.
+#: call me Sam", "going forward, write my emails in a casual tone", "from now on reply in Spanish"): a
+#: preference, not an order to the agent.
 _OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk to|write to)\s+(?:me|us)\b"
-                   r"|(?:write|draft|sign|format|word|phrase|spell)\s+(?:my|our)\b)")
+                   r"|(?:write|draft|sign|format|word|phrase|spell)\s+(?:my|our)\b"
+                   r"|(?:reply|answer|respond|write|speak|talk|text)(?:\s+(?:to\s+)?(?:me|us))?\s+in\s+\w+\s*(?:[.,!;]|$))")
 
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (
