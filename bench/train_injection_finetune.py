@@ -4,12 +4,15 @@ field case 4) and write its weights file.
     .venv/bin/python bench/train_injection_finetune.py --validate [--json]   # choose the thresholds
     .venv/bin/python bench/train_injection_finetune.py [--out FILE] [--json]  # train on all, write weights
 
-**Data.** The written development sets (``injection_labelled``, ``injection_train``, ``injection_train2``
-and the first five held-out sets, each development data since the next was frozen; the sixth,
-``injection_heldout6.jsonl``, is never read here) with a seeded 30 % obfuscated copy (the LR trainer's
-``augmented``), and every turn of the *calibration* half of the LoCoMo + GateMem turns (10,670) as benign
-conversation (the *report* half is never read). Version 1 (``minilm-ft/1``) read four sets and 3,000 of
-those turns.
+**Data.** The written development sets (``injection_labelled``, ``injection_train``, ``injection_train2``,
+``injection_train3`` and the first six held-out sets, each development data since the next was frozen; the
+seventh, ``injection_heldout7.jsonl``, is never read here) with a seeded 30 % obfuscated copy (the LR
+trainer's ``augmented``), and every turn of the *calibration* half of the LoCoMo + GateMem turns (10,670) as
+benign conversation (the *report* half is never read). Version 1 (``minilm-ft/1``) read four sets and 3,000
+of those turns; version 2 five sets and every calibration turn; version 3 also the sixth set and
+``injection_train3`` (training data only: non-English manuals, recipes, minutes, records and chat, users'
+own standing preferences and benign inferences, each beside near-twin injections, written for the false
+alarms version 2 raised on the sixth set).
 
 **Model.** The packaged all-MiniLM-L6-v2 with its embeddings and bottom
 :data:`~memwarden.projections.injection_finetuned.FROZEN_LAYERS` layers frozen, the top two layers and a
@@ -19,13 +22,16 @@ from the first step, so it peaks near 0.94 lr; gradient norm clipped at 1), batc
 similar length, 3 epochs, on the cleaned text, 2 CPU threads (~20 min here).
 
 **Thresholds** (``--validate``, a rule fixed before the run): the same training without the last
-development set (``injection_heldout5``, a writer the model never saw) and without 3,000 calibration turns
+development set (``injection_heldout6`` for version 3, ``injection_heldout5`` for version 2: a writer the
+model never saw) and without 3,000 calibration turns
 drawn with the seed, scored on both; the decision threshold is the 0.05 step with the best
 ``min(precision, recall)`` of the detector as it ships (rules OR classifier) on that set among the steps
 whose false-alarm rate on those turns is at most 0.0005; the suspicion threshold is the LR trainer's rule
 (the highest step within a 0.5 % budget of the turns that catches >= 99 % of the injected items, else the
 lowest step within the budget). Version 1 on 2026-12-03: 0.90 (precision 0.918, recall 0.933, 1 of 3,000
-turns) and 0.40. The final run trains on every development set and every calibration turn and writes the
+turns) and 0.40. Version 3 on 2026-12-04: no 0.05 step kept the turns within the budget (0.95: 2 of 3,000),
+so the grid gained 0.96-0.99 and 0.995: 0.98 (precision 0.955, recall 0.892 on the sixth set, 1 of 3,000
+turns) and 0.10. The final run trains on every development set and every calibration turn and writes the
 two values with the tensors. Prints one JSON object with ``--json``.
 """
 
@@ -55,19 +61,23 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
     mean_pooled,
 )
 
-#: The development files (never ``injection_heldout5``); ``--validate`` leaves out the last one.
-TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_heldout",
-                  "injection_heldout2", "injection_heldout3", "injection_heldout4", "injection_heldout5")
+#: The development files (never ``injection_heldout7``); ``--validate`` leaves out the last one.
+TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3",
+                  "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
+                  "injection_heldout5", "injection_heldout6")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
 LR = 1e-4
 BATCH = 32
 INJECTED_WEIGHT = 3.0
-#: Chosen by ``--validate`` on 2026-12-03 for version 2 (module docstring).
-THRESHOLD = 0.95
-SUSPICION = 0.05
+#: Chosen by ``--validate`` on 2026-12-04 for version 3 (module docstring; version 2: 0.95 and 0.05).
+THRESHOLD = 0.98
+SUSPICION = 0.1
 MAX_FAR = 0.0005
+#: The thresholds ``--validate`` tries: steps of 0.05, then (version 3 on, when no 0.05 step kept the
+#: turns within ``MAX_FAR``) 0.96-0.99 and 0.995.
+GRID = (*(round(0.05 * i, 2) for i in range(1, 20)), 0.96, 0.97, 0.98, 0.99, 0.995)
 SUSPICION_BUDGET = 0.005
 
 
@@ -145,8 +155,9 @@ def tensors_of(enc: Any, head: Any) -> dict[str, np.ndarray]:
     return out
 
 
-def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any]) -> dict[str, Any]:
-    """The threshold grid on the last development set and ``held_turns`` and the two thresholds chosen."""
+def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], dump: Path | None = None) -> dict[str, Any]:
+    """The threshold grid on the last development set and ``held_turns`` and the two thresholds chosen
+    (``None`` when no step keeps the turns within ``MAX_FAR``); ``dump`` gets the raw scores (npz)."""
     from memwarden.commands.injection import DEFAULT_DETECTOR as RULES
     from memwarden.projections.injection_finetuned import FineTunedScorer, FineTunedWeights
 
@@ -157,14 +168,19 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any]) -> dict[str, 
     injected = np.asarray([i.injected for i in val])
     rules = np.asarray([RULES.detect(i.text).carries_instructions for i in val])
     turns = scorer.scores([t.text for t in held_turns])
+    if dump is not None:
+        np.savez(dump, scores=scores, injected=injected, rules=rules, turns=turns,
+                 ids=np.asarray([i.id for i in val]), turn_texts=np.asarray([t.text for t in held_turns]))
     grid = []
-    for step in (round(0.05 * i, 2) for i in range(1, 20)):
+    for step in GRID:
         flagged = rules | (scores >= step)
         tp = int(np.sum(flagged & injected))
         grid.append({"threshold": step, "precision": round(tp / max(int(flagged.sum()), 1), 4),
                      "recall": round(tp / max(int(injected.sum()), 1), 4),
                      "far_turns": round(float(np.mean(turns >= step)), 5)})
     admissible = [g for g in grid if g["far_turns"] <= MAX_FAR]
+    if not admissible:
+        return {"grid": grid, "threshold": None, "suspicion": None}
     decision = max(admissible, key=lambda g: (min(g["precision"], g["recall"]), -g["threshold"]))["threshold"]
     budget = [g for g in grid if g["threshold"] < decision and g["far_turns"] <= SUSPICION_BUDGET]
     catching = [g for g in budget if g["recall"] >= 0.99]
@@ -179,6 +195,7 @@ def main() -> None:
                         help="train without the last set and 3,000 turns, choose thresholds")
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo7.json")
     parser.add_argument("--gatemem", type=Path, default=SHARED / "gatemem")
+    parser.add_argument("--dump", type=Path, help="with --validate: write the raw validation scores here (npz)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     t0 = time.perf_counter()
@@ -186,7 +203,7 @@ def main() -> None:
     tok, enc, head, held = train(files, args.locomo, args.gatemem, HELD_TURNS if args.validate else 0)
     result: dict[str, Any] = {"version": FINETUNED_VERSION, "files": list(files), "seed": SEED}
     if args.validate:
-        result.update(validate(tok, enc, head, held))
+        result.update(validate(tok, enc, head, held, args.dump))
     else:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(args.out, **{f"t:{k}": v.astype(np.float16) for k, v in tensors_of(enc, head).items()},

@@ -242,7 +242,7 @@ class CombinedDetector:
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES) -> None:
         self._scorer = scorer
         self._rules = rules
-        # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/2 (fine-tuned)
+        # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/3 (fine-tuned)
         self.version = f"{RULES_VERSION}+{scorer.weights.version}"
         self._rule = f"classifier.{scorer.weights.version}"
         self._cache: dict[str, float] = {}

@@ -21,7 +21,10 @@ transformers run it (they are already dependencies: the ONNX export is made from
 **Versions.** ``minilm-ft/1``: four held-out sets and 3,000 calibration turns, thresholds 0.90 / 0.40.
 ``minilm-ft/2``: also the fifth held-out set and every calibration-half conversation turn (10,670), so
 the everyday register of the conversations it must not flag weighs as much as the attacks; thresholds
-0.95 / 0.05 by the trainer's fixed rule.
+0.95 / 0.05 by the trainer's fixed rule. ``minilm-ft/3``: also the sixth held-out set and
+``injection_train3`` (non-English manuals, recipes, minutes, records and chat, users' own standing
+preferences and benign inferences beside near-twin injections: version 2's false alarms on the sixth set
+were of these kinds); thresholds 0.98 / 0.10.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ __all__ = ["FINETUNED_VERSION", "FROZEN_LAYERS", "FineTunedScorer", "FineTunedWe
            "load_finetuned", "mean_pooled"]
 
 #: Bump with every retraining that changes the shipped tensors.
-FINETUNED_VERSION = "minilm-ft/2"
+FINETUNED_VERSION = "minilm-ft/3"
 #: Layers below this index (and the embeddings) keep the packaged weights.
 FROZEN_LAYERS = 4
 #: Longest input in word pieces.
