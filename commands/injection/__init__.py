@@ -73,7 +73,9 @@ spaces and tabs become one space.
   content, zero-width characters and tag characters when they contain or sit beside another finding;
   base64 blobs that decode to text carrying instructions (decoded findings are reported on the blob)
   or, since rules/3, to a sentence of six or more words that names the agent or opens with an imperative
-  (``hidden.base64-prose``: concealed from a person whatever its words);
+  (``hidden.base64-prose``: concealed from a person whatever its words); since rules/5 the same for hex
+  blobs, runs of URL percent-escapes and of HTML character references (``hidden.hex``,
+  ``hidden.percent``, ``hidden.html-entities`` and their ``-prose`` forms);
   since rules/2 the whole text read ROT13-decoded and reversed, when it holds two or more common
   English words as that cipher writes them (``hidden.rot13``, ``hidden.reversed``, with the decoded
   findings on the spans they came from).

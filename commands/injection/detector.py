@@ -7,9 +7,10 @@ length. Seeds: SSGM Table 2 (memory poisoning, write filtering) and §6.1 Princi
 
 Steps of one detection: rule matching (skipping rules whose prefilter words are absent), the leetspeak
 variant of the OVERRIDE rule, dropping quotations that are talked about (use versus mention), base64
-blobs decoded one level deep, the whole text read once ROT13-decoded and once reversed (letter
-ciphers and mirrored text that an agent can be told to "decode and carry out"), hidden markup around
-the findings, and standing markers in the same sentence as a finding.
+and hex blobs, URL percent-escapes and HTML character references decoded one level deep (rules/5),
+the whole text read once ROT13-decoded and once reversed (letter ciphers and mirrored text that an
+agent can be told to "decode and carry out"), hidden markup around the findings, and standing markers
+in the same sentence as a finding.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import html
 import re
-from collections.abc import Iterator
+import urllib.parse
+from collections.abc import Callable, Iterator
 
 from memwarden.commands.injection import rules as R
 from memwarden.commands.injection.normalisation import SENTENCE_END, Norm, normalise
@@ -27,9 +30,35 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/4"
+DETECTOR_VERSION = "rules/5"
 
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
+#: Hex: at least 12 bytes as pairs of hex digits, nothing hex-like around them.
+_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Za-z])")
+#: URL percent-escapes: a run holding at least six escapes (``%41``), with URL-safe characters between them.
+_PERCENT = re.compile(r"(?<![A-Za-z0-9._~+\-%])(?:[A-Za-z0-9._~+\-]*+%[0-9A-Fa-f]{2}){6,}[A-Za-z0-9._~+\-]*+")
+#: HTML numeric character references: a run of at least six (``&#65;`` / ``&#x41;``), up to three plain
+#: characters between them.
+_ENTITIES = re.compile(r"(?:[^&<>\n]{0,3}&#(?:[0-9]{1,7}|[xX][0-9A-Fa-f]{1,6});){6,}")
+
+
+def _b64(blob: str) -> str:
+    return base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True).decode("utf-8")
+
+
+def _hex(blob: str) -> str:
+    return bytes.fromhex(blob).decode("utf-8")
+
+
+#: The encodings read one level deep: (rule suffix, run pattern, decoder raising ``ValueError``).
+_DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
+    ("base64", _BASE64, _b64),
+    ("hex", _HEX, _hex),
+    ("percent", _PERCENT, lambda blob: urllib.parse.unquote_plus(blob, errors="strict")),
+    ("html-entities", _ENTITIES, html.unescape),
+)
+#: Rule prefixes of findings made on a decoded run (reported on the run: they are no payload for markup).
+_DECODED = tuple(f"{name}>" for name, _, _ in _DECODERS)
 _PAYLOAD_EXCLUDED = (InstructionKind.HIDDEN,)
 _WORD = re.compile(r"[^\W\d_]{2,}")
 #: Words of natural language a base64 blob must decode to for ``hidden.base64-prose``: a sentence to the
@@ -61,25 +90,27 @@ class RuleBasedDetector:
         return found
 
     def _base64(self, text: str) -> list[Finding]:
-        """Blobs that decode to printable UTF-8 carrying instructions: HIDDEN plus the decoded kinds,
-        all reported on the blob's span (one level deep)."""
+        """Encoded runs that decode to printable UTF-8 carrying instructions: HIDDEN plus the decoded kinds,
+        all reported on the run's span (one level deep). Base64 blobs; since rules/5 also hex blobs, runs
+        of URL percent-escapes and of HTML character references (``&#65;`` / ``&#x41;``): encodings a
+        browser, a URL parser or a "decode this" request turns back into text an agent reads."""
         out: list[Finding] = []
-        for m in _BASE64.finditer(text):
-            blob = m.group()
-            try:
-                decoded = base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True).decode("utf-8")
-            except (binascii.Error, ValueError):
-                continue
-            if sum(c.isprintable() for c in decoded) < 0.95 * len(decoded):
-                continue
-            inner = self._findings(decoded, decode=False)
-            if inner:
-                out.append(Finding(InstructionKind.HIDDEN, m.span(), "hidden.base64"))
-                out += [Finding(f.kind, m.span(), "base64>" + f.rule) for f in inner]
-            elif len(_WORD.findall(decoded)) >= BASE64_PROSE_WORDS and R.ADDRESSED.search(decoded.casefold()):
-                out.append(Finding(InstructionKind.HIDDEN, m.span(), "hidden.base64-prose"))
+        for name, pattern, decode in _DECODERS:
+            for m in pattern.finditer(text):
+                blob = m.group()
+                try:
+                    decoded = decode(blob)
+                except (binascii.Error, ValueError):
+                    continue
+                if not decoded or decoded == blob or sum(c.isprintable() for c in decoded) < 0.95 * len(decoded):
+                    continue
+                inner = self._findings(decoded, decode=False)
+                if inner:
+                    out.append(Finding(InstructionKind.HIDDEN, m.span(), f"hidden.{name}"))
+                    out += [Finding(f.kind, m.span(), f"{name}>{f.rule}") for f in inner]
+                elif len(_WORD.findall(decoded)) >= BASE64_PROSE_WORDS and R.ADDRESSED.search(decoded.casefold()):
+                    out.append(Finding(InstructionKind.HIDDEN, m.span(), f"hidden.{name}-prose"))
         return out
-
 
     def _transformed(self, text: str) -> list[Finding]:
         """The rules on the ROT13 decoding and on the reversal of the whole text (one level deep, like
@@ -153,7 +184,7 @@ def _hidden(text: str, norm: Norm, found: list[Finding]) -> list[Finding]:
     around another finding (the payload)."""
     out = [Finding(InstructionKind.HIDDEN, norm.span(*m.span()), "hidden.template-token")
            for m in R.TEMPLATE_TOKEN.finditer(norm.text)]
-    payload = [f for f in found if f.kind not in _PAYLOAD_EXCLUDED and not f.rule.startswith("base64>")]
+    payload = [f for f in found if f.kind not in _PAYLOAD_EXCLUDED and not f.rule.startswith(_DECODED)]
     if not payload:
         return out
     for rule, pattern in R.HIDDEN_REGIONS:
