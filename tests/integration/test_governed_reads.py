@@ -378,7 +378,9 @@ def test_a_recall_marks_the_memory_used_in_the_profile_projection(
     assert before - timedelta(seconds=1) <= last <= datetime.now(UTC)
     assert rows(namespace, "SELECT last_used_at FROM memory_versions WHERE memory_id = %s", (unused.memory_id,)) == [
         (None,)]
-    past = client.recall(lee, "miso soup", k=1, as_of=datetime.now(UTC) - timedelta(seconds=1), mode="lexical")
+    # as of a moment when both memories were decided and projected (``now - 1 s`` was flaky: on a fast run
+    # the whole test takes under a second, and "one second ago" fell before the memory existed)
+    past = client.recall(lee, "miso soup", k=1, as_of=before, mode="lexical")
     assert ids(past) == {unused.memory_id}
     time.sleep(3)  # a read of the past is not a use: the batch would have been flushed by now
     assert rows(namespace, "SELECT last_used_at FROM memory_versions WHERE memory_id = %s", (unused.memory_id,)) == [
