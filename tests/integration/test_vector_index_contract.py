@@ -41,8 +41,10 @@ SEED = 20240611
 OWNERS = ("alice", "bob", "carol", "dave", "erin")
 PURPOSES = ("support", "billing", "research")
 SCORE_TOL = 1e-5
-#: Fused scores: the engine normalises and sums float32 stage scores.
-FUSED_TOL = 1e-4
+#: Fused scores: the engine normalises (DBSF: mean and 3 standard deviations of each stage, in float32) and
+#: sums float32 stage scores; dividing by a small spread amplifies float32 rounding (CI once saw 1.3e-4 on
+#: a fused score of 1.31 for a hypothesis-drawn filter), so the bound is 5e-4 on scores of order 1.
+FUSED_TOL = 5e-4
 #: Word ``w<i>`` appears with a probability falling in ``i`` (a few common words, many rare ones).
 VOCAB = tuple(f"w{i:02d}" for i in range(40))
 ENCODER = Bm25Encoder()
