@@ -61,11 +61,11 @@ _DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
 _DECODED = tuple(f"{name}>" for name, _, _ in _DECODERS)
 _PAYLOAD_EXCLUDED = (InstructionKind.HIDDEN,)
 _WORD = re.compile(r"[^\W\d_]{2,}")
-#: Words of natural language a base64 blob must decode to for ``hidden.base64-prose``: a sentence to the
+#: Words of natural language an encoded run must decode to for ``hidden.<encoding>-prose``: a sentence to the
 #: agent (naming it or opening with an imperative) written so that a person reading the text cannot see it
 #: is concealment whatever the other rules make of it (rules/3; on the labelled sets 14 injected blobs
 #: decoded to 6-19 words, the one benign blob to 5).
-BASE64_PROSE_WORDS = 6
+PROSE_WORDS = 6
 
 
 class RuleBasedDetector:
@@ -84,12 +84,12 @@ class RuleBasedDetector:
         norm = normalise(text)
         found = _drop_mentions(norm, [*_match(norm), *_leet(norm)])
         if decode:
-            found += self._base64(text) + self._transformed(text)
+            found += self._encoded(text) + self._transformed(text)
         found += _hidden(text, norm, found)
         found += _standing(norm, found)
         return found
 
-    def _base64(self, text: str) -> list[Finding]:
+    def _encoded(self, text: str) -> list[Finding]:
         """Encoded runs that decode to printable UTF-8 carrying instructions: HIDDEN plus the decoded kinds,
         all reported on the run's span (one level deep). Base64 blobs; since rules/5 also hex blobs, runs
         of URL percent-escapes and of HTML character references (``&#65;`` / ``&#x41;``): encodings a
@@ -102,13 +102,13 @@ class RuleBasedDetector:
                     decoded = decode(blob)
                 except (binascii.Error, ValueError):
                     continue
-                if not decoded or decoded == blob or sum(c.isprintable() for c in decoded) < 0.95 * len(decoded):
+                if sum(c.isprintable() for c in decoded) < 0.95 * len(decoded):
                     continue
                 inner = self._findings(decoded, decode=False)
                 if inner:
                     out.append(Finding(InstructionKind.HIDDEN, m.span(), f"hidden.{name}"))
                     out += [Finding(f.kind, m.span(), f"{name}>{f.rule}") for f in inner]
-                elif len(_WORD.findall(decoded)) >= BASE64_PROSE_WORDS and R.ADDRESSED.search(decoded.casefold()):
+                elif len(_WORD.findall(decoded)) >= PROSE_WORDS and R.ADDRESSED.search(decoded.casefold()):
                     out.append(Finding(InstructionKind.HIDDEN, m.span(), f"hidden.{name}-prose"))
         return out
 
