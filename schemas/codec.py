@@ -129,11 +129,16 @@ class AvroCodec:
         Raises ``ValidationError`` naming the offending field when the record does not fit.
         """
         schema = self.schema(name)
-        try:
-            fastavro.validation.validate(record, schema, raise_errors=True)
-        except fastavro.validation.ValidationError as exc:
-            field = _field_of(exc)
-            raise ValidationError(field, f"does not match schema {NAMESPACE}.{name}: {exc}") from None
+        # A boolean check first: with ``raise_errors=True`` fastavro builds (and JSON-formats) an
+        # exception for every union branch it tries, also on valid records ("null" before "string"),
+        # which was a third of the gate's CPU. Only an invalid record pays for the field-naming report.
+        if not fastavro.validation.validate(record, schema, raise_errors=False):
+            try:
+                fastavro.validation.validate(record, schema, raise_errors=True)
+            except fastavro.validation.ValidationError as exc:
+                field = _field_of(exc)
+                raise ValidationError(field, f"does not match schema {NAMESPACE}.{name}: {exc}") from None
+            raise ValidationError("record", f"does not match schema {NAMESPACE}.{name}")
         buf = io.BytesIO()
         buf.write(MAGIC)
         buf.write(self._fingerprints[name])
