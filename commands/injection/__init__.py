@@ -68,6 +68,9 @@ spaces and tabs become one space.
   language the agent answers in: "from now on reply in Spanish") is a preference, not a
   ``directive.standing``; a tool word at the end of a hyphenated compound ("capstone-extension") is not
   a tool.
+- Since rules/6 a verb that is a record's field label (``"email": ...``, ``EMAIL:``, ``EMAIL;TYPE=...``) or a
+  one-word quoted value (``"activity": "run",``) is a datum, not an imperative, and ``.env.example`` or
+  copying a template *to* ``.env`` is not the secrets file.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -71,7 +71,8 @@ CREDENTIAL_RULES: tuple[Rule, ...] = (
        rf"(?:their|his|her|the)\b{C}{{0,20}}?{SECRET})"),
     _r("credentials.secret-file", "CREDENTIALS",
        rf"{IMP}(?P<core>(?:read|cat|open|include|send|upload|print|pass|attach|copy|post)\b{C}{{0,40}}?"
-       r"(?:~/\.ssh|id_rsa|id_ed25519|\.aws/credentials|/etc/shadow|\.env\b|\.netrc|\.npmrc|keychain))"),
+       r"(?:~/\.ssh|id_rsa|id_ed25519|\.aws/credentials|/etc/shadow|(?<!\bto `)(?<!\bto )\.env\b(?![.\w-])|\.netrc"
+       r"|\.npmrc|keychain))"),
     _r("credentials.phish-link", "CREDENTIALS",
        rf"\b(?:confirm|verify|validate|update|re-?enter)\s+(?:your )?{SECRET}{C}{{0,30}}?\b(?:at|via|using|on"
        r"|through) (?:this|the following|the|our) (?:link|page|url|form|site)"),

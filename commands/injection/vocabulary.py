@@ -65,7 +65,7 @@ SECRET = (r"(?:passwords?|passwd|passcodes?|passphrases?|pins?\b|pin codes?|(?:a
           r"|security (?:question )?answers?|secrets?\b|credentials?|(?:seed|recovery|mnemonic) phrases?|cvv|cvc"
           r"|card numbers?|credit card(?: numbers?| details)?|login(?! page)(?: details| credentials)?"
           r"|(?:session|auth(?:entication)?|login|browser|tracking|sso) cookies?"
-          r"|cookies? (?:file|jar|header|value|string|data|store)s?\b|environment variables|\.env\b"
+          r"|cookies? (?:file|jar|header|value|string|data|store)s?\b|environment variables|\.env\b(?![.\w-])"
           r"|mots? de passe|cl[ée]s? api|contrase[ñn]as?"
           r"|c[óo]digo de verificaci[óo]n|passw[oö]rt(?:er)?|best[äa]tigungscode|zugangsdaten)")
 DISCLOSE_V = (r"(?:reveal|disclose|print|output|dump|expose|leak|list|show|display|return|read (?:out|back)|spell out"
@@ -82,8 +82,11 @@ DEST = (r"(?:\bme\b|\bus\b|\bhere\b|\bbelow\b|\b(?:this|the|that) (?:chat|conver
         r"(?:next )?(?:tool )?call\b|\bthe caller\b|\bby (?:e-?mail|text|sms)\b|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
         r"|https?://|\bmoi\b|\bici\b|\baqu[ií]\b|\beste correo\b|\bmir\b|\bhier\b)")
 
+#: After a verb: not a record's field label (``"email": ...``, ``EMAIL:``, ``EMAIL;TYPE=...``) nor a one-word
+#: quoted value (``"activity": "run",``): a datum, not an imperative.
+DATUM = r"(?![\"']?\s*[:;=]|[\"']\s*[,}\]])"
 RUN_V = (r"(?:run|execute|exec|call|invoke|launch|trigger|use|fire|ex[ée]cute[rz]?|ejecuta|ejecutar|f[uü]hre"
-         r"|starte|lance[rz]?|lancez)")
+         r"|starte|lance[rz]?|lancez)" + DATUM)
 TOOL_OBJ = (r"(?:\btools?\b|\bcommands?\b|\bshell\b|\bterminal\b|\bscripts?\b|\bfunctions?\b|\bplugins?\b"
             r"|(?<![\w-])extensions?\b|\bmacros?\b|\bcurl\b|\bwget\b|\bbash\b|\bzsh\b|\bsh\b|\bsudo\b|\bpowershell\b|\bcmd\b"
             r"|\bpython\b|\bnode\b|rm -rf|nc -e|\b[a-z]+_[a-z_]+\b|\b\w+\(|\bcommande\b|\bcomando\b|\bbefehl\b"
@@ -117,7 +120,7 @@ ANY_V = rf"(?:{D_V}|{MONEY_V}|{GIVE_V}|{DISCLOSE_V}|{PLACE_V}|{RUN_V}|{O_VERB}|p
 E_V = (r"(?:(?:call|invoke|use|run) (?:the )?(?:send|email|mail|post|upload|forward|share)_\w+"
        r"|send|forward|email|e-mail|mail|post|upload|share|transmit|export|copy|bcc|cc|leak|sync|push|submit"
        r"|append|dump|publish|attach|reenv[ií]a|env[ií]a|manda|comparte|sube|transf[eè]re[rz]?|envoie[rz]?|envoyez"
-       r"|partage[rz]?|leite|sende|schicke|teile|lade)")
+       r"|partage[rz]?|leite|sende|schicke|teile|lade)" + DATUM)
 E_DEST = (r"(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:https?|ftp|sftp|s3|gs)://\S+|\b\d{1,3}(?:\.\d{1,3}){3}\b|\bpastebin\b"
           r"|\bpublic (?:bucket|channel|repo|repository|link|folder|page)\b|\b(?:anyone|everyone) who asks\b"
           r"|\bthird[- ]part(?:y|ies)\b)")
