@@ -87,12 +87,19 @@ class AvroCodec:
         self._schemas: dict[str, Any] = {}
         self._fingerprints: dict[str, bytes] = {}
         self._writers: dict[bytes, tuple[str, Any]] = {}
+        # The same schemas as fastavro marks its own parse (``_write_hint``): its reader, writer and
+        # validator take those as they are, and parse any other dict again on every call (3-4x slower).
+        # ``schema()`` and the fingerprints keep the unmarked form.
+        self._fast: dict[str, Any] = {}
+        self._fast_writers: dict[bytes, Any] = {}
         for name in MESSAGE_TYPES:
             schema = load_schema(str(schema_dir / f"{NAMESPACE}.{name}.avsc"), _write_hint=False)
             self._schemas[name] = schema
+            self._fast[name] = fastavro.parse_schema(schema)
             fp = schema_fingerprint(schema)
             self._fingerprints[name] = fp
             self._writers[fp] = (name, schema)
+            self._fast_writers[fp] = self._fast[name]
         history = schema_dir / "history"
         if history.is_dir():
             for path in sorted(history.glob("*.avsc")):
@@ -109,6 +116,7 @@ class AvroCodec:
             raise ValidationError("name", f"unknown message type {name!r}")
         fp = schema_fingerprint(parsed)
         self._writers.setdefault(fp, (name, parsed))
+        self._fast_writers.setdefault(fp, fastavro.parse_schema(parsed))
         return fp
 
     def schema(self, name: str) -> Any:
@@ -128,7 +136,8 @@ class AvroCodec:
 
         Raises ``ValidationError`` naming the offending field when the record does not fit.
         """
-        schema = self.schema(name)
+        self.schema(name)
+        schema = self._fast[name]
         # A boolean check first: with ``raise_errors=True`` fastavro builds (and JSON-formats) an
         # exception for every union branch it tries, also on valid records ("null" before "string"),
         # which was a third of the gate's CPU. Only an invalid record pays for the field-naming report.
@@ -162,9 +171,9 @@ class AvroCodec:
         known = self._writers.get(fp)
         if known is None:
             raise DecodeError("UNKNOWN_SCHEMA", f"unknown writer schema fingerprint {fp.hex()}")
-        _, writer = known
+        writer = self._fast_writers[fp]
         try:
-            record: Any = fastavro.schemaless_reader(io.BytesIO(data[10:]), writer, writer)
+            record: Any = fastavro.schemaless_reader(io.BytesIO(data[10:]), writer, None)
             record["envelope"]["signature"] = None
             buf = io.BytesIO()
             buf.write(data[:10])
@@ -187,10 +196,11 @@ class AvroCodec:
         known = self._writers.get(fp)
         if known is None:
             raise DecodeError("UNKNOWN_SCHEMA", f"unknown writer schema fingerprint {fp.hex()}")
-        name, writer = known
+        name, _ = known
+        writer, reader = self._fast_writers[fp], self._fast[name]
         buf = io.BytesIO(data[10:])
         try:
-            record = fastavro.schemaless_reader(buf, writer, self._schemas[name])
+            record = fastavro.schemaless_reader(buf, writer, None if writer is reader else reader)
         except Exception as exc:  # fastavro raises many types on garbage input
             raise DecodeError("MALFORMED_BODY", f"body does not decode as {name}: {type(exc).__name__}") from None
         if buf.tell() != len(data) - 10:
