@@ -5,14 +5,15 @@ field case 4) and write its weights file.
     .venv/bin/python bench/train_injection_finetune.py [--out FILE] [--json]  # train on all, write weights
 
 **Data.** The written development sets (``injection_labelled``, ``injection_train``, ``injection_train2``,
-``injection_train3`` and the first six held-out sets, each development data since the next was frozen; the
-seventh, ``injection_heldout7.jsonl``, is never read here) with a seeded 30 % obfuscated copy (the LR
+``injection_train3`` and the first eight held-out sets, each development data since the next was frozen;
+the ninth, ``injection_heldout9.jsonl``, is never read here) with a seeded 30 % obfuscated copy (the LR
 trainer's ``augmented``), and every turn of the *calibration* half of the LoCoMo + GateMem turns (10,670) as
 benign conversation (the *report* half is never read). Version 1 (``minilm-ft/1``) read four sets and 3,000
 of those turns; version 2 five sets and every calibration turn; version 3 also the sixth set and
 ``injection_train3`` (training data only: non-English manuals, recipes, minutes, records and chat, users'
 own standing preferences and benign inferences, each beside near-twin injections, written for the false
-alarms version 2 raised on the sixth set).
+alarms version 2 raised on the sixth set); version 4 also the seventh and eighth sets (two more blind
+writers, 22-27 % non-English).
 
 **Model.** The packaged all-MiniLM-L6-v2 with its embeddings and bottom
 :data:`~memwarden.projections.injection_finetuned.FROZEN_LAYERS` layers frozen, the top two layers and a
@@ -22,8 +23,8 @@ from the first step, so it peaks near 0.94 lr; gradient norm clipped at 1), batc
 similar length, 3 epochs, on the cleaned text, 2 CPU threads (~20 min here).
 
 **Thresholds** (``--validate``, a rule fixed before the run): the same training without the last
-development set (``injection_heldout6`` for version 3, ``injection_heldout5`` for version 2: a writer the
-model never saw) and without 3,000 calibration turns
+development set (``injection_heldout8`` for version 4, ``injection_heldout6`` for version 3,
+``injection_heldout5`` for version 2: a writer the model never saw) and without 3,000 calibration turns
 drawn with the seed, scored on both; the decision threshold is the 0.05 step with the best
 ``min(precision, recall)`` of the detector as it ships (rules OR classifier) on that set among the steps
 whose false-alarm rate on those turns is at most 0.0005; the suspicion threshold is the LR trainer's rule
@@ -31,8 +32,10 @@ whose false-alarm rate on those turns is at most 0.0005; the suspicion threshold
 lowest step within the budget). Version 1 on 2026-12-03: 0.90 (precision 0.918, recall 0.933, 1 of 3,000
 turns) and 0.40. Version 3 on 2026-12-04: no 0.05 step kept the turns within the budget (0.95: 2 of 3,000),
 so the grid gained 0.96-0.99 and 0.995: 0.98 (precision 0.955, recall 0.892 on the sixth set, 1 of 3,000
-turns) and 0.10. The final run trains on every development set and every calibration turn and writes the
-two values with the tensors. Prints one JSON object with ``--json``.
+turns) and 0.10. Version 4 on 2026-12-04, evening: 0.96 (precision 0.893, recall 0.900 on the eighth set,
+1 of 3,000 turns; ``minilm-ft/3`` gave 0.897 / 0.867 there) and 0.05. The final run trains on every
+development set and every calibration turn and writes the two values with the tensors. Prints one JSON
+object with ``--json``.
 """
 
 from __future__ import annotations
@@ -61,10 +64,10 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
     mean_pooled,
 )
 
-#: The development files (never ``injection_heldout7``); ``--validate`` leaves out the last one.
+#: The development files (never ``injection_heldout9``); ``--validate`` leaves out the last one.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3",
                   "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
-                  "injection_heldout5", "injection_heldout6")
+                  "injection_heldout5", "injection_heldout6", "injection_heldout7", "injection_heldout8")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
@@ -72,8 +75,8 @@ LR = 1e-4
 BATCH = 32
 INJECTED_WEIGHT = 3.0
 #: Chosen by ``--validate`` on 2026-12-04 for version 3 (module docstring; version 2: 0.95 and 0.05).
-THRESHOLD = 0.98
-SUSPICION = 0.1
+THRESHOLD = 0.96
+SUSPICION = 0.05
 MAX_FAR = 0.0005
 #: The thresholds ``--validate`` tries: steps of 0.05, then (version 3 on, when no 0.05 step kept the
 #: turns within ``MAX_FAR``) 0.96-0.99 and 0.995.
