@@ -140,7 +140,7 @@ def eval_poisoning(
     keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,
     detector: Annotated[str, typer.Option(help="rules (the rules alone), combined (rules OR the trained "
                                           "logistic-regression classifier) or finetuned (rules OR the "
-                                          "fine-tuned MiniLM classifier)")] = "combined",
+                                          "fine-tuned MiniLM classifier; the default)")] = "finetuned",
     locomo: Annotated[Path | None, typer.Option(help="LoCoMo JSON: every turn joins the false-alarm set")] = None,
     gatemem: Annotated[Path | None, typer.Option(help="GateMem folder: every turn joins the false-alarm set")] = None,
     pipeline: Annotated[bool, typer.Option(help="run the items through Kafka and the gate (reached_read, "
