@@ -71,6 +71,10 @@ spaces and tabs become one space.
 - Since rules/6 a verb that is a record's field label (``"email": ...``, ``EMAIL:``, ``EMAIL;TYPE=...``) or a
   one-word quoted value (``"activity": "run",``) is a datum, not an imperative, and ``.env.example`` or
   copying a template *to* ``.env`` is not the secrets file.
+- Since rules/7 ``directive.conceal``: keeping an action from the person it is done for ("do not inform the
+  user about the fallback", "don't mention the change in summaries", "never let the account holder
+  know"); not a person's own privacy request ("don't mention my salary in summaries") nor a secret kept
+  from someone else.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -152,6 +152,15 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"|pages?|company|apps?|offers?|casino)\b)"
        rf"|{IMP}(?P<core2>always\s+(?:mention|recommend|say|tell|promote|suggest|answer|respond|reply|claim|describe"
        r"|praise|list)\b)"),
+    # rules/7: keeping an action from the person it is done for (seed 004: an injected instruction hides what
+    # it makes the agent do): "do not inform the user about the fallback", "don't mention the change in
+    # summaries". A person keeping their own matters out ("don't mention my salary in summaries") or a secret
+    # from someone else ("don't tell Jamie") is not this.
+    _r("directive.conceal", "DIRECTIVE",
+       r"\b(?:do not|don't|dont|never|without)\s+(?:mention(?:ing)?|tell(?:ing)?|inform(?:ing)?|notify(?:ing)?"
+       r"|alert(?:ing)?|reveal(?:ing)?|disclos(?:e|ing)|let(?:ting)?)\b(?:[^.\n]{0,40}?(?:\bthe user\b|\busers\b"
+       r"|\bthe owner\b|\bthe account holder\b|\bthe customer\b)|(?!\s+(?:my|me|our|us)\b)[^.\n]{0,40}?\bin "
+       r"(?:the |your |any )?(?:summar(?:y|ies)|repl(?:y|ies)|responses?|reports?|answers?)\b)"),
 )
 
 #: The OVERRIDE "ignore ... instructions" pattern, also run on a leetspeak-decoded copy.
