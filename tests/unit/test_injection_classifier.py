@@ -134,7 +134,14 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
         if other.name.endswith(".jsonl") and other.name != f"{name}.jsonl":
             texts = {json.loads(line)["text"].casefold() for line in other.read_text(encoding="utf-8").splitlines()
                      if line}
-            assert not held & texts, other.name
+            shared = held & texts
+            assert len(shared) == _KNOWN_REPEATS.get(frozenset({name, other.name[:-6]}), 0), other.name
+
+
+#: Texts two independent writers wrote word for word (found when the later set was committed, before any
+#: detector ran on it; the later set stays as frozen and its figures are reported with the repeat): the
+#: tenth set's benign ``send_email`` tool description (b12118) is the third set's b4126.
+_KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1}
 
 
 def test_weights_ship_with_the_package() -> None:
