@@ -86,20 +86,18 @@ class AvroCodec:
     def __init__(self, schema_dir: Path = SCHEMA_DIR) -> None:
         self._schemas: dict[str, Any] = {}
         self._fingerprints: dict[str, bytes] = {}
-        self._writers: dict[bytes, tuple[str, Any]] = {}
-        # The same schemas as fastavro marks its own parse (``_write_hint``): its reader, writer and
-        # validator take those as they are, and parse any other dict again on every call (3-4x slower).
+        # Readers and writers are held as fastavro marks its own parse (``_write_hint``): its reader, writer
+        # and validator take those as they are, and parse any other dict again on every call (3-4x slower).
         # ``schema()`` and the fingerprints keep the unmarked form.
-        self._fast: dict[str, Any] = {}
-        self._fast_writers: dict[bytes, Any] = {}
+        self._readers: dict[str, Any] = {}
+        self._writers: dict[bytes, tuple[str, Any]] = {}
         for name in MESSAGE_TYPES:
             schema = load_schema(str(schema_dir / f"{NAMESPACE}.{name}.avsc"), _write_hint=False)
             self._schemas[name] = schema
-            self._fast[name] = fastavro.parse_schema(schema)
+            self._readers[name] = fastavro.parse_schema(schema)
             fp = schema_fingerprint(schema)
             self._fingerprints[name] = fp
-            self._writers[fp] = (name, schema)
-            self._fast_writers[fp] = self._fast[name]
+            self._writers[fp] = (name, self._readers[name])
         history = schema_dir / "history"
         if history.is_dir():
             for path in sorted(history.glob("*.avsc")):
@@ -115,8 +113,8 @@ class AvroCodec:
         if name not in self._schemas:
             raise ValidationError("name", f"unknown message type {name!r}")
         fp = schema_fingerprint(parsed)
-        self._writers.setdefault(fp, (name, parsed))
-        self._fast_writers.setdefault(fp, fastavro.parse_schema(parsed))
+        if fp not in self._writers:
+            self._writers[fp] = (name, fastavro.parse_schema(parsed))
         return fp
 
     def schema(self, name: str) -> Any:
@@ -137,10 +135,10 @@ class AvroCodec:
         Raises ``ValidationError`` naming the offending field when the record does not fit.
         """
         self.schema(name)
-        schema = self._fast[name]
+        schema = self._readers[name]
         # A boolean check first: with ``raise_errors=True`` fastavro builds (and JSON-formats) an
-        # exception for every union branch it tries, also on valid records ("null" before "string"),
-        # which was a third of the gate's CPU. Only an invalid record pays for the field-naming report.
+        # exception for every union branch it tries, also on valid records ("null" before "string").
+        # Only an invalid record pays for the field-naming report.
         if not fastavro.validation.validate(record, schema, raise_errors=False):
             try:
                 fastavro.validation.validate(record, schema, raise_errors=True)
@@ -171,7 +169,7 @@ class AvroCodec:
         known = self._writers.get(fp)
         if known is None:
             raise DecodeError("UNKNOWN_SCHEMA", f"unknown writer schema fingerprint {fp.hex()}")
-        writer = self._fast_writers[fp]
+        _, writer = known
         try:
             record: Any = fastavro.schemaless_reader(io.BytesIO(data[10:]), writer, None)
             record["envelope"]["signature"] = None
@@ -196,8 +194,8 @@ class AvroCodec:
         known = self._writers.get(fp)
         if known is None:
             raise DecodeError("UNKNOWN_SCHEMA", f"unknown writer schema fingerprint {fp.hex()}")
-        name, _ = known
-        writer, reader = self._fast_writers[fp], self._fast[name]
+        name, writer = known
+        reader = self._readers[name]
         buf = io.BytesIO(data[10:])
         try:
             record = fastavro.schemaless_reader(buf, writer, None if writer is reader else reader)
