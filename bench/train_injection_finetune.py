@@ -5,15 +5,25 @@ field case 4) and write its weights file.
     .venv/bin/python bench/train_injection_finetune.py [--out FILE] [--json]  # train on all, write weights
 
 **Data.** The written development sets (``injection_labelled``, ``injection_train``, ``injection_train2``,
-``injection_train3`` and the first eight held-out sets, each development data since the next was frozen;
-the ninth, ``injection_heldout9.jsonl``, is never read here) with a seeded 30 % obfuscated copy (the LR
+``injection_train3`` and the first ten held-out sets, each development data since the next was frozen;
+the eleventh, ``injection_heldout11.jsonl``, is never read here) with a seeded 30 % obfuscated copy (the LR
 trainer's ``augmented``), and every turn of the *calibration* half of the LoCoMo + GateMem turns (10,670) as
 benign conversation (the *report* half is never read). Version 1 (``minilm-ft/1``) read four sets and 3,000
 of those turns; version 2 five sets and every calibration turn; version 3 also the sixth set and
 ``injection_train3`` (training data only: non-English manuals, recipes, minutes, records and chat, users'
 own standing preferences and benign inferences, each beside near-twin injections, written for the false
 alarms version 2 raised on the sixth set); version 4 also the seventh and eighth sets (two more blind
-writers, 22-27 % non-English).
+writers, 22-27 % non-English); version 5 also the ninth and tenth.
+
+**The screen** (version 5 on; :class:`~memwarden.projections.injection_finetuned.Screen`): logistic
+regression (scikit-learn, ``C`` :data:`SCREEN_C`, injected items weighing :data:`SCREEN_INJECTED_WEIGHT`)
+over the hashed character n-grams and words of the same cleaned texts, fitted on the same data; a text it
+gives less than :data:`SCREEN_THRESHOLD` never reaches the transformer. Chosen on 2026-12-04 before version
+5's final run, offline: for each of the sixth to tenth held-out sets, a screen trained on the development
+files before it (as above, ``C`` 4, weight 10) scored that set and the report half of the turns; at 0.02 it
+cleared 0 of the injected items the rules missed on all five sets and 82-84 % of the turns (at 0.05: 0 and
+92 %; at 0.1 one injected item of the ninth set). ``--validate`` prints the same counts for the screen trained
+without the last set (``screen``).
 
 **Model.** The packaged all-MiniLM-L6-v2 with its embeddings and bottom
 :data:`~memwarden.projections.injection_finetuned.FROZEN_LAYERS` layers frozen, the top two layers and a
@@ -33,7 +43,12 @@ lowest step within the budget). Version 1 on 2026-12-03: 0.90 (precision 0.918, 
 turns) and 0.40. Version 3 on 2026-12-04: no 0.05 step kept the turns within the budget (0.95: 2 of 3,000),
 so the grid gained 0.96-0.99 and 0.995: 0.98 (precision 0.955, recall 0.892 on the sixth set, 1 of 3,000
 turns) and 0.10. Version 4 on 2026-12-04, evening: 0.96 (precision 0.893, recall 0.900 on the eighth set,
-1 of 3,000 turns; ``minilm-ft/3`` gave 0.897 / 0.867 there) and 0.05. The final run trains on every
+1 of 3,000 turns; ``minilm-ft/3`` gave 0.897 / 0.867 there) and 0.05. Version 5 on 2026-12-04, night: no
+step of the grid kept the held turns within 0.0005 (two one-line GateMem turns, "That rule is logged." and
+"Logging that now as the current answerable state.", scored above 0.995), so the issue's budget (0.001,
+:data:`FALLBACK_FAR`) applies: 0.95 (precision 0.910, recall 0.925 on the tenth set, 2 of 3,000 turns; 0.96
+gives the same) and, no step catching 99 % of the injected items, the lowest step within the suspicion
+budget, 0.10 (0.05 tags 0.6 % of the turns). The final run trains on every
 development set and every calibration turn and writes the two values with the tensors. Prints one JSON
 object with ``--json``.
 """
@@ -64,29 +79,58 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
     mean_pooled,
 )
 
-#: The development files (never ``injection_heldout9``); ``--validate`` leaves out the last one.
+#: The development files (never ``injection_heldout11``); ``--validate`` leaves out the last one.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3",
                   "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
-                  "injection_heldout5", "injection_heldout6", "injection_heldout7", "injection_heldout8")
+                  "injection_heldout5", "injection_heldout6", "injection_heldout7", "injection_heldout8",
+                  "injection_heldout9", "injection_heldout10")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
 LR = 1e-4
 BATCH = 32
 INJECTED_WEIGHT = 3.0
-#: Chosen by ``--validate`` on 2026-12-04 for version 4 (module docstring; version 3: 0.98 and 0.10).
-THRESHOLD = 0.96
-SUSPICION = 0.05
+#: Chosen by ``--validate`` on 2026-12-04 for version 5 (module docstring; version 4: 0.96 and 0.05,
+#: version 3: 0.98 and 0.10).
+THRESHOLD = 0.95
+SUSPICION = 0.10
 MAX_FAR = 0.0005
+#: When no step keeps the held turns within ``MAX_FAR`` (version 5: two one-line GateMem turns scored above
+#: 0.995), the issue's own budget.
+FALLBACK_FAR = 0.001
 #: The thresholds ``--validate`` tries: steps of 0.05, then (version 3 on, when no 0.05 step kept the
 #: turns within ``MAX_FAR``) 0.96-0.99 and 0.995.
 GRID = (*(round(0.05 * i, 2) for i in range(1, 20)), 0.96, 0.97, 0.98, 0.99, 0.995)
 SUSPICION_BUDGET = 0.005
+#: The screen (version 5 on, :class:`~memwarden.projections.injection_finetuned.Screen`): logistic
+#: regression over the hashed features, injected items weighing ``SCREEN_INJECTED_WEIGHT``, strength
+#: ``SCREEN_C``, and the threshold below which a text is cleared (module docstring).
+SCREEN_C = 4.0
+SCREEN_INJECTED_WEIGHT = 10.0
+SCREEN_THRESHOLD = 0.02
 
 
-def train(files: tuple[str, ...], locomo: Path, gatemem: Path, hold: int = 0) -> tuple[Any, Any, Any, list[Any]]:
-    """(tokenizer, encoder, head, the ``hold`` calibration turns not trained on) after the training of the
-    docstring: every calibration turn but ``hold`` (drawn with the seed) is benign training data."""
+def train_screen(cleaned: list[str], labels: np.ndarray) -> Any:
+    """The screen's weights fitted on the cleaned texts and their labels (1 injected): a
+    :class:`~memwarden.projections.injection_finetuned.Screen` at :data:`SCREEN_THRESHOLD`."""
+    import scipy.sparse as sp
+    from sklearn.linear_model import LogisticRegression
+
+    from memwarden.projections.injection_classifier import ngram_features, word_features
+    from memwarden.projections.injection_finetuned import Screen
+
+    rows = [sp.csr_matrix(np.hstack([ngram_features(cleaned[i:i + 2000]), word_features(cleaned[i:i + 2000])]))
+            for i in range(0, len(cleaned), 2000)]
+    weight = np.where(labels > 0, SCREEN_INJECTED_WEIGHT, 1.0)
+    model = LogisticRegression(C=SCREEN_C, max_iter=3000).fit(sp.vstack(rows).tocsr(), labels, sample_weight=weight)
+    return Screen(model.coef_[0].astype(np.float32), float(model.intercept_[0]), SCREEN_THRESHOLD)
+
+
+def train(files: tuple[str, ...], locomo: Path, gatemem: Path,
+          hold: int = 0) -> tuple[Any, Any, Any, list[Any], Any]:
+    """(tokenizer, encoder, head, the ``hold`` calibration turns not trained on, the screen) after the
+    training of the docstring: every calibration turn but ``hold`` (drawn with the seed) is benign
+    training data, for the transformer and for the screen alike."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -104,6 +148,7 @@ def train(files: tuple[str, ...], locomo: Path, gatemem: Path, hold: int = 0) ->
     labels += [0] * (len(turns) - hold)
     x = [clean_text(t) for t in texts]
     y = np.asarray(labels, dtype=np.float32)
+    screen = train_screen(x, y)
     path = str(packaged_model_path())
     tok = AutoTokenizer.from_pretrained(path)
     enc = AutoModel.from_pretrained(path)
@@ -142,7 +187,7 @@ def train(files: tuple[str, ...], locomo: Path, gatemem: Path, hold: int = 0) ->
             if step >= total:
                 break
     enc.eval()
-    return tok, enc, head, turns[:hold]
+    return tok, enc, head, turns[:hold], screen
 
 
 def _logits(tok: Any, enc: Any, head: Any, batch: list[str]) -> Any:
@@ -158,19 +203,24 @@ def tensors_of(enc: Any, head: Any) -> dict[str, np.ndarray]:
     return out
 
 
-def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], dump: Path | None = None) -> dict[str, Any]:
+def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], screen: Any,
+             dump: Path | None = None) -> dict[str, Any]:
     """The threshold grid on the last development set and ``held_turns`` and the two thresholds chosen
-    (``None`` when no step keeps the turns within ``MAX_FAR``); ``dump`` gets the raw scores (npz)."""
+    (``None`` when no step keeps the turns within ``MAX_FAR``), and what the screen clears there (under
+    ``screen``: injected items the rules miss, benign items, held turns); ``dump`` gets the raw scores
+    (npz; the transformer's, every text scored)."""
     from memwarden.commands.injection import DEFAULT_DETECTOR as RULES
     from memwarden.projections.injection_finetuned import FineTunedScorer, FineTunedWeights
 
     shipped = {k: v.astype(np.float16).astype(np.float32) for k, v in tensors_of(enc, head).items()}  # as stored
-    scorer = FineTunedScorer(FineTunedWeights(shipped, THRESHOLD, SUSPICION))
+    scorer = FineTunedScorer(FineTunedWeights(shipped, THRESHOLD, SUSPICION), backend="torch")
     val = load_labelled(DATA / f"{TRAINING_FILES[-1]}.jsonl")
     scores = scorer.scores([i.text for i in val])
     injected = np.asarray([i.injected for i in val])
     rules = np.asarray([RULES.detect(i.text).carries_instructions for i in val])
     turns = scorer.scores([t.text for t in held_turns])
+    val_screen = screen.probability([clean_text(i.text) for i in val]) < screen.threshold
+    turn_screen = screen.probability([clean_text(t.text) for t in held_turns]) < screen.threshold
     if dump is not None:
         np.savez(dump, scores=scores, injected=injected, rules=rules, turns=turns,
                  ids=np.asarray([i.id for i in val]), turn_texts=np.asarray([t.text for t in held_turns]))
@@ -181,14 +231,19 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], dump: Path | 
         grid.append({"threshold": step, "precision": round(tp / max(int(flagged.sum()), 1), 4),
                      "recall": round(tp / max(int(injected.sum()), 1), 4),
                      "far_turns": round(float(np.mean(turns >= step)), 5)})
-    admissible = [g for g in grid if g["far_turns"] <= MAX_FAR]
+    cleared = {"threshold": screen.threshold,
+               "injected_missed_by_rules": int(np.sum(val_screen & injected & ~rules)),
+               "benign_share": round(float(np.mean(val_screen[~injected])), 4),
+               "turn_share": round(float(np.mean(turn_screen)), 4)}
+    admissible = ([g for g in grid if g["far_turns"] <= MAX_FAR]
+                  or [g for g in grid if g["far_turns"] <= FALLBACK_FAR])
     if not admissible:
-        return {"grid": grid, "threshold": None, "suspicion": None}
+        return {"grid": grid, "threshold": None, "suspicion": None, "screen": cleared}
     decision = max(admissible, key=lambda g: (min(g["precision"], g["recall"]), -g["threshold"]))["threshold"]
     budget = [g for g in grid if g["threshold"] < decision and g["far_turns"] <= SUSPICION_BUDGET]
     catching = [g for g in budget if g["recall"] >= 0.99]
     suspicion = max(g["threshold"] for g in catching) if catching else min(g["threshold"] for g in budget)
-    return {"grid": grid, "threshold": decision, "suspicion": suspicion}
+    return {"grid": grid, "threshold": decision, "suspicion": suspicion, "screen": cleared}
 
 
 def main() -> None:
@@ -203,15 +258,16 @@ def main() -> None:
     args = parser.parse_args()
     t0 = time.perf_counter()
     files = TRAINING_FILES[:-1] if args.validate else TRAINING_FILES
-    tok, enc, head, held = train(files, args.locomo, args.gatemem, HELD_TURNS if args.validate else 0)
+    tok, enc, head, held, screen = train(files, args.locomo, args.gatemem, HELD_TURNS if args.validate else 0)
     result: dict[str, Any] = {"version": FINETUNED_VERSION, "files": list(files), "seed": SEED}
     if args.validate:
-        result.update(validate(tok, enc, head, held, args.dump))
+        result.update(validate(tok, enc, head, held, screen, args.dump))
     else:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(args.out, **{f"t:{k}": v.astype(np.float16) for k, v in tensors_of(enc, head).items()},
                             threshold=np.float64(THRESHOLD), suspicion=np.float64(SUSPICION),
-                            version=np.str_(FINETUNED_VERSION))
+                            version=np.str_(FINETUNED_VERSION), screen_coef=screen.coef.astype(np.float32),
+                            screen_bias=np.float64(screen.bias), screen_threshold=np.float64(screen.threshold))
         result.update({"weights": str(args.out), "threshold": THRESHOLD, "suspicion": SUSPICION})
     result["seconds"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(result) if args.json else result)

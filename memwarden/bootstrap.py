@@ -91,7 +91,8 @@ class Container:
                 from memwarden.projections.injection_classifier import CombinedDetector
                 from memwarden.projections.injection_finetuned import FineTunedScorer
 
-                self._detector = CombinedDetector(FineTunedScorer())
+                self._detector = CombinedDetector(FineTunedScorer(model_path=self.settings.model_path,
+                                                                  cache_dir=self.settings.data_dir / "onnx"))
             else:
                 from memwarden.projections.injection_classifier import CombinedDetector, InjectionScorer
 
