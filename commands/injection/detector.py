@@ -30,7 +30,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/7"
+DETECTOR_VERSION = "rules/8"
 
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
 #: Hex: at least 12 bytes as pairs of hex digits, nothing hex-like around them.
@@ -154,6 +154,8 @@ def _match(norm: Norm) -> Iterator[Finding]:
             if rule.human_addressee_exempt and R.HUMAN_ADDRESSEE.match(norm.text, norm.sentence(m.start())[0]):
                 continue
             a, b = next((m.span(g) for g in cores if m.group(g)), m.span())
+            if rule.negation_exempt and R.NEGATED.search(norm.text, norm.sentence(a)[0], a):
+                continue
             yield Finding(InstructionKind(rule.kind), norm.span(a, b), rule.name)
 
 

@@ -11,11 +11,11 @@ import re
 
 from memwarden.commands.injection.rules_action import CREDENTIAL_RULES, EXFILTRATION_RULES, MONEY_RULES, TOOL_RULES
 from memwarden.commands.injection.rules_agent import DIRECTIVE_RULES, OVERRIDE_IGNORE, OVERRIDE_RULES
-from memwarden.commands.injection.vocabulary import AGENT, ANY_V, STANDING_MARK, Rule
+from memwarden.commands.injection.vocabulary import AGENT, ANY_V, NEGATION, STANDING_MARK, Rule
 
 __all__ = [
     "ADDRESSED", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER", "MENTION_BEFORE",
-    "MENTION_CONTEXT", "OVERRIDE_IGNORE", "QUOTED", "RULES", "STANDING", "TEMPLATE_TOKEN", "Rule",
+    "MENTION_CONTEXT", "NEGATED", "OVERRIDE_IGNORE", "QUOTED", "RULES", "STANDING", "TEMPLATE_TOKEN", "Rule",
 ]
 
 #: Every named rule, one family after the other.
@@ -48,6 +48,8 @@ STANDING = re.compile(
     r"\b(?:always|never again|whenever|next time|every time|each time|permanently|forever|all future"
     r"|(?:every|each) (?:day|session|email|message|request|invoice|reply|answer|time)|on each session"
     rf"|siempre|toujours|immer|{STANDING_MARK})\b")
+#: A negation before a ``negation_exempt`` rule's match in its sentence (rules/8).
+NEGATED = re.compile(NEGATION)
 #: A sentence that opens by addressing people, not the agent.
 HUMAN_ADDRESSEE = re.compile(
     r"\s*(?:(?:hi|hello|hey|dear)\s+)?(?:team|all|everyone|everybody|folks|guys|colleagues|people|staff|parents"

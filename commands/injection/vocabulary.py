@@ -140,6 +140,48 @@ STANDING_MARK = (r"(?:from now on|from this point (?:on|forward)|going forward|h
                  r"|replies|requests)|[àa] partir de maintenant|dor[ée]navant|d[ée]sormais|de ahora en adelante"
                  r"|a partir de ahora|ab jetzt|von nun an|ab sofort|d'ora in poi)")
 
+# rules/8: a standing waiver of the person's confirmation ("without asking me", "no need to check with the
+# user", "sans me consulter", "sin preguntarme", "ohne Rückfrage", "確認せずに") near an act on money,
+# secrets, access, forwarding or code execution.
+BYPASS_WHOM = r"(?:me|us|the user|the owner|the account holder|the customer|him|her|them|anyone|anybody)"
+CONSENT_BYPASS = (
+    r"\bwithout (?:first |even |ever )?(?:asking(?!\s+(?:for|about|if|whether|why|how|what|where|when|around"
+    r"|questions?|a question)\b)|checking(?: in)? with|consulting|confirming(?: it)? with|telling"
+    r"|notifying|running it (?:by|past)|waiting for|bothering|getting(?: an?)? (?:ok|okay|approval|confirmation"
+    r"|permission|sign-?off) from|(?:my|our|the user's|their) (?:ok|okay|approval|confirmation|permission|sign-?off"
+    r"|consent))\b(?:\s+" + BYPASS_WHOM + r")?"
+    r"|\bno need to (?:ask|check with|consult|confirm with|bother|loop in|run it by) " + BYPASS_WHOM +
+    r"|\b(?:do not|don't|dont) (?:need to|have to) (?:ask|check with|consult|confirm with|run it by) " + BYPASS_WHOM +
+    r"|\bsans (?:me |nous |lui )?(?:demander|consulter|pr[ée]venir|en parler|autorisation|confirmation)"
+    r"|\b(?:pas|plus) (?:la peine|besoin) de (?:me |nous )?(?:consulter|demander|pr[ée]venir)"
+    r"|\bsin (?:preguntar(?:me|nos)?|consultar(?:me|nos)?|avisar(?:me|nos)?|pedir(?:me)? (?:permiso|autorizaci[óo]n)"
+    r"|mi (?:permiso|autorizaci[óo]n|confirmaci[óo]n))"
+    r"|\bno (?:hace falta|es necesario) (?:preguntar|consultar|avisar)(?:me|nos)?"
+    r"|\bohne (?:mich |uns )?(?:vorher )?(?:zu )?(?:fragen|konsultieren|r[üu]ckfrage|r[üu]ckzufragen|zu informieren"
+    r"|informieren)|\bohne (?:meine|unsere) (?:zustimmung|freigabe|genehmigung|best[äa]tigung)"
+    r"|\bsenza (?:chieder(?:mi|ci|e)|consultar(?:mi|ci)|avvisar(?:mi|ci)|il mio (?:consenso|permesso))"
+    r"|\bsem (?:me |nos )?(?:perguntar|consultar|avisar)(?:-me|-nos)?"
+    r"|\bsem (?:a )?minha (?:autoriza[çc][ãa]o|confirma[çc][ãa]o|permiss[ãa]o)"
+    r"|\bzonder (?:mij|ons) (?:eerst )?te (?:vragen|raadplegen)|\bzonder (?:overleg|toestemming)"
+    r"|確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|不用问我|不必问我|无需我|不需要问我|不用經過我"
+    r"|不用问过我|不用跟我确认|无需征得|묻지 않고|확인하지 않고|확인 없이|허락 없이"
+)
+SENSITIVE_ACT = (
+    rf"(?:{SECRET}|{ACCOUNT}|{MONEY_OBJ}"
+    r"|\b(?:approv\w*|authori[sz]\w*|pay|pays|paid|paying|payment|transfer\w*|wire\w*|send|sending|forward\w*"
+    r"|share|sharing|grant\w*|access|install\w*|run|execute|delete|deleting|unlock\w*|codes?|card|invoices?"
+    r"|passwords?|bank\w*|reenv\w*|env[ií]\w*|transf\w*|pag\w+|c[óo]digos?|acc[eè]s|acceso|acesso|accesso|zugriff"
+    r"|zugang|freigeb\w*|genehmig\w*|[uü]berweis\w*|bezahl\w*|weiterleit\w*|leite\w*|virement|virer|payer"
+    r"|transmet\w*|envoy\w*|donner|installer|instalar|installieren|approuv\w*|aprob\w*|aprov\w*|invia\w*|codic[ei]"
+    r"|banc[ao]\w*|bonific\w*|trasfer\w*)\b"
+    r"|送金|振込|振り込|口座|パスワード|暗証|コード|認証|承認|転送|アクセス|转账|汇款|账户|帐户|密码|验证码|批准"
+    r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달)"
+)
+#: Before a match in its sentence: the sentence forbids the act rather than waives the confirmation ("never
+#: share my passwords without asking me", "no reenvíes nada sin preguntarme").
+NEGATION = (r"\b(?:never|not|no|nor|don't|dont|doesn't|won't|shouldn't|mustn't|can't|cannot|nobody|ne|n'|jamais"
+            r"|nunca|nadie|nie|niemals|nicht|kein\w*|non|mai|não|nooit|niet|geen)\b|n't\b|絶対|决不|不要|별로")
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -150,9 +192,11 @@ class Rule:
     pattern: re.Pattern[str]
     #: Skip the match when its sentence opens by addressing people ("Team, from now on please ...").
     human_addressee_exempt: bool = False
+    #: Skip the match when its sentence holds a :data:`NEGATION` before the match's core.
+    negation_exempt: bool = False
 
 
-def rule(name: str, kind: str, pattern: str, *, human_exempt: bool = False) -> Rule:
+def rule(name: str, kind: str, pattern: str, *, human_exempt: bool = False, negation_exempt: bool = False) -> Rule:
     """The :class:`Rule` ``name`` reporting ``kind`` (an ``InstructionKind`` value) for ``pattern``,
     compiled with ``re.DOTALL``."""
-    return Rule(name, kind, re.compile(pattern, re.DOTALL), human_exempt)
+    return Rule(name, kind, re.compile(pattern, re.DOTALL), human_exempt, negation_exempt)
