@@ -112,12 +112,14 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
 @pytest.mark.parametrize("name", ["injection_heldout2", "injection_heldout3", "injection_heldout4",
                                   "injection_heldout5", "injection_heldout6",
                                   "injection_heldout7", "injection_heldout8",
-                                  "injection_heldout9", "injection_heldout10", "injection_heldout11"])
+                                  "injection_heldout9", "injection_heldout10", "injection_heldout11",
+                                  "injection_heldout12"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
     seventh ``minilm-ft/3`` and ``rules/4``, the eighth ``rules/6`` and ``minilm-ft/3`` again, the ninth
-    ``minilm-ft/4``, the tenth ``rules/7``, the eleventh ``minilm-ft/5`` with its screen) is the file its
+    ``minilm-ft/4``, the tenth ``rules/7``, the eleventh ``minilm-ft/5`` with its screen, the twelfth
+    ``rules/8``) is the file its
     provenance note fixed, and none of its texts is in any other labelled file of the package (a set is
     trained on only as the file it is, once the next is frozen)."""
     import hashlib
@@ -165,6 +167,7 @@ def test_the_training_script_never_reads_the_report_set() -> None:
                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_FILES")
     assert files[-1] == "injection_heldout10"  # --validate chooses minilm-ft/5's thresholds on the tenth set
     assert "injection_heldout11" not in files  # the eleventh reports minilm-ft/5
+    assert "injection_heldout12" not in files  # the twelfth reports rules/8 with minilm-ft/5
 
 
 def test_combination_keeps_rule_findings_and_adds_a_classifier_finding() -> None:
