@@ -25,6 +25,11 @@ cleared 0 of the injected items the rules missed on all five sets and 82-84 % of
 92 %; at 0.1 one injected item of the ninth set). ``--validate`` prints the same counts for the screen trained
 without the last set (``screen``).
 
+**Opaque identifiers.** From ``rules/8+minilm-ft/5`` on the scorer reads text with opaque identifiers
+masked (:func:`~memwarden.projections.injection_classifier.clean_text` ``mask_ids``); version 5 was trained
+on unmasked text (this script as committed with its weights). Train the next version with ``mask_ids=True``
+so that training and scoring read the same text.
+
 **Model.** The packaged all-MiniLM-L6-v2 with its embeddings and bottom
 :data:`~memwarden.projections.injection_finetuned.FROZEN_LAYERS` layers frozen, the top two layers and a
 linear head on the mean-pooled output trained with binary cross-entropy (injected items weigh 3), AdamW

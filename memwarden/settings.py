@@ -58,14 +58,14 @@ class Settings(BaseSettings):
             unsigned ones are served.
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
-        instruction_detector: the gate's instruction detector: ``rules`` (default; the rules alone) or
-            ``rules+classifier`` (the rules of ``rules/1`` OR a logistic-regression classifier over
-            all-MiniLM-L6-v2 embeddings, character n-grams and word n-grams,
-            :mod:`memwarden.projections.injection_classifier`; the gate worker then loads the
-            embedding model). Opt-in: it catches far more paraphrased injections but quarantines
-            some short non-English chat and costs an embedding per command in the gate (README,
-            "The trained classifier"); ``rules+finetuned``: the rules OR the fine-tuned MiniLM classifier
-            (:mod:`memwarden.projections.injection_finetuned`). Env: ``MEMWARDEN_INSTRUCTION_DETECTOR``.
+        instruction_detector: the gate's instruction detector: ``rules+finetuned`` (default since
+            2026-12-04, ``minilm-ft/5``: the rules OR the fine-tuned MiniLM classifier,
+            :mod:`memwarden.projections.injection_finetuned`, behind a hashed n-gram screen that spares
+            it most conversation, on ONNX Runtime; README, "Memory poisoning"), ``rules`` (the rules
+            alone: cheapest, but they let 28-38 % of the injections of three blind writers' sets reach a
+            default read) or ``rules+classifier`` (the rules OR a logistic-regression classifier over
+            all-MiniLM-L6-v2 embeddings and hashed n-grams, :mod:`memwarden.projections.injection_classifier`;
+            the gate worker then loads the embedding model). Env: ``MEMWARDEN_INSTRUCTION_DETECTOR``.
         ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
@@ -116,7 +116,7 @@ class Settings(BaseSettings):
     admin_principal: str = "service:admin"
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"
-    instruction_detector: Literal["rules", "rules+classifier", "rules+finetuned"] = "rules"
+    instruction_detector: Literal["rules", "rules+classifier", "rules+finetuned"] = "rules+finetuned"
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)

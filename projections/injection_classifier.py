@@ -65,6 +65,7 @@ __all__ = [
     "CombinedDetector",
     "DETECTOR_VERSION",
     "HASHED_DIM",
+    "OPAQUE_ID",
     "InjectionScorer",
     "Scorer",
     "clean_text",
@@ -94,15 +95,28 @@ MAX_CHARS = 2_000
 _LEET_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[013457@$])[\w@$]+\b")
 _LEET = str.maketrans("013457@$", "oieastas")
 _SPACES = re.compile(r"\s+")
+#: An opaque identifier in normalised text (:func:`clean_text` ``mask_ids``): 20 or more letters and digits,
+#: both present, not a wallet address (``0x`` + 40 hex digits, ``bc1...``: money-routing evidence).
+OPAQUE_ID = re.compile(r"(?<![a-z0-9])(?!0x[0-9a-f]{40}(?![a-z0-9])|bc1)(?=[a-z0-9]*[0-9])(?=[a-z0-9]*[a-z])"
+                       r"[a-z0-9]{20,}(?![a-z0-9])")
 _WORD = re.compile(r"\w+")
 
 
-def clean_text(text: str) -> str:
+def clean_text(text: str, *, mask_ids: bool = False) -> str:
     """The text the classifier reads: the rules' normalisation (:func:`~memwarden.commands.injection
     .normalisation.normalise`: invisible characters dropped, NFKC, casefolded, look-alikes folded,
     letter spacing collapsed), then leetspeak decoded inside words that mix letters and digits
-    (``d1sr3g4rd`` -> ``disregard``; plain numbers are kept), whitespace collapsed."""
+    (``d1sr3g4rd`` -> ``disregard``; plain numbers are kept), whitespace collapsed.
+
+    ``mask_ids`` (the fine-tuned scorer, from ``rules/8+minilm-ft/5`` on): first every opaque identifier
+    (:data:`OPAQUE_ID`: a run of 20 or more letters and digits mixing both, such as a hash, a token or a
+    reference code; a wallet address is kept) becomes the word ``id``. Leetspeak-decoded, such a run is
+    letter soup that the model had learned to read as an obfuscated payload (a file hash scored 0.91 and
+    41 % of the forgetting evaluation's reference markers were flagged); what an encoded run says is the
+    rules' decoders' job (base64, hex, percent-escapes, HTML references)."""
     norm = normalise(text[: MAX_CHARS * 2]).text
+    if mask_ids:
+        norm = OPAQUE_ID.sub("id", norm)
     decoded = _LEET_WORD.sub(lambda m: m.group().translate(_LEET), norm)
     return _SPACES.sub(" ", decoded).strip()[:MAX_CHARS]
 

@@ -225,10 +225,14 @@ class FineTunedScorer:
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """One probability per text, shape ``(len(texts),)``: the screen's for a cleared text, else the
-        transformer's (texts of similar length share a batch)."""
+        transformer's (texts of similar length share a batch). Both read the text cleaned with its opaque
+        identifiers masked (:func:`~memwarden.projections.injection_classifier.clean_text` ``mask_ids``;
+        ``minilm-ft/5`` was trained on unmasked text, and on every development set the masking changed
+        3 decisions of 1,321 injected items, all three encoded payloads the rules decode, and none of
+        the benign items or calibration turns)."""
         if not texts:
             return np.zeros(0)
-        cleaned = [clean_text(t) for t in texts]
+        cleaned = [clean_text(t, mask_ids=True) for t in texts]
         out = np.zeros(len(cleaned))
         screen = self.weights.screen
         if screen is not None:

@@ -32,9 +32,12 @@ __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
 DETECTOR_VERSION = "rules/8"
 
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
-#: Hex: at least 12 bytes as pairs of hex digits, nothing hex-like around them.
-_HEX = re.compile(r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Za-z])")
+#: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
+#: fine: ``ref=SWdub3Jl...``) nor after.
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])")
+#: Hex: at least 12 bytes as pairs of hex digits, nothing hex-like around them (since rules/8 after a ``0x``
+#: too: ``0x6173736973...``).
+_HEX = re.compile(r"(?:(?<![0-9A-Za-z])|(?<=(?<![0-9A-Za-z])0[xX]))(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Za-z])")
 #: URL percent-escapes: a run holding at least six escapes (``%41``), with URL-safe characters between them.
 _PERCENT = re.compile(r"(?<![A-Za-z0-9._~+\-%])(?:[A-Za-z0-9._~+\-]*+%[0-9A-Fa-f]{2}){6,}[A-Za-z0-9._~+\-]*+")
 #: HTML numeric character references: a run of at least six (``&#65;`` / ``&#x41;``), up to three plain

@@ -94,7 +94,9 @@ class LoadClient:
         self._n += 1
         marker = f"lq{self.index:03d}x{self._n:05d}z"
         topic = self._rng.choice(_TOPICS)
-        return marker, f"load note {marker}: client {self.index} noted ordinary fact {self._n} about {topic}"
+        # an everyday sentence: the default gate's classifier read the older "load note <marker>: ..." header as
+        # a note to the agent (8 % held for review)
+        return marker, f"Client {self.index} noted ordinary fact {self._n} about {topic}; its marker is {marker}."
 
     def _ack(self, kind: str, body: dict[str, Any], memory_id: str, marker: str) -> None:
         self.acks.append(Ack(kind, str(body["command_id"]), memory_id, marker, self.index, len(self.acks)))

@@ -194,7 +194,8 @@ def test_a_policy_that_does_not_parse_is_rejected_naming_the_field_and_the_worke
 
     v2 = client.publish_policy(json.dumps({**default, "version": 2}), by=admin, wait=False)
     assert expect(namespace, v2, "ACCEPTED")["policy_version"] == "default/2"
-    after = client.record(principal=who, subject=who, text="Written under the second policy version")
+    after = client.record(principal=who, subject=who,
+                          text="Dana bakes rye bread on Sundays, written after the second policy came out")
     assert expect(namespace, after, "ACCEPTED")["policy_version"] == "default/2"
     stale = client.publish_policy(json.dumps({**default, "version": 2}), by=admin, wait=False)
     expect(namespace, stale, "REJECTED", "POLICY_VERSION_NOT_NEWER")

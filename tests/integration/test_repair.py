@@ -3,7 +3,11 @@ from consequence") against the real broker, Postgres, index and worker, through 
 (``memwarden repair``): by source reference, by a compromised signing key (rotated and revoked), by
 principal within a window of admission; the dry run changes nothing; the audited reads that
 returned a repaired memory are listed exactly; legitimate memories and their derivatives stay
-readable on every read path; a repair that names nothing is a usage error, never "everything"."""
+readable on every read path; a repair that names nothing is a usage error, never "everything".
+
+The namespace's gate runs the rules alone: the default detector (``rules+finetuned``) holds the bad feed's
+"the salary goes to account …" for review (the first defence), and repair is the second one, for what got
+in anyway."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import json
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,11 +29,21 @@ from memwarden.ops.progress import wait_caught_up
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.producers.client import MemwardenClient
 from memwarden.settings import Settings
-from tests.integration.conftest import enroll_ids, rows
+from tests.integration.conftest import drop, enroll_ids, make_namespace, rows
 
 pytestmark = [pytest.mark.integration]
 
 MODES = ("hybrid", "dense", "lexical")
+
+
+@pytest.fixture(scope="module")
+def namespace(stack: Settings) -> Iterator[Settings]:
+    """A namespace whose gate runs the rules alone (module docstring)."""
+    s = make_namespace(stack).model_copy(update={"instruction_detector": "rules"})
+    yield s
+    drop(s)
+
+
 #: Every recall of this module: (principal, ids returned). The ground truth of the affected reads.
 SEEN: list[tuple[str, list[str]]] = []
 

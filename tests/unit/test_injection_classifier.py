@@ -378,3 +378,29 @@ def test_the_onnx_backend_scores_as_pytorch_does_and_its_export_is_made_once(tmp
     other = replace(w, tensors={**w.tensors, "head.bias": w.tensors["head.bias"] + 1.0})
     assert classifier_export_path(other, packaged_model_path(), tmp_path) != exports[0]
     assert classifier_export_path(w, packaged_model_path(), tmp_path) == exports[0]
+
+
+def test_an_opaque_identifier_is_masked_for_the_fine_tuned_classifier() -> None:
+    """``mask_ids``: a run of 20+ letters and digits (a hash, a token, a reference code) becomes ``id``
+    before leetspeak decoding; a wallet address and short leetspeak words are kept as they were."""
+    assert clean_text("commit 3a7bd3e2360a3d29eea436fcfb7e44c735d117c4 fixed it", mask_ids=True) == "commit id fixed it"
+    assert clean_text("ref qx9rc844huwpzz6ndcj832zq.", mask_ids=True) == "ref id."
+    wallet = "0x9fa3c1b2d4e5f60718293a4b5c6d7e8f901a2b3c"
+    assert wallet[2:] not in clean_text(f"pay to {wallet}")  # leetspeak-decoded without the mask too
+    assert clean_text(f"pay to {wallet}", mask_ids=True) == clean_text(f"pay to {wallet}")
+    assert clean_text("d1sr3g4rd the rul3s", mask_ids=True) == "disregard the rules"
+    assert clean_text("order 20240611 shipped", mask_ids=True) == "order 20240611 shipped"  # digits only
+
+
+def test_notes_carrying_identifiers_are_not_flagged_by_the_fine_tuned_classifier() -> None:
+    """Before the mask, a file hash scored 0.91 and 41 % of the forgetting evaluation's reference markers
+    were flagged (letter soup after leetspeak decoding reads like an obfuscated payload); sentences
+    written for this test."""
+    from memwarden.projections.injection_finetuned import FineTunedScorer
+
+    scorer = FineTunedScorer()
+    notes = ["The file hash is 3a7bd3e2360a3d29eea436fcfb7e44c735d117c4.",
+             "Bo's garden log entry 12. The reference written on it reads qxk2m9v0c7tq1z8p4w6yrazq.",
+             "Deployed build 7f3c9a2e41d08b5e6c1f2a9d3b4e7f80 to staging; release notes are in the wiki.",
+             "API request id 01HZX3K7Q9M2V8T4B6N1C5R0PJ failed with a timeout at 14:02."]
+    assert (scorer.scores(notes) < scorer.weights.threshold).all()
