@@ -30,7 +30,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/8"
+DETECTOR_VERSION = "rules/9"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -38,6 +38,8 @@ _BASE64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/
 #: Hex: at least 12 bytes as pairs of hex digits, nothing hex-like around them (since rules/8 after a ``0x``
 #: too: ``0x6173736973...``).
 _HEX = re.compile(r"(?:(?<![0-9A-Za-z])|(?<=(?<![0-9A-Za-z])0[xX]))(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Za-z])")
+#: Hex pairs one space or colon apart (since rules/9: ``61 73 73 69 ...``), at least 12 of them.
+_HEX_SPACED = re.compile(r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}[ :]){11,}[0-9A-Fa-f]{2}(?![0-9A-Za-z])")
 #: URL percent-escapes: a run holding at least six escapes (``%41``), with URL-safe characters between them.
 _PERCENT = re.compile(r"(?<![A-Za-z0-9._~+\-%])(?:[A-Za-z0-9._~+\-]*+%[0-9A-Fa-f]{2}){6,}[A-Za-z0-9._~+\-]*+")
 #: HTML numeric character references: a run of at least six (``&#65;`` / ``&#x41;``), up to three plain
@@ -57,6 +59,7 @@ def _hex(blob: str) -> str:
 _DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
     ("base64", _BASE64, _b64),
     ("hex", _HEX, _hex),
+    ("hex", _HEX_SPACED, lambda blob: _hex(blob.replace(" ", "").replace(":", ""))),
     ("percent", _PERCENT, lambda blob: urllib.parse.unquote_plus(blob, errors="strict")),
     ("html-entities", _ENTITIES, html.unescape),
 )

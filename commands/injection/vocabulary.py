@@ -16,6 +16,7 @@ vocabularies (verbs, objects, destinations) of the rule families.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 C = r"(?:(?!(?<!\.\.)[.!?](?:\s|$))[^\n;:])"
@@ -143,13 +144,48 @@ STANDING_MARK = (r"(?:from now on|from this point (?:on|forward)|going forward|h
 # rules/8: a standing waiver of the person's confirmation ("without asking me", "no need to check with the
 # user", "sans me consulter", "sin preguntarme", "ohne Rückfrage", "確認せずに") near an act on money,
 # secrets, access, forwarding or code execution.
-BYPASS_WHOM = r"(?:me|us|the user|the owner|the account holder|the customer|him|her|them|anyone|anybody)"
+BYPASS_WHOM = (r"(?:me|us|the user|the owner|the (?:home ?owner|homeowner)|the tenant|the resident|the account holder"
+               r"|the customer|him|her|them|anyone|anybody)")
+
+
+def _nfkc(alternatives: str) -> str:
+    """``alternatives`` as the normalised text writes them (NFKC, casefolded: Devanagari nukta letters
+    decompose, for one)."""
+    return unicodedata.normalize("NFKC", alternatives).casefold()
+
+
+#: The waiver and the sensitive acts in more languages (Russian, Ukrainian, Polish, Turkish, Swedish, Arabic,
+#: Hebrew, Hindi, Indonesian, Vietnamese, Thai), as plain substrings: ``\b`` does not hold inside Devanagari
+#: or Thai words.
+_WAIVER_MORE = _nfkc(
+    "не спрашивая|без спроса|без моего (?:согласия|подтверждения|разрешения|ведома)|не нужно (?:меня )?спрашивать"
+    "|не питаючи|без мого (?:дозволу|погодження|підтвердження|відома)|не треба (?:мене )?питати|без запиту"
+    "|bez pytania|nie pytając|bez mojej (?:zgody|wiedzy)|nie musisz (?:mnie )?pytać"
+    "|bana sormadan|bana danışmadan|onayım olmadan|sormana gerek yok"
+    "|utan att fråga|utan mitt (?:godkännande|samtycke)|du behöver inte fråga"
+    "|دون أن تسأل|دون الرجوع إل|بدون إذني|بدون موافقتي|دون إذني|دون موافقتي|لا داعي (?:لسؤالي|للسؤال|لسؤاله)"
+    "|בלי לשאול|בלי לעדכן|בלי להודיע|ללא אישור|בלי אישור|אין צורך לשאול"
+    "|पूछे बिना|बिना पूछे|पूछने की (?:ज़रूरत|जरूरत) नहीं|अनुमति के बिना|बिना बताए"
+    "|tanpa bertanya|tanpa menanyakan|tanpa izin saya|tanpa persetujuan saya|tidak perlu (?:bertanya|tanya)"
+    "|không cần hỏi|mà không hỏi|không cần xin phép"
+    "|โดยไม่ต้องถาม|ไม่ต้องถาม|โดยไม่ต้องขออนุญาต"
+)
+_SENSITIVE_MORE = _nfkc(
+    "парол|код|рахун|счёт|счет|оплат|платіж|платеж|переказ|перевод|перевед|карт|доступ|двер|пересл|пересил"
+    "|надісл|надсил|отправ|відправ|hasł|kod|konto|płat|przelew|przelać|zapłać|dostęp|drzwi|wyślij|przekaż"
+    "|prześlij|şifre|parola|hesap|ödeme|öde|havale|erişim|kapı|gönder|ilet|lösenord|betal|överför|åtkomst"
+    "|dörr|skicka|vidarebefordra|كلمة المرور|كلمات المرور|رمز|حساب|دفع|ادفع|تحويل|حوّل|باب|أرسل|ارسل|إرسال|بطاقة"
+    "|العربون|סיסמ|קוד|חשבון|תשלום|לשלם|העבר|גישה|דלת|לשלוח|שלח|מצלמ|पासवर्ड|कोड|खाता|खाते|भुगतान|भेज"
+    "|ट्रांसफर|दरवाज|upi|kata sandi|sandi|kode|rekening|bayar|akses|pintu|kirim|teruskan|mật khẩu|tài khoản"
+    "|thanh toán|chuyển|truy cập|cửa|gửi|รหัส|บัญชี|โอน|จ่าย|ชำระ|ส่ง|ประตู"
+)
 CONSENT_BYPASS = (
     r"\bwithout (?:first |even |ever )?(?:asking(?!\s+(?:for|about|if|whether|why|how|what|where|when|around"
     r"|questions?|a question)\b)|checking(?: in)? with|consulting|confirming(?: it)? with|telling"
     r"|notifying|running it (?:by|past)|waiting for|bothering|getting(?: an?)? (?:ok|okay|approval|confirmation"
     r"|permission|sign-?off) from|(?:my|our|the user's|their) (?:ok|okay|approval|confirmation|permission|sign-?off"
     r"|consent))\b(?:\s+" + BYPASS_WHOM + r")?"
+    r"|\bwithout (?:first )?prompting " + BYPASS_WHOM +
     r"|\bno need to (?:ask|check with|consult|confirm with|bother|loop in|run it by) " + BYPASS_WHOM +
     r"|\b(?:do not|don't|dont) (?:need to|have to) (?:ask|check with|consult|confirm with|run it by) " + BYPASS_WHOM +
     r"|\bsans (?:me |nous |lui )?(?:demander|consulter|pr[ée]venir|en parler|autorisation|confirmation)"
@@ -164,7 +200,7 @@ CONSENT_BYPASS = (
     r"|\bsem (?:a )?minha (?:autoriza[çc][ãa]o|confirma[çc][ãa]o|permiss[ãa]o)"
     r"|\bzonder (?:mij|ons) (?:eerst )?te (?:vragen|raadplegen)|\bzonder (?:overleg|toestemming)"
     r"|確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|不用问我|不必问我|无需我|不需要问我|不用經過我"
-    r"|不用问过我|不用跟我确认|无需征得|묻지 않고|확인하지 않고|확인 없이|허락 없이"
+    r"|不用问过我|不用跟我确认|无需征得|묻지 않고|확인하지 않고|확인 없이|허락 없이|" + _WAIVER_MORE
 )
 SENSITIVE_ACT = (
     rf"(?:{SECRET}|{ACCOUNT}|{MONEY_OBJ}"
@@ -175,12 +211,14 @@ SENSITIVE_ACT = (
     r"|transmet\w*|envoy\w*|donner|installer|instalar|installieren|approuv\w*|aprob\w*|aprov\w*|invia\w*|codic[ei]"
     r"|banc[ao]\w*|bonific\w*|trasfer\w*)\b"
     r"|送金|振込|振り込|口座|パスワード|暗証|コード|認証|承認|転送|アクセス|转账|汇款|账户|帐户|密码|验证码|批准"
-    r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달)"
+    r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달|" + _SENSITIVE_MORE + ")"
 )
 #: Before a match in its sentence: the sentence forbids the act rather than waives the confirmation ("never
 #: share my passwords without asking me", "no reenvíes nada sin preguntarme").
 NEGATION = (r"\b(?:never|not|no|nor|don't|dont|doesn't|won't|shouldn't|mustn't|can't|cannot|nobody|ne|n'|jamais"
-            r"|nunca|nadie|nie|niemals|nicht|kein\w*|non|mai|não|nooit|niet|geen)\b|n't\b|絶対|决不|不要|별로")
+            r"|nunca|nadie|nie|niemals|nicht|kein\w*|non|mai|não|nooit|niet|geen|ни|никогда|ніколи|nigdy|inte"
+            r"|aldrig|لا|لن|أبدا|ممنوع|לא|אל|אסור|jangan|tidak|đừng)\b|n't\b|絶対|决不|不要|별로|"
+            + _nfkc("मत |नहीं |कभी नहीं|ห้าม|อย่า"))
 
 
 @dataclass(frozen=True)
