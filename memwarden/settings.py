@@ -62,7 +62,7 @@ class Settings(BaseSettings):
             2026-12-04, ``rules/9+minilm-ft/5``: the rules OR the fine-tuned MiniLM classifier,
             :mod:`memwarden.projections.injection_finetuned`, behind a hashed n-gram screen that spares
             it most conversation, on ONNX Runtime; README, "Memory poisoning"), ``rules`` (the rules
-            alone: cheapest, but they let 27-38 % of the injections of four blind writers' sets reach a
+            alone: cheapest, but they let 26-38 % of the injections of five blind writers' sets reach a
             default read) or ``rules+classifier`` (the rules OR a logistic-regression classifier over
             all-MiniLM-L6-v2 embeddings and hashed n-grams, :mod:`memwarden.projections.injection_classifier`;
             the gate worker then loads the embedding model). Env: ``MEMWARDEN_INSTRUCTION_DETECTOR``.
