@@ -38,7 +38,8 @@ _OVERRIDE_IGNORE = (rf"\b{O_VERB}\s+(?:{O_ART}\s+)*{O_DET}\s+(?:(?:{O_DET}|{O_AR
 #: preference, not an order to the agent.
 _OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk to|write to)\s+(?:me|us)\b"
                    r"|(?:write|draft|sign|format|word|phrase|spell)\s+(?:my|our)\b"
-                   r"|(?:reply|answer|respond|write|speak|talk|text)(?:\s+(?:to\s+)?(?:me|us))?\s+in\s+\w+\s*(?:[.,!;]|$))")
+                   r"|(?:reply|answer|respond|write|speak|talk|text)(?:\s+(?:to\s+)?(?:me|us))?\s+in\s+\w+\s*"
+                   r"(?:[.,!;]|$|(?:when|whenever|if|while|unless)\b))")
 
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (
@@ -160,7 +161,8 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        rf"{IMP}(?P<core>(?:always\s+|only\s+)*(?:praise|promote|advertise|recommend|endorse|push)\s+(?:only\s+)?"
        r"(?:this|our|their|the advertised)\s+(?:\w+\s+)?(?:products?|sites?|website|stores?|shops?|brands?|services?"
        r"|pages?|company|apps?|offers?|casino)\b)"
-       rf"|{IMP}(?P<core2>always\s+(?:mention|recommend|say|tell|promote|suggest|answer|respond|reply|claim|describe"
+       rf"|{IMP}(?P<core2>always\s+{_OWN_PREFERENCE}(?:mention|recommend|say|tell|promote|suggest|answer|respond|reply"
+       r"|claim|describe"
        r"|praise|list)\b)"),
     # rules/7: keeping an action from the person it is done for (seed 004: an injected instruction hides what
     # it makes the agent do): "do not inform the user about the fallback", "don't mention the change in

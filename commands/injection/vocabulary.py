@@ -188,15 +188,18 @@ CONSENT_BYPASS = (
     r"|\bwithout (?:first )?prompting " + BYPASS_WHOM +
     r"|\bno need to (?:ask|check with|consult|confirm with|bother|loop in|run it by) " + BYPASS_WHOM +
     r"|\b(?:do not|don't|dont) (?:need to|have to) (?:ask|check with|consult|confirm with|run it by) " + BYPASS_WHOM +
-    r"|\bsans (?:me |nous |lui )?(?:demander|consulter|pr[ée]venir|en parler|autorisation|confirmation)"
+    r"|\bsans (?:me |nous |lui |la |le |les |leur )?(?:demander|consulter|pr[ée]venir|en parler|autorisation"
+    r"|confirmation)"
     r"|\b(?:pas|plus) (?:la peine|besoin) de (?:me |nous )?(?:consulter|demander|pr[ée]venir)"
-    r"|\bsin (?:preguntar(?:me|nos)?|consultar(?:me|nos)?|avisar(?:me|nos)?|pedir(?:me)? (?:permiso|autorizaci[óo]n)"
+    r"|\bsin (?:preguntar(?:me|nos|le|la|les)?|consultar(?:me|nos|le|la|les)?|avisar(?:me|nos|le|la|les)?"
+    r"|pedir(?:me)? (?:permiso|autorizaci[óo]n)"
     r"|mi (?:permiso|autorizaci[óo]n|confirmaci[óo]n))"
     r"|\bno (?:hace falta|es necesario) (?:preguntar|consultar|avisar)(?:me|nos)?"
     r"|\bohne (?:mich |uns )?(?:vorher )?(?:zu )?(?:fragen|konsultieren|r[üu]ckfrage|r[üu]ckzufragen|zu informieren"
     r"|informieren)|\bohne (?:meine|unsere) (?:zustimmung|freigabe|genehmigung|best[äa]tigung)"
-    r"|\bsenza (?:chieder(?:mi|ci|e)|consultar(?:mi|ci)|avvisar(?:mi|ci)|il mio (?:consenso|permesso))"
-    r"|\bsem (?:me |nos )?(?:perguntar|consultar|avisar)(?:-me|-nos)?"
+    r"|\bsenza (?:chieder(?:mi|ci|e|le|gli)|consultar(?:mi|ci|la|lo|li)|avvisar(?:mi|ci|la|lo|li)"
+    r"|il mio (?:consenso|permesso))"
+    r"|\bsem (?:me |nos |a |o |lhe )?(?:perguntar|consultar|avisar)(?:-me|-nos|-la|-lo|-lhe)?"
     r"|\bsem (?:a )?minha (?:autoriza[çc][ãa]o|confirma[çc][ãa]o|permiss[ãa]o)"
     r"|\bzonder (?:mij|ons) (?:eerst )?te (?:vragen|raadplegen)|\bzonder (?:overleg|toestemming)"
     r"|確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|不用问我|不必问我|无需我|不需要问我|不用經過我"
