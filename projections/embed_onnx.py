@@ -92,6 +92,19 @@ def ort_session(path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
 
 
+def trace_onnx(module: Any, sample: Any, path: Path, output: str) -> None:
+    """Trace ``module`` (a ``torch.nn.Module`` taking :data:`ONNX_INPUTS`) on the tokenised ``sample`` into
+    ``path``: opset 17, the batch and token axes dynamic, one output named ``output`` (batch axis dynamic).
+    Raises what ``torch.onnx.export`` raises."""
+    import torch
+
+    axes = {name: {0: "batch", 1: "tokens"} for name in ONNX_INPUTS} | {output: {0: "batch"}}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer notes on shapes that are constant for this graph
+        torch.onnx.export(module.eval(), tuple(sample[n] for n in ONNX_INPUTS), str(path), dynamo=False,
+                          input_names=list(ONNX_INPUTS), output_names=[output], dynamic_axes=axes, opset_version=17)
+
+
 def export_onnx(model_path: Path, target: Path) -> Path:
     """Export the sentence-transformers pipeline at ``model_path`` to ONNX at ``target``, once.
 
@@ -147,12 +160,7 @@ def export_onnx(model_path: Path, target: Path) -> Path:
                            return_tensors="pt")
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         try:
-            axes = {name: {0: "batch", 1: "tokens"} for name in ONNX_INPUTS} | {"embedding": {0: "batch"}}
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # tracer notes on shapes that are constant for this graph
-                torch.onnx.export(_Pipeline(bert).eval(), tuple(sample[n] for n in ONNX_INPUTS), str(tmp), dynamo=False,
-                                  input_names=list(ONNX_INPUTS), output_names=["embedding"], dynamic_axes=axes,
-                                  opset_version=17)
+            trace_onnx(_Pipeline(bert), sample, tmp, "embedding")
             reference = model.encode(list(_PROBES), normalize_embeddings=True, convert_to_numpy=True,
                                      show_progress_bar=False)
             session = ort_session(tmp, 1)

@@ -21,7 +21,6 @@ import hashlib
 import os
 import tempfile
 import uuid
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +28,7 @@ import numpy as np
 
 from memwarden.errors import MemwardenError
 
-from .embed_onnx import ONNX_INPUTS, _file_lock, hub_offline, model_digest, ort_session
+from .embed_onnx import ONNX_INPUTS, _file_lock, hub_offline, model_digest, ort_session, trace_onnx
 
 if TYPE_CHECKING:
     from .injection_finetuned import FineTunedWeights, TorchClassifier
@@ -102,12 +101,7 @@ def export_classifier(model: TorchClassifier, target: Path, max_tokens: int) -> 
         sample = model.tok(list(_PROBES), padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
         try:
-            axes = {name: {0: "batch", 1: "tokens"} for name in ONNX_INPUTS} | {"p": {0: "batch"}}
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # tracer notes on shapes that are constant for this graph
-                torch.onnx.export(_Graph().eval(), tuple(sample[n] for n in ONNX_INPUTS), str(tmp), dynamo=False,
-                                  input_names=list(ONNX_INPUTS), output_names=["p"], dynamic_axes=axes,
-                                  opset_version=17)
+            trace_onnx(_Graph(), sample, tmp, "p")
             reference = np.concatenate([model.forward(list(_PROBES)), model.forward([_PROBES[1]])])
             check = OnnxSession(tmp, model.tok, max_tokens, threads=1)
             got = np.concatenate([check.forward(list(_PROBES)), check.forward([_PROBES[1]])])
