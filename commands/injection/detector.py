@@ -30,7 +30,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/10"
+DETECTOR_VERSION = "rules/11"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -55,6 +55,40 @@ def _hex(blob: str) -> str:
     return bytes.fromhex(blob).decode("utf-8")
 
 
+#: The NATO spelling alphabet (rules/11): letters spelled as code words, ``/`` or ``|`` between words.
+_NATO_WORDS = {w: w[0] for w in ("alfa", "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+                                  "india", "juliet", "juliett", "kilo", "lima", "mike", "november", "oscar", "papa",
+                                  "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "whisky",
+                                  "xray", "x-ray", "yankee", "zulu")}
+_NATO_WORD = "(?:" + "|".join(sorted((re.escape(w) for w in _NATO_WORDS), key=len, reverse=True)) + ")"
+#: At least ten code words in a run (a call sign or a spelled name is shorter).
+_NATO = re.compile(rf"(?i)(?<![\w-]){_NATO_WORD}(?:(?:[ ,.\-]+|\s*[/|]\s*){_NATO_WORD}){{9,}}(?![\w-])")
+#: International Morse code: at least twelve letters of dots and dashes, ``/`` between words.
+_MORSE_CODE = {
+    ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g", "....": "h", "..": "i",
+    ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n", "---": "o", ".--.": "p", "--.-": "q", ".-.": "r",
+    "...": "s", "-": "t", "..-": "u", "...-": "v", ".--": "w", "-..-": "x", "-.--": "y", "--..": "z",
+    "-----": "0", ".----": "1", "..---": "2", "...--": "3", "....-": "4", ".....": "5", "-....": "6",
+    "--...": "7", "---..": "8", "----.": "9", ".-.-.-": ".", "--..--": ",", "..--..": "?", ".--.-.": "@",
+}
+_MORSE = re.compile(r"(?<![\w.\-])[.\-\u2022\u2013\u2014_]{1,6}"
+                    r"(?:(?: +| */ *| *\| *)[.\-\u2022\u2013\u2014_]{1,6}){11,}(?![\w.\-])")
+
+
+def _nato(run: str) -> str:
+    words = re.split(r"\s*[/|]\s*", run.casefold())
+    return " ".join("".join(_NATO_WORDS[w] for w in re.findall(_NATO_WORD, part, re.IGNORECASE)) for part in words)
+
+
+def _morse(run: str) -> str:
+    run = run.translate(str.maketrans("\u2022\u2013\u2014_", ".---"))
+    words = re.split(r" */ *| *\| *", run.strip())
+    try:
+        return " ".join("".join(_MORSE_CODE[c] for c in w.split()) for w in words)
+    except KeyError as exc:
+        raise ValueError(f"not Morse code: {exc}") from exc
+
+
 #: The encodings read one level deep: (rule suffix, run pattern, decoder raising ``ValueError``).
 _DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
     ("base64", _BASE64, _b64),
@@ -62,6 +96,8 @@ _DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
     ("hex", _HEX_SPACED, lambda blob: _hex(blob.replace(" ", "").replace(":", ""))),
     ("percent", _PERCENT, lambda blob: urllib.parse.unquote_plus(blob, errors="strict")),
     ("html-entities", _ENTITIES, html.unescape),
+    ("nato", _NATO, _nato),
+    ("morse", _MORSE, _morse),
 )
 #: Rule prefixes of findings made on a decoded run (reported on the run: they are no payload for markup).
 _DECODED = tuple(f"{name}>" for name, _, _ in _DECODERS)

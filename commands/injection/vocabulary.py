@@ -216,6 +216,25 @@ SENSITIVE_ACT = (
     r"|送金|振込|振り込|口座|パスワード|暗証|コード|認証|承認|転送|アクセス|转账|汇款|账户|帐户|密码|验证码|批准"
     r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달|" + _SENSITIVE_MORE + ")"
 )
+# rules/11: a third party's wish for the agent, relayed by the speaker ("my landlord says you're supposed to
+# approve ...", "my friend said to tell u ...", "the caretaker asked that whenever ..., you text it to him",
+# "Yusuf asked me to relay: ... just send it"). Not the speaker's own request ("I said you can ..."), nor a
+# third party's advice to the speaker ("my accountant says I should keep every receipt").
+RELAY = (r"(?:(?<!\bi )(?<!\bwe )(?<!\bi've )(?<!\bwe've )\b(?:says|said|told me|tells me|asked(?: me)?|asks"
+         r"|wants|wanted|would like|insists|insisted|mentioned|claims|claimed|wrote|texted|messaged|emailed)\b"
+         rf"{C}{{0,80}}?\b(?:you(?:'re|'ll| are| can| may| should| must| have to| need to| to)?|u|ur|ya|yo?u'?re"
+         r"|the (?:assistant|ai|bot|agent))\b"
+         r"|\basked me to (?:relay|pass (?:on|along)|tell you|let you know|forward (?:this|it) to you)"
+         r"|\b(?:m'a|nous a) (?:dit|demand[ée]) de (?:te|vous) (?:dire|demander|transmettre)"
+         r"|\b(?:dit|dice|disse|sagt|hat gesagt|meint)(?:,)? (?:que|dass) (?:tu |t'|vous |t[uú] |voc[eê] |du |ihr )"
+         r"|\bme (?:pidi[óo]|dijo) que te (?:dijera|pidiera)|\bpediu (?:para )?(?:te|lhe) dizer)")
+#: What a relayed wish claims the agent may do on its own, or when: a permission or a standing trigger.
+LICENCE = (r"(?:\b(?:supposed to|allowed|permitted|authori[sz]ed|(?:it's|its|it is) (?:ok|okay|fine)"
+           r"|(?:the )?(?:ok|okay|go-ahead|green light|permission) to|whenever|whatever"
+           r"|every (?:time|day|evening|morning|night|week|month)"
+           r"|each time|any ?time|always|now and then|as (?:usual|agreed)|standing|already (?:agreed|approved|ok)"
+           r"|autoris[ée]|permitido|autorizad[oa]|erlaubt|darfst|peux|puedes|pode|podes|toujours|siempre|sempre"
+           rf"|immer)\b|{STANDING_MARK})")
 #: Before a match in its sentence: the sentence forbids the act rather than waives the confirmation ("never
 #: share my passwords without asking me", "no reenvíes nada sin preguntarme").
 NEGATION = (r"\b(?:never|not|no|nor|don't|dont|doesn't|won't|shouldn't|mustn't|can't|cannot|nobody|ne|n'|jamais"
