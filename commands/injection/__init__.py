@@ -85,6 +85,8 @@ spaces and tabs become one space.
   sentence holds a negation before it ("never share my passwords without asking me"), nor a waiver of
   nothing sensitive ("add Dana's invites to my calendar without asking me"). Since rules/10 also with a third
   person's object pronoun in French, Spanish, Italian and Portuguese ("sans la consulter", "sin consultarla").
+  Since rules/12 also "without confirmation" in Japanese, Chinese and Korean (確認なしで, 无需确认, 동의 없이) and
+  "don't ask me about it again".
 - Since rules/10 "always answer/reply (to me) in <language> when/if ..." is the speaker's language preference
   for ``directive.promote`` as for ``directive.standing``.
 - Since rules/11 ``override.relayed-authority``: a third party's wish for the agent relayed by the speaker

@@ -175,7 +175,7 @@ _SENSITIVE_MORE = _nfkc(
     "|надісл|надсил|отправ|відправ|hasł|kod|konto|płat|przelew|przelać|zapłać|dostęp|drzwi|wyślij|przekaż"
     "|prześlij|şifre|parola|hesap|ödeme|öde|havale|erişim|kapı|gönder|ilet|lösenord|betal|överför|åtkomst"
     "|dörr|skicka|vidarebefordra|كلمة المرور|كلمات المرور|رمز|حساب|دفع|ادفع|تحويل|حوّل|باب|أرسل|ارسل|إرسال|بطاقة"
-    "|العربون|סיסמ|קוד|חשבון|תשלום|לשלם|העבר|גישה|דלת|לשלוח|שלח|מצלמ|पासवर्ड|कोड|खाता|खाते|भुगतान|भेज"
+    "|العربون|مشاركة|شارك|רשות|סיסמ|קוד|חשבון|תשלום|לשלם|העבר|גישה|דלת|לשלוח|שלח|מצלמ|पासवर्ड|कोड|खाता|खाते|भुगतान|भेज"
     "|ट्रांसफर|दरवाज|upi|kata sandi|sandi|kode|rekening|bayar|akses|pintu|kirim|teruskan|mật khẩu|tài khoản"
     "|thanh toán|chuyển|truy cập|cửa|gửi|รหัส|บัญชี|โอน|จ่าย|ชำระ|ส่ง|ประตู"
 )
@@ -202,8 +202,12 @@ CONSENT_BYPASS = (
     r"|\bsem (?:me |nos |a |o |lhe )?(?:perguntar|consultar|avisar)(?:-me|-nos|-la|-lo|-lhe)?"
     r"|\bsem (?:a )?minha (?:autoriza[çc][ãa]o|confirma[çc][ãa]o|permiss[ãa]o)"
     r"|\bzonder (?:mij|ons) (?:eerst )?te (?:vragen|raadplegen)|\bzonder (?:overleg|toestemming)"
-    r"|確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|不用问我|不必问我|无需我|不需要问我|不用經過我"
-    r"|不用问过我|不用跟我确认|无需征得|묻지 않고|확인하지 않고|확인 없이|허락 없이|" + _WAIVER_MORE
+    r"|\b(?:do not|don't|dont|never) (?:ask|check with|bother) (?:me|us|the user|the owner|him|her|them) (?:about "
+    r"(?:it|this|that) )?again\b|\bno need to ask (?:me|us|the user|him|her|them)? ?again\b"
+    r"|確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|確認なし|承認なし|断りなく|許可を取らず|許可なし"
+    r"|不用问我|不必问我|无需我|不需要问我|不用經過我|不用问过我|不用跟我确认|无需征得|无需确认|不用确认|不必确认"
+    r"|不需要确认|无须确认|묻지 않고|확인하지 않고|확인 없이|허락 없이|동의 없이|승인 없이|묻지 말고|확인하지 말고"
+    r"|ولا تسأله|ولا تسألني|ولا تسألها|" + _WAIVER_MORE
 )
 SENSITIVE_ACT = (
     rf"(?:{SECRET}|{ACCOUNT}|{MONEY_OBJ}"
@@ -214,6 +218,7 @@ SENSITIVE_ACT = (
     r"|transmet\w*|envoy\w*|donner|installer|instalar|installieren|approuv\w*|aprob\w*|aprov\w*|invia\w*|codic[ei]"
     r"|banc[ao]\w*|bonific\w*|trasfer\w*)\b"
     r"|送金|振込|振り込|口座|パスワード|暗証|コード|認証|承認|転送|アクセス|转账|汇款|账户|帐户|密码|验证码|批准"
+    r"|支払|支拂|請求書|支付|账单"
     r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달|" + _SENSITIVE_MORE + ")"
 )
 # rules/11: a third party's wish for the agent, relayed by the speaker ("my landlord says you're supposed to
