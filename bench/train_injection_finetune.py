@@ -84,11 +84,12 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
     mean_pooled,
 )
 
-#: The development files (never ``injection_heldout11``); ``--validate`` leaves out the last one.
+#: The development files (never ``injection_heldout15``); ``--validate`` leaves out the last one.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3",
                   "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
                   "injection_heldout5", "injection_heldout6", "injection_heldout7", "injection_heldout8",
-                  "injection_heldout9", "injection_heldout10")
+                  "injection_heldout9", "injection_heldout10", "injection_heldout11", "injection_heldout12",
+                  "injection_heldout13", "injection_heldout14")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
@@ -151,7 +152,7 @@ def train(files: tuple[str, ...], locomo: Path, gatemem: Path,
     rng.shuffle(turns)
     texts += [t.text for t in turns[hold:]]
     labels += [0] * (len(turns) - hold)
-    x = [clean_text(t) for t in texts]
+    x = [clean_text(t, mask_ids=True) for t in texts]
     y = np.asarray(labels, dtype=np.float32)
     screen = train_screen(x, y)
     path = str(packaged_model_path())
@@ -224,8 +225,8 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], screen: Any,
     injected = np.asarray([i.injected for i in val])
     rules = np.asarray([RULES.detect(i.text).carries_instructions for i in val])
     turns = scorer.scores([t.text for t in held_turns])
-    val_screen = screen.probability([clean_text(i.text) for i in val]) < screen.threshold
-    turn_screen = screen.probability([clean_text(t.text) for t in held_turns]) < screen.threshold
+    val_screen = screen.probability([clean_text(i.text, mask_ids=True) for i in val]) < screen.threshold
+    turn_screen = screen.probability([clean_text(t.text, mask_ids=True) for t in held_turns]) < screen.threshold
     if dump is not None:
         np.savez(dump, scores=scores, injected=injected, rules=rules, turns=turns,
                  ids=np.asarray([i.id for i in val]), turn_texts=np.asarray([t.text for t in held_turns]))
