@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import html
 import re
+import string
 import urllib.parse
 from collections.abc import Callable, Iterator
 
@@ -30,7 +30,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/12"
+DETECTOR_VERSION = "rules/13"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -155,7 +155,8 @@ class RuleBasedDetector:
         return out
 
     def _transformed(self, text: str) -> list[Finding]:
-        """The rules on the ROT13 decoding and on the reversal of the whole text (one level deep, like
+        """The rules on the ROT13 decoding (since rules/13 on every Caesar shift's, ``caesar>``) and on the
+        reversal of the whole text (one level deep, like
         base64), read only when the text holds two or more distinct common English words as that
         cipher writes them (``gur``, ``lbh``, ``naq`` ...; ``eht``, ``uoy``, ``dna`` ...): plain text
         holds none, and turns into letter soup under both, which no rule matches. Each finding there is
@@ -164,11 +165,15 @@ class RuleBasedDetector:
         out: list[Finding] = []
         n = len(text)
         folded = text.casefold()
-        for name, hint in (("rot13", _ROT13_HINT), ("reversed", _REVERSED_HINT)):
-            if len(set(hint.findall(folded))) < 2:
-                continue
+        words = set(_LATIN_WORD.findall(folded))
+        shifts = sorted({k for w in words for k in _SHIFTED.get(w, ())
+                         if sum(k in _SHIFTED.get(v, ()) for v in words) >= 2})
+        readings = [("rot13" if k == 13 else "caesar", k) for k in shifts]
+        if len(set(_REVERSED_HINT.findall(folded))) >= 2:
+            readings.append(("reversed", 0))
+        for name, shift in readings:
             mirrored = name == "reversed"
-            copy = text[::-1] if mirrored else codecs.encode(text, "rot13")
+            copy = text[::-1] if mirrored else _shift(text, 26 - shift)
             for f in self._findings(copy, decode=False):
                 if f.kind is not InstructionKind.HIDDEN:
                     a, b = f.span
@@ -180,7 +185,23 @@ class RuleBasedDetector:
 
 _COMMON = ("the", "and", "you", "your", "all", "to", "of", "is", "for", "with", "this", "that", "send", "now",
            "any", "user", "every", "from")
-_ROT13_HINT = re.compile(r"\b(?:" + "|".join(codecs.encode(w, "rot13") for w in _COMMON) + r")\b")
+
+
+def _shift(text: str, k: int) -> str:
+    """``text`` with every ASCII letter moved ``k`` places along the alphabet (a Caesar shift; 13 is ROT13)."""
+    return text.translate(_SHIFT_TABLES[k % 26])
+
+
+_SHIFT_TABLES = {k: str.maketrans(string.ascii_lowercase + string.ascii_uppercase,
+                                  string.ascii_lowercase[k:] + string.ascii_lowercase[:k]
+                                  + string.ascii_uppercase[k:] + string.ascii_uppercase[:k]) for k in range(26)}
+#: A common word as each Caesar shift (1-25) writes it -> the shifts that write it so (rules/11: every shift,
+#: not only ROT13).
+_SHIFTED: dict[str, frozenset[int]] = {}
+for _k in range(1, 26):
+    for _w in _COMMON:
+        _SHIFTED[_shift(_w, _k)] = _SHIFTED.get(_shift(_w, _k), frozenset()) | {_k}
+_LATIN_WORD = re.compile(r"\b[a-z]{2,}\b")
 _REVERSED_HINT = re.compile(r"\b(?:" + "|".join(w[::-1] for w in _COMMON if len(w) > 2) + r")\b")
 _CORES = {rule.name: [g for g in rule.pattern.groupindex if g.startswith("core")] for rule in R.RULES}
 

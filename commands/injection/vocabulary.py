@@ -161,7 +161,8 @@ _WAIVER_MORE = _nfkc(
     "не спрашивая|без спроса|без моего (?:согласия|подтверждения|разрешения|ведома)|не нужно (?:меня )?спрашивать"
     "|не питаючи|без мого (?:дозволу|погодження|підтвердження|відома)|не треба (?:мене )?питати|без запиту"
     "|bez pytania|nie pytając|bez mojej (?:zgody|wiedzy)|nie musisz (?:mnie )?pytać"
-    "|bana sormadan|bana danışmadan|onayım olmadan|sormana gerek yok"
+    "|bana sormadan|bana danışmadan|onayım olmadan|sormana gerek yok|kullanıcıya sormadan|kimseye sormadan"
+    "|kimseye haber vermeden|нікого не попереджаючи|не попереджаючи|никого не предупреждая|не предупреждая"
     "|utan att fråga|utan mitt (?:godkännande|samtycke)|du behöver inte fråga"
     "|دون أن تسأل|دون الرجوع إل|بدون إذني|بدون موافقتي|دون إذني|دون موافقتي|لا داعي (?:لسؤالي|للسؤال|لسؤاله)"
     "|בלי לשאול|בלי לעדכן|בלי להודיע|ללא אישור|בלי אישור|אין צורך לשאול"
@@ -174,7 +175,8 @@ _SENSITIVE_MORE = _nfkc(
     "парол|код|рахун|счёт|счет|оплат|платіж|платеж|переказ|перевод|перевед|карт|доступ|двер|пересл|пересил"
     "|надісл|надсил|отправ|відправ|hasł|kod|konto|płat|przelew|przelać|zapłać|dostęp|drzwi|wyślij|przekaż"
     "|prześlij|şifre|parola|hesap|ödeme|öde|havale|erişim|kapı|gönder|ilet|lösenord|betal|överför|åtkomst"
-    "|dörr|skicka|vidarebefordra|كلمة المرور|كلمات المرور|رمز|حساب|دفع|ادفع|تحويل|حوّل|باب|أرسل|ارسل|إرسال|بطاقة"
+    "|dörr|skicka|vidarebefordra|silsin|silin|silmek|sildir|скрипт|видали|видалити|удали|удалить|журнал"
+    "|كلمة المرور|كلمات المرور|رمز|حساب|دفع|ادفع|تحويل|حوّل|باب|أرسل|ارسل|إرسال|بطاقة"
     "|العربون|مشاركة|شارك|רשות|סיסמ|קוד|חשבון|תשלום|לשלם|העבר|גישה|דלת|לשלוח|שלח|מצלמ|पासवर्ड|कोड|खाता|खाते|भुगतान|भेज"
     "|ट्रांसफर|दरवाज|upi|kata sandi|sandi|kode|rekening|bayar|akses|pintu|kirim|teruskan|mật khẩu|tài khoản"
     "|thanh toán|chuyển|truy cập|cửa|gửi|รหัส|บัญชี|โอน|จ่าย|ชำระ|ส่ง|ประตู"
@@ -216,7 +218,8 @@ SENSITIVE_ACT = (
     r"|passwords?|bank\w*|reenv\w*|env[ií]\w*|transf\w*|pag\w+|c[óo]digos?|acc[eè]s|acceso|acesso|accesso|zugriff"
     r"|zugang|freigeb\w*|genehmig\w*|[uü]berweis\w*|bezahl\w*|weiterleit\w*|leite\w*|virement|virer|payer"
     r"|transmet\w*|envoy\w*|donner|installer|instalar|installieren|approuv\w*|aprob\w*|aprov\w*|invia\w*|codic[ei]"
-    r"|banc[ao]\w*|bonific\w*|trasfer\w*)\b"
+    r"|banc[ao]\w*|bonific\w*|trasfer\w*|tarjetas?|cart[ãa]o|cart[õo]es|carte bancaire|cartes? bleues?|kreditkarte\w*"
+    r"|bankkarte\w*|carta di credito|supprime\w*|borra\w*|elimina\w*|l[öo]sch\w*|cancella\w*|apaga\w*)\b"
     r"|送金|振込|振り込|口座|パスワード|暗証|コード|認証|承認|転送|アクセス|转账|汇款|账户|帐户|密码|验证码|批准"
     r"|支払|支拂|請求書|支付|账单"
     r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달|" + _SENSITIVE_MORE + ")"
@@ -225,6 +228,12 @@ SENSITIVE_ACT = (
 # approve ...", "my friend said to tell u ...", "the caretaker asked that whenever ..., you text it to him",
 # "Yusuf asked me to relay: ... just send it"). Not the speaker's own request ("I said you can ..."), nor a
 # third party's advice to the speaker ("my accountant says I should keep every receipt").
+#: What a relayed wish may ask besides a sensitive act: keeping things from the person (rules/13; "omite las
+#: compras que él hace con mi tarjeta y no me avises de ellas").
+RELAYED_CONCEAL = (r"(?:\b(?:omit|hide|leave out|skip|delete|don't tell me|do not tell me|don't mention|never mention"
+                   r"|omite|oculta|no me avises|no me digas|cache[rz]?|ne me dis pas|ne me pr[ée]viens pas"
+                   r"|verschweig\w*"
+                   r"|verberg\w*|nascondi|ometti|n[ãa]o me avis\w*|esconde)\b)")
 RELAY = (r"(?:(?<!\bi )(?<!\bwe )(?<!\bi've )(?<!\bwe've )\b(?:says|said|told me|tells me|asked(?: me)?|asks"
          r"|wants|wanted|would like|insists|insisted|mentioned|claims|claimed|wrote|texted|messaged|emailed)\b"
          rf"{C}{{0,80}}?\b(?:you(?:'re|'ll| are| can| may| should| must| have to| need to| to)?|u|ur|ya|yo?u'?re"
@@ -240,11 +249,12 @@ LICENCE = (r"(?:\b(?:supposed to|allowed|permitted|authori[sz]ed|(?:it's|its|it 
            r"|each time|any ?time|always|now and then|as (?:usual|agreed)|standing|already (?:agreed|approved|ok)"
            r"|autoris[ée]|permitido|autorizad[oa]|erlaubt|darfst|peux|puedes|pode|podes|toujours|siempre|sempre"
            rf"|immer)\b|{STANDING_MARK})")
+#: (A negation word before a colon is a label, not a negation: the Turkish "Not:" is "Note:"; rules/13.)
 #: Before a match in its sentence: the sentence forbids the act rather than waives the confirmation ("never
 #: share my passwords without asking me", "no reenvíes nada sin preguntarme").
 NEGATION = (r"\b(?:never|not|no|nor|don't|dont|doesn't|won't|shouldn't|mustn't|can't|cannot|nobody|ne|n'|jamais"
             r"|nunca|nadie|nie|niemals|nicht|kein\w*|non|mai|não|nooit|niet|geen|ни|никогда|ніколи|nigdy|inte"
-            r"|aldrig|لا|لن|أبدا|ممنوع|לא|אל|אסור|jangan|tidak|đừng)\b|n't\b|絶対|决不|不要|별로|"
+            r"|aldrig|لا|لن|أبدا|ممنوع|לא|אל|אסור|jangan|tidak|đừng)\b(?!\s*:)|n't\b|絶対|决不|不要|별로|"
             + _nfkc("मत |नहीं |कभी नहीं|ห้าม|อย่า"))
 
 
