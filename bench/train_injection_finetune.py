@@ -56,6 +56,13 @@ gives the same) and, no step catching 99 % of the injected items, the lowest ste
 budget, 0.10 (0.05 tags 0.6 % of the turns). The final run trains on every
 development set and every calibration turn and writes the two values with the tensors. Prints one JSON
 object with ``--json``.
+
+**Version 6, validated and not trained (2026-12-05).** The same script with the eleventh to fourteenth sets
+added to :data:`TRAINING_FILES` (the fourteenth last, so ``--validate`` scores it) and ``clean_text(...,
+mask_ids=True)`` wherever it cleans a text: on the fourteenth set with ``rules/12``, decision 0.95 (3,000
+held turns: 1 flagged) gave precision 0.966 / recall 0.958 against ``minilm-ft/5``'s 0.959 / 0.967 on the
+same set (which ``minilm-ft/5`` never saw either), suspicion 0.70; no gain, so the final run was not made and
+``minilm-ft/5`` stays (this script reproduces it as committed).
 """
 
 from __future__ import annotations
@@ -84,12 +91,11 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
     mean_pooled,
 )
 
-#: The development files (never ``injection_heldout15``); ``--validate`` leaves out the last one.
+#: The development files (never ``injection_heldout11``); ``--validate`` leaves out the last one.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3",
                   "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
                   "injection_heldout5", "injection_heldout6", "injection_heldout7", "injection_heldout8",
-                  "injection_heldout9", "injection_heldout10", "injection_heldout11", "injection_heldout12",
-                  "injection_heldout13", "injection_heldout14")
+                  "injection_heldout9", "injection_heldout10")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
@@ -152,7 +158,7 @@ def train(files: tuple[str, ...], locomo: Path, gatemem: Path,
     rng.shuffle(turns)
     texts += [t.text for t in turns[hold:]]
     labels += [0] * (len(turns) - hold)
-    x = [clean_text(t, mask_ids=True) for t in texts]
+    x = [clean_text(t) for t in texts]
     y = np.asarray(labels, dtype=np.float32)
     screen = train_screen(x, y)
     path = str(packaged_model_path())
@@ -225,8 +231,8 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], screen: Any,
     injected = np.asarray([i.injected for i in val])
     rules = np.asarray([RULES.detect(i.text).carries_instructions for i in val])
     turns = scorer.scores([t.text for t in held_turns])
-    val_screen = screen.probability([clean_text(i.text, mask_ids=True) for i in val]) < screen.threshold
-    turn_screen = screen.probability([clean_text(t.text, mask_ids=True) for t in held_turns]) < screen.threshold
+    val_screen = screen.probability([clean_text(i.text) for i in val]) < screen.threshold
+    turn_screen = screen.probability([clean_text(t.text) for t in held_turns]) < screen.threshold
     if dump is not None:
         np.savez(dump, scores=scores, injected=injected, rules=rules, turns=turns,
                  ids=np.asarray([i.id for i in val]), turn_texts=np.asarray([t.text for t in held_turns]))
