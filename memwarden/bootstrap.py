@@ -54,7 +54,8 @@ class Container:
 
     @property
     def limits(self) -> GateLimits:
-        return GateLimits(max_text_chars=self.settings.max_text_chars)
+        return GateLimits(max_text_chars=self.settings.max_text_chars,
+                          hearsay_suspicion=self.settings.hearsay_suspicion)
 
     def keyring(self) -> KeyRing:
         """The started key ring over the namespace's keys topic."""

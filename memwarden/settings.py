@@ -45,6 +45,12 @@ class Settings(BaseSettings):
             and ``memwarden stack status`` shows only whether its process runs. A projector worker
             serves both on ``worker_port``. Env: ``MEMWARDEN_HEALTH_PORT``.
         max_text_chars: largest memory text accepted, in characters (seed 004 "write boundary").
+        hearsay_suspicion: when true, a user statement that a principal records about another subject (an
+            agent writing down what the user said) and that the instruction detector only suspects is
+            tagged untrusted (out of default reads, readable with ``include_untrusted``) like a suspected
+            tool result; a person's own statement is judged by the decision threshold alone either way.
+            Off by default (README, "Memory poisoning": it hides some users' own preferences, more often
+            in languages other than English). Env: ``MEMWARDEN_HEARSAY_SUSPICION``.
         session_timeout_s: consumer-group session timeout, in seconds: how long a crashed worker keeps
             its partitions before the group rebalances them to a live one.
         kek: base64 key-encryption key wrapping per-record data keys; ``None`` uses a key file
@@ -110,6 +116,7 @@ class Settings(BaseSettings):
     worker_port: int = 16066
     health_port: int | None = None
     max_text_chars: int = Field(default=20_000, ge=1)
+    hearsay_suspicion: bool = False
     kek: str | None = None
     log_level: str = "warning"
     session_timeout_s: float = Field(default=10.0, gt=0)

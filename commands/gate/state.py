@@ -160,6 +160,10 @@ class GateState:
 
 @dataclass(frozen=True)
 class GateLimits:
-    """Content limits: ``max_text_chars`` in characters."""
+    """Content limits and write policy switches: ``max_text_chars`` in characters; ``hearsay_suspicion``:
+    a user statement recorded by a principal other than its subject (an agent writing down what the user
+    said) that the detector only suspects is tagged untrusted like a tool result (off by default; seed 004:
+    "anything that can expand capabilities should require stronger evidence")."""
 
     max_text_chars: int = 20_000
+    hearsay_suspicion: bool = False

@@ -18,7 +18,7 @@ from memwarden.commands.facts import FactState, check_fact, fact_key, protected_
 from memwarden.commands.gate.effects import Decision, Effect, MemoryCleared, MemoryFacts, QuarantineSet, reject
 from memwarden.commands.gate.state import ClaimState, GateLimits, GateState, MemoryState, Outcome, QuarantineState
 from memwarden.commands.injection import Detection, InstructionDetector
-from memwarden.commands.model import Command, FactCardinality, RecordMemory, SupersedeMemory
+from memwarden.commands.model import Command, FactCardinality, RecordMemory, SourceKind, SupersedeMemory
 from memwarden.commands.policy import write_rule
 from memwarden.commands.principals import ADMIN_ROLE, APPROVER_ROLE, REVIEWER_ROLE, PrincipalRecord
 from memwarden.commands.readmodel.payload import UNTRUSTED_TAG
@@ -121,18 +121,23 @@ def _authority(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, 
 
 
 def _risk(command: MemoryWrite, plaintext: str, issuer: PrincipalRecord,
-          detector: InstructionDetector) -> _Risk | Decision:
+          detector: InstructionDetector, hearsay_suspicion: bool = False) -> _Risk | Decision:
     """The risk tier of seed 004 from source kind, store kind, sensitivity and what the instruction
     detector finds (instructions in untrusted content stay data, never procedure). Content the
     detector only suspects (``Detection.suspect``) from a source of ``SUSPICION_SOURCES`` is tagged
-    untrusted: kept, out of default reads (``suspected`` says so in the decision's reasons)."""
+    untrusted: kept, out of default reads (``suspected`` says so in the decision's reasons); with
+    ``hearsay_suspicion`` (``GateLimits``) so is a suspected ``USER_STATEMENT`` that its principal records
+    about another subject (hearsay: an agent writing down what the user said), never a person's own."""
     env = command.envelope
     detection = detector.detect(plaintext)
     risk, code = tier(env.source.kind, env.store_kind, env.sensitivity, detection.carries_instructions,
                       issuer.has_role(APPROVER_ROLE))
     if risk is Tier.REJECT:
         return reject(code, f"risk tier REJECT: {code}", "envelope.source.kind")
-    suspected = detection.suspect and not detection.carries_instructions and env.source.kind in SUSPICION_SOURCES
+    hearsay = (hearsay_suspicion and env.source.kind == SourceKind.USER_STATEMENT
+               and env.principal != env.subject)
+    suspected = (detection.suspect and not detection.carries_instructions
+                 and (env.source.kind in SUSPICION_SOURCES or hearsay))
     untrusted = env.source.kind in UNTRUSTED_SOURCES or detection.carries_instructions or suspected
     return _Risk(risk, code, detection, (UNTRUSTED_TAG,) if untrusted else (), suspected)
 
@@ -291,7 +296,7 @@ def decide_write(command: MemoryWrite, plaintext: str | None, issuer: PrincipalR
     authority = _authority(command, issuer, state, now, released_by)
     if isinstance(authority, Decision):
         return authority
-    risk = _risk(command, plaintext, issuer, detector)
+    risk = _risk(command, plaintext, issuer, detector, limits.hearsay_suspicion)
     if isinstance(risk, Decision):
         return risk
     version = _new_version(command, issuer, state, content_digest, authority)

@@ -83,6 +83,7 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
         result["false_alarm_rate"] = alarms["all"]["rate"]
         result["false_alarms"] = alarms
     if pipeline:
+        result["hearsay_suspicion"] = base.hearsay_suspicion  # the gate's policy switch (Settings)
         result |= _pipeline(base, items, progress, keep, recall_k)
     return result
 
