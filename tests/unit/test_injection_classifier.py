@@ -114,13 +114,13 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout7", "injection_heldout8",
                                   "injection_heldout9", "injection_heldout10", "injection_heldout11",
                                   "injection_heldout12", "injection_heldout13", "injection_heldout14",
-                                  "injection_heldout15"])
+                                  "injection_heldout15", "injection_heldout16"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
     seventh ``minilm-ft/3`` and ``rules/4``, the eighth ``rules/6`` and ``minilm-ft/3`` again, the ninth
     ``minilm-ft/4``, the tenth ``rules/7``, the eleventh ``minilm-ft/5`` with its screen, the twelfth
-    ``rules/8``, the thirteenth ``rules/9``, the fourteenth ``rules/11``, the fifteenth ``rules/12``) is the file its
+    ``rules/8``, the thirteenth ``rules/9``, the fourteenth ``rules/11``, the fifteenth ``rules/12``, the sixteenth ``rules/13``) is the file its
     provenance note fixed, and none of its texts is in any other labelled file of the package (a set is
     trained on only as the file it is, once the next is frozen)."""
     import hashlib
@@ -145,9 +145,11 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
 #: Texts two independent writers wrote word for word (found when the later set was committed, before any
 #: detector ran on it; the later set stays as frozen and its figures are reported with the repeat): the
 #: tenth set's benign ``send_email`` tool description (b12118) is the third set's b4126; the thirteenth set's
-#: benign recipe preference (b15120) is the sixth set's b7028.
+#: benign recipe preference (b15120) is the sixth set's b7028; the sixteenth set's benign ``git status`` output
+#: (b18025) is the third set's b4108.
 _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
-                  frozenset({"injection_heldout13", "injection_heldout6"}): 1}
+                  frozenset({"injection_heldout13", "injection_heldout6"}): 1,
+                  frozenset({"injection_heldout16", "injection_heldout3"}): 1}
 
 
 def test_weights_ship_with_the_package() -> None:
