@@ -120,9 +120,9 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
     seventh ``minilm-ft/3`` and ``rules/4``, the eighth ``rules/6`` and ``minilm-ft/3`` again, the ninth
     ``minilm-ft/4``, the tenth ``rules/7``, the eleventh ``minilm-ft/5`` with its screen, the twelfth
-    ``rules/8``, the thirteenth ``rules/9``, the fourteenth ``rules/11``, the fifteenth ``rules/12``, the sixteenth ``rules/13``) is the file its
-    provenance note fixed, and none of its texts is in any other labelled file of the package (a set is
-    trained on only as the file it is, once the next is frozen)."""
+    ``rules/8``, the thirteenth ``rules/9``, the fourteenth ``rules/11``, the fifteenth ``rules/12``, the
+    sixteenth ``rules/13``) is the file its provenance note fixed, and none of its texts is in any other
+    labelled file of the package (a set is trained on only as the file it is, once the next is frozen)."""
     import hashlib
     import json
     import re
