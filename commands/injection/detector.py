@@ -21,6 +21,7 @@ import html
 import re
 import string
 import urllib.parse
+from collections import Counter
 from collections.abc import Callable, Iterator
 
 from memwarden.commands.injection import rules as R
@@ -165,10 +166,8 @@ class RuleBasedDetector:
         out: list[Finding] = []
         n = len(text)
         folded = text.casefold()
-        words = set(_LATIN_WORD.findall(folded))
-        shifts = sorted({k for w in words for k in _SHIFTED.get(w, ())
-                         if sum(k in _SHIFTED.get(v, ()) for v in words) >= 2})
-        readings = [("rot13" if k == 13 else "caesar", k) for k in shifts]
+        hints = Counter(k for w in set(_LATIN_WORD.findall(folded)) for k in _SHIFTED.get(w, ()))
+        readings = [("rot13" if k == 13 else "caesar", k) for k in sorted(hints) if hints[k] >= 2]
         if len(set(_REVERSED_HINT.findall(folded))) >= 2:
             readings.append(("reversed", 0))
         for name, shift in readings:
