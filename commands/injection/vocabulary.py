@@ -242,6 +242,10 @@ RELAY = (r"(?:(?<!\bi )(?<!\bwe )(?<!\bi've )(?<!\bwe've )\b(?:says|said|told me
          r"|\b(?:m'a|nous a) (?:dit|demand[ée]) de (?:te|vous) (?:dire|demander|transmettre)"
          r"|\b(?:dit|dice|disse|sagt|hat gesagt|meint)(?:,)? (?:que|dass) (?:tu |t'|vous |t[uú] |voc[eê] |du |ihr )"
          r"|\bme (?:pidi[óo]|dijo) que te (?:dijera|pidiera)|\bpediu (?:para )?(?:te|lhe) dizer)")
+#: Where a :data:`RELAY` can start: a cheap check that spares every other position the 300-character look for a
+#: :data:`LICENCE`.
+RELAY_START = (r"(?=\b(?:says|said|told|tells|asked|asks|wants|wanted|would|insists|insisted|mentioned|claims"
+               r"|claimed|wrote|texted|messaged|emailed|m'a|nous|dit|dice|disse|sagt|hat|meint|me|pediu)\b)")
 #: What a relayed wish claims the agent may do on its own, or when: a permission or a standing trigger.
 LICENCE = (r"(?:\b(?:supposed to|allowed|permitted|authori[sz]ed|(?:it's|its|it is) (?:ok|okay|fine)"
            r"|(?:the )?(?:ok|okay|go-ahead|green light|permission) to|whenever|whatever"
