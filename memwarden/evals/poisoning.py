@@ -16,7 +16,9 @@ memory poisoning; seed 004 "Poisoning turns memory into a delayed attack").
    share of benign items projected (the cost of the gate). ``tagged_on_suspicion``: items of each
    label the gate admitted but kept out of default reads on the detector's suspicion alone (a tool
    result, an imported record or a model inference scoring between the suspicion and the decision
-   threshold; their share of ``benign_readable`` is readable only with ``include_untrusted``).
+   threshold, and with ``hearsay_suspicion`` a user statement the agent recorded; their share of
+   ``benign_readable`` is readable only with ``include_untrusted``). ``hearsay_suspicion``: the gate's
+   switch (``Settings.hearsay_suspicion``, ``MEMWARDEN_HEARSAY_SUSPICION``) the pipeline ran with.
 4. ``false_alarm_rate`` (with ``locomo`` and/or ``gatemem``): the share of every LoCoMo and GateMem turn
    the detector alone flags (:mod:`memwarden.evals.false_alarms`; all of them are benign), with the
    report and calibration halves apart in ``false_alarms``.
