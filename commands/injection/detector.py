@@ -21,7 +21,7 @@ import html
 import re
 import string
 import urllib.parse
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 
 from memwarden.commands.injection import rules as R
@@ -156,23 +156,21 @@ class RuleBasedDetector:
         return out
 
     def _transformed(self, text: str) -> list[Finding]:
-        """The rules on the ROT13 decoding (since rules/13 on every Caesar shift's, ``caesar>``) and on the
-        reversal of the whole text (one level deep, like
-        base64), read only when the text holds two or more distinct common English words as that
-        cipher writes them (``gur``, ``lbh``, ``naq`` ...; ``eht``, ``uoy``, ``dna`` ...): plain text
-        holds none, and turns into letter soup under both, which no rule matches. Each finding there is
-        reported as HIDDEN plus its own kind, on the span of the original text it came from (``rot13>``
-        / ``reversed>`` before the rule)."""
+        """The rules on the Caesar decodings of the whole text (ROT13 since rules/2, every other shift since
+        rules/13: ``rot13>`` / ``caesar>``) and on its reversal (``reversed>``), one level deep like base64.
+        A reading is made only when the text holds two or more distinct common English words as that
+        cipher writes them (``gur``, ``lbh``, ``naq`` ...; ``eht``, ``uoy``, ``dna`` ...): plain text holds
+        none, and turns into letter soup under it, which no rule matches. Each finding there is reported as
+        HIDDEN plus its own kind, on the span of the original text it came from."""
         out: list[Finding] = []
         n = len(text)
         folded = text.casefold()
         hints = Counter(k for w in set(_LATIN_WORD.findall(folded)) for k in _SHIFTED.get(w, ()))
-        readings = [("rot13" if k == 13 else "caesar", k) for k in sorted(hints) if hints[k] >= 2]
+        readings = [("rot13" if k == 13 else "caesar", _shift(text, 26 - k)) for k in sorted(hints) if hints[k] >= 2]
         if len(set(_REVERSED_HINT.findall(folded))) >= 2:
-            readings.append(("reversed", 0))
-        for name, shift in readings:
+            readings.append(("reversed", text[::-1]))
+        for name, copy in readings:
             mirrored = name == "reversed"
-            copy = text[::-1] if mirrored else _shift(text, 26 - shift)
             for f in self._findings(copy, decode=False):
                 if f.kind is not InstructionKind.HIDDEN:
                     a, b = f.span
@@ -194,12 +192,18 @@ def _shift(text: str, k: int) -> str:
 _SHIFT_TABLES = {k: str.maketrans(string.ascii_lowercase + string.ascii_uppercase,
                                   string.ascii_lowercase[k:] + string.ascii_lowercase[:k]
                                   + string.ascii_uppercase[k:] + string.ascii_uppercase[:k]) for k in range(26)}
-#: A common word as each Caesar shift (1-25) writes it -> the shifts that write it so (rules/11: every shift,
-#: not only ROT13).
-_SHIFTED: dict[str, frozenset[int]] = {}
-for _k in range(1, 26):
-    for _w in _COMMON:
-        _SHIFTED[_shift(_w, _k)] = _SHIFTED.get(_shift(_w, _k), frozenset()) | {_k}
+
+
+def _shifted_common_words() -> dict[str, frozenset[int]]:
+    """Each common word as a Caesar shift (1-25) writes it -> the shifts that write it so (rules/13)."""
+    found: dict[str, set[int]] = defaultdict(set)
+    for k in range(1, 26):
+        for w in _COMMON:
+            found[_shift(w, k)].add(k)
+    return {w: frozenset(ks) for w, ks in found.items()}
+
+
+_SHIFTED = _shifted_common_words()
 _LATIN_WORD = re.compile(r"\b[a-z]{2,}\b")
 _REVERSED_HINT = re.compile(r"\b(?:" + "|".join(w[::-1] for w in _COMMON if len(w) > 2) + r")\b")
 _CORES = {rule.name: [g for g in rule.pattern.groupindex if g.startswith("core")] for rule in R.RULES}

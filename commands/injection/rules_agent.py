@@ -20,7 +20,6 @@ from memwarden.commands.injection.vocabulary import (
     O_VERB,
     PARTICIPLE,
     RELAY,
-    RELAY_START,
     RELAYED_CONCEAL,
     SENSITIVE_ACT,
     STANDING_MARK,
@@ -109,7 +108,7 @@ OVERRIDE_RULES: tuple[Rule, ...] = (
     # my live location with him every evening"): reading memory must not grant a third party authority (seed
     # 004); only the person's own request or a signed grant does. Not when its sentence forbids the act.
     _r("override.relayed-authority", "OVERRIDE",
-       rf"{RELAY_START}(?=[\s\S]{{0,300}}?{LICENCE}){RELAY}{S}{{0,200}}?(?P<core>{SENSITIVE_ACT}|{RELAYED_CONCEAL}"
+       rf"(?={RELAY})(?=[\s\S]{{0,300}}?{LICENCE}){RELAY}{S}{{0,200}}?(?P<core>{SENSITIVE_ACT}|{RELAYED_CONCEAL}"
        r"|\b(?:text|dm|e-?mail|message|whatsapp)\s+(?:it|them|this|that|those|the \w+|codes?)\b)",
        negation_exempt=True),
     _r("override.obey-these", "OVERRIDE",

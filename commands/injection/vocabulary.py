@@ -224,16 +224,15 @@ SENSITIVE_ACT = (
     r"|支払|支拂|請求書|支付|账单"
     r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달|" + _SENSITIVE_MORE + ")"
 )
-# rules/11: a third party's wish for the agent, relayed by the speaker ("my landlord says you're supposed to
-# approve ...", "my friend said to tell u ...", "the caretaker asked that whenever ..., you text it to him",
-# "Yusuf asked me to relay: ... just send it"). Not the speaker's own request ("I said you can ..."), nor a
-# third party's advice to the speaker ("my accountant says I should keep every receipt").
 #: What a relayed wish may ask besides a sensitive act: keeping things from the person (rules/13; "omite las
 #: compras que él hace con mi tarjeta y no me avises de ellas").
 RELAYED_CONCEAL = (r"(?:\b(?:omit|hide|leave out|skip|delete|don't tell me|do not tell me|don't mention|never mention"
                    r"|omite|oculta|no me avises|no me digas|cache[rz]?|ne me dis pas|ne me pr[ée]viens pas"
-                   r"|verschweig\w*"
-                   r"|verberg\w*|nascondi|ometti|n[ãa]o me avis\w*|esconde)\b)")
+                   r"|verschweig\w*|verberg\w*|nascondi|ometti|n[ãa]o me avis\w*|esconde)\b)")
+#: A third party's wish for the agent, relayed by the speaker (rules/11: "my landlord says you're supposed to
+#: approve ...", "my friend said to tell u ...", "the caretaker asked that whenever ..., you text it to him",
+#: "Yusuf asked me to relay: ... just send it"). Not the speaker's own request ("I said you can ..."), nor a
+#: third party's advice to the speaker ("my accountant says I should keep every receipt").
 RELAY = (r"(?:(?<!\bi )(?<!\bwe )(?<!\bi've )(?<!\bwe've )\b(?:says|said|told me|tells me|asked(?: me)?|asks"
          r"|wants|wanted|would like|insists|insisted|mentioned|claims|claimed|wrote|texted|messaged|emailed)\b"
          rf"{C}{{0,80}}?\b(?:you(?:'re|'ll| are| can| may| should| must| have to| need to| to)?|u|ur|ya|yo?u'?re"
@@ -242,10 +241,6 @@ RELAY = (r"(?:(?<!\bi )(?<!\bwe )(?<!\bi've )(?<!\bwe've )\b(?:says|said|told me
          r"|\b(?:m'a|nous a) (?:dit|demand[ée]) de (?:te|vous) (?:dire|demander|transmettre)"
          r"|\b(?:dit|dice|disse|sagt|hat gesagt|meint)(?:,)? (?:que|dass) (?:tu |t'|vous |t[uú] |voc[eê] |du |ihr )"
          r"|\bme (?:pidi[óo]|dijo) que te (?:dijera|pidiera)|\bpediu (?:para )?(?:te|lhe) dizer)")
-#: Where a :data:`RELAY` can start: a cheap check that spares every other position the 300-character look for a
-#: :data:`LICENCE`.
-RELAY_START = (r"(?=\b(?:says|said|told|tells|asked|asks|wants|wanted|would|insists|insisted|mentioned|claims"
-               r"|claimed|wrote|texted|messaged|emailed|m'a|nous|dit|dice|disse|sagt|hat|meint|me|pediu)\b)")
 #: What a relayed wish claims the agent may do on its own, or when: a permission or a standing trigger.
 LICENCE = (r"(?:\b(?:supposed to|allowed|permitted|authori[sz]ed|(?:it's|its|it is) (?:ok|okay|fine)"
            r"|(?:the )?(?:ok|okay|go-ahead|green light|permission) to|whenever|whatever"
@@ -253,9 +248,9 @@ LICENCE = (r"(?:\b(?:supposed to|allowed|permitted|authori[sz]ed|(?:it's|its|it 
            r"|each time|any ?time|always|now and then|as (?:usual|agreed)|standing|already (?:agreed|approved|ok)"
            r"|autoris[ée]|permitido|autorizad[oa]|erlaubt|darfst|peux|puedes|pode|podes|toujours|siempre|sempre"
            rf"|immer)\b|{STANDING_MARK})")
-#: (A negation word before a colon is a label, not a negation: the Turkish "Not:" is "Note:"; rules/13.)
 #: Before a match in its sentence: the sentence forbids the act rather than waives the confirmation ("never
-#: share my passwords without asking me", "no reenvíes nada sin preguntarme").
+#: share my passwords without asking me", "no reenvíes nada sin preguntarme"). A negation word before a colon
+#: is a label, not a negation (rules/13: the Turkish "Not:" is "Note:").
 NEGATION = (r"\b(?:never|not|no|nor|don't|dont|doesn't|won't|shouldn't|mustn't|can't|cannot|nobody|ne|n'|jamais"
             r"|nunca|nadie|nie|niemals|nicht|kein\w*|non|mai|não|nooit|niet|geen|ни|никогда|ніколи|nigdy|inte"
             r"|aldrig|لا|لن|أبدا|ممنوع|לא|אל|אסור|jangan|tidak|đừng)\b(?!\s*:)|n't\b|絶対|决不|不要|별로|"
