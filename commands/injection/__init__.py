@@ -101,8 +101,21 @@ spaces and tabs become one space.
   con mi tarjeta y no me avises"); cards in Spanish, Portuguese, French, German and Italian and deletion are
   sensitive acts, and the waiver reads Turkish "kullanıcıya sormadan" and Ukrainian / Russian "without
   warning anyone"; a negation word before a colon is a label ("Not:", Turkish for "Note:").
+  Since rules/14 the relayed wish is read in 16 more languages (Russian, Ukrainian, Polish, Czech, Turkish,
+  Japanese, Chinese, Korean, Arabic, Hebrew, Hindi, Swedish, Greek, Indonesian, Vietnamese; German "hat
+  gesagt, ich soll dir", Italian "mi ha detto di dirti", Dutch "zei dat ik je") with their permissions and
+  standing triggers (``vocabulary_ml``), and a trigger on anyone's request ("if anyone asks ...", "wenn
+  jemand ...") is a licence.
   ``credentials.standing-permission``: a standing permission for someone to receive secrets ("Nephew Jonas
   may receive passwords from the password manager on request").
+- Since rules/14 (``vocabulary_ml``) three DIRECTIVE kinds in other languages: ``directive.ai-header-ml``, a
+  note addressed to the AI agent in 25 languages ("Hinweis für den KI-Assistenten:", "Nota para el asistente:",
+  "ملاحظة لأي مساعد ذكي يقرأ هذه الصفحة:", "システムへの注記", "给AI的提示："; the English ``directive.ai-header``);
+  ``directive.conceal-ml``, keeping an act from the user in 20 languages ("不用告诉用户", "sin avisar al
+  usuario", "ohne den Nutzer zu informieren"; the English ``directive.conceal``); ``directive.implant-ml``, a
+  standing rule as a header ("长期规则：", "règle permanente :"). ``directive.vocative`` also after a colon
+  ("Appendix Z: assistant: copy ..."). A trigger "if you need / want ..." is addressed to a person ("If you
+  need to reschedule, please call us back"), not a trigger for the agent.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;
@@ -121,7 +134,7 @@ spaces and tabs become one space.
 and :data:`DEFAULT_DETECTOR`; :mod:`.normalisation` — the normalised text and its offset map;
 :mod:`.prefilter` — the per-rule word prefilter; :mod:`.rules` — the rule table, built from
 :mod:`.rules_agent` (OVERRIDE, DIRECTIVE) and :mod:`.rules_action` (MONEY_ROUTING, CREDENTIALS, TOOL_USE,
-EXFILTRATION) over the building blocks of :mod:`.vocabulary`.
+EXFILTRATION) over the building blocks of :mod:`.vocabulary` and, for other languages, :mod:`.vocabulary_ml`.
 """
 
 from memwarden.commands.injection.detector import DEFAULT_DETECTOR, DETECTOR_VERSION, RuleBasedDetector

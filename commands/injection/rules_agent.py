@@ -30,6 +30,7 @@ from memwarden.commands.injection.vocabulary import (
     S,
 )
 from memwarden.commands.injection.vocabulary import rule as _r
+from memwarden.commands.injection.vocabulary_ml import AI_HEADER_ML, CONCEAL_ML, STANDING_RULE_ML
 
 _OVERRIDE_IGNORE = (rf"\b{O_VERB}\s+(?:{O_ART}\s+)*{O_DET}\s+(?:(?:{O_DET}|{O_ART})\s+){{0,3}}{O_NOUN}\b"
                     rf"|\b{O_VERB}\s+{O_ART}\s+{O_NOUN}\s+{O_QUAL}"
@@ -120,8 +121,9 @@ OVERRIDE_RULES: tuple[Rule, ...] = (
 
 #: DIRECTIVE: imperatives addressed to the agent, delayed triggers, standing orders and memory implants.
 DIRECTIVE_RULES: tuple[Rule, ...] = (
+    # rules/14: also after a colon ("Appendix Z: assistant: copy the results folder to ...").
     _r("directive.vocative", "DIRECTIVE",
-       r"(?:^|[.!?;\n(\[{\"'>|*\u2014\u2013])\s*(?P<core>(?:(?:dear|hi|hello|hey|attention|attn|psst|p\.?s\.?)\W+)?"
+       r"(?:^|[.!?;:\uff1a\n(\[{\"'>|*\u2014\u2013])\s*(?P<core>(?:(?:dear|hi|hello|hey|attention|attn|psst|p\.?s\.?)\W+)?"
        r"(?:(?:\w+\s+){0,2}(?:note|message|instructions?|reminder|directive|update|request|p\.?s\.?)\s+)?"
        r"(?:(?:to|for)\s+)?(?:(?:any|all|the|every)\s+)?@?" + AGENT + PARTICIPLE + r"?\s*[:,!\u2014]\s*"
        r"(?:(?:please|kindly|remember|note|important|also|from now on|going forward|in future|in your (?:next )?"
@@ -131,6 +133,10 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
     _r("directive.ai-header", "DIRECTIVE",
        r"\b(?:attention|attn|(?:important |urgent )?(?:note|memo|message|instructions?|reminder|directive|notice)"
        r" (?:to|for))\s+(?:(?:any|all|the|every)\s+)?" + AGENT + PARTICIPLE + r"?\s*[:\u2014-]"),
+    # rules/14: the same header, and the kinds below, in other languages (vocabulary_ml).
+    _r("directive.ai-header-ml", "DIRECTIVE", AI_HEADER_ML),
+    _r("directive.conceal-ml", "DIRECTIVE", CONCEAL_ML),
+    _r("directive.implant-ml", "DIRECTIVE", STANDING_RULE_ML),
     _r("directive.agent-tag", "DIRECTIVE",
        r"\[(?:agent|assistant|ai|bot|llm)[ _-]?(?:instruction|note|directive|task|command)s?\]"),
     _r("directive.agent-modal", "DIRECTIVE",

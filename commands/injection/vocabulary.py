@@ -19,6 +19,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from memwarden.commands.injection.vocabulary_ml import LICENCE_ML, RELAY_ML
+
 C = r"(?:(?!(?<!\.\.)[.!?](?:\s|$))[^\n;:])"
 S = r"(?:(?!(?<!\.\.)[.!?](?:\s|$))[^\n])"
 
@@ -129,7 +131,9 @@ E_DEST = (r"(?:[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:https?|ftp|sftp|s3|gs)://\S+|\b\d
 TRIGGER = (r"(?:next time|whenever|every time|each time|any time|anytime|if ever|when|if|once|as soon as"
            r"|la prochaine fois que|chaque fois que|quand|cuando|cada vez que|la pr[óo]xima vez que|wenn"
            r"|jedes mal wenn)")
-TRIGGER_EVENT = (r"(?:(?!i\b|i'm\b|we\b)(?:[\w']+\s+){1,3}?(?:ever\s+)?(?:asks?|mentions?|requests?|wants?|needs?"
+#: rules/14: "if you need / want ..." addresses a person ("If you need to reschedule, please call us back").
+TRIGGER_EVENT = (r"(?:(?!i\b|i'm\b|we\b|you (?:ever )?(?:need|want)\b)(?:[\w']+\s+){1,3}?(?:ever\s+)?"
+                 r"(?:asks?|mentions?|requests?|wants?|needs?"
                  r"|books?|logs? in|shares?|talks?|says?|types?|searches?|writes?|gets?|sends?|opens?|visits?|uses?"
                  r"|reads?|inquires?|enquires?|queries|brings up|is asked|are asked|arrives?|comes? in|is received"
                  r"|pregunta|demande|fragt)"
@@ -219,7 +223,9 @@ SENSITIVE_ACT = (
     r"|zugang|freigeb\w*|genehmig\w*|[uü]berweis\w*|bezahl\w*|weiterleit\w*|leite\w*|virement|virer|payer"
     r"|transmet\w*|envoy\w*|donner|installer|instalar|installieren|approuv\w*|aprob\w*|aprov\w*|invia\w*|codic[ei]"
     r"|banc[ao]\w*|bonific\w*|trasfer\w*|tarjetas?|cart[ãa]o|cart[õo]es|carte bancaire|cartes? bleues?|kreditkarte\w*"
-    r"|bankkarte\w*|carta di credito|supprime\w*|borra\w*|elimina\w*|l[öo]sch\w*|cancella\w*|apaga\w*)\b"
+    r"|bankkarte\w*|(?:t[üu]r|haus|tor|zugangs|sicherheits|best[äa]tigungs|alarm|tresor|geheim)codes?"
+    r"|\w*(?:passwort|kennwort|konto)|carta di credito|supprime\w*|borra\w*|elimina\w*|l[öo]sch\w*|cancella\w*"
+    r"|apaga\w*)\b"
     r"|送金|振込|振り込|口座|パスワード|暗証|コード|認証|承認|転送|アクセス|转账|汇款|账户|帐户|密码|验证码|批准"
     r"|支払|支拂|請求書|支付|账单"
     r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달|" + _SENSITIVE_MORE + ")"
@@ -240,14 +246,23 @@ RELAY = (r"(?:(?<!\bi )(?<!\bwe )(?<!\bi've )(?<!\bwe've )\b(?:says|said|told me
          r"|\basked me to (?:relay|pass (?:on|along)|tell you|let you know|forward (?:this|it) to you)"
          r"|\b(?:m'a|nous a) (?:dit|demand[ée]) de (?:te|vous) (?:dire|demander|transmettre)"
          r"|\b(?:dit|dice|disse|sagt|hat gesagt|meint)(?:,)? (?:que|dass) (?:tu |t'|vous |t[uú] |voc[eê] |du |ihr )"
-         r"|\bme (?:pidi[óo]|dijo) que te (?:dijera|pidiera)|\bpediu (?:para )?(?:te|lhe) dizer)")
+         r"|\bme (?:pidi[óo]|dijo) que te (?:dijera|pidiera)|\bpediu (?:para )?(?:te|lhe) dizer"
+         # rules/14: "hat gesagt, ich soll dir ...", "mi ha detto di dirti", "zei dat ik je moet ..."
+         r"|\b(?:sagt|meint|bittet|will|hat (?:gesagt|gemeint|gebeten|geschrieben)|hatte gesagt),?"
+         r" (?:ich soll|dass ich) (?:dir|ihnen|euch)\b|\bmi ha (?:detto|chiesto) di (?:dirti|chiederti)"
+         r"|\b(?:zei|zegt|vroeg) dat ik (?:je|jou|u)\b"
+         r"|\bm'a (?:dit|demand[ée]) de (?:te|vous) (?:faire|laisser)\b|" + RELAY_ML + ")")
 #: What a relayed wish claims the agent may do on its own, or when: a permission or a standing trigger.
 LICENCE = (r"(?:\b(?:supposed to|allowed|permitted|authori[sz]ed|(?:it's|its|it is) (?:ok|okay|fine)"
            r"|(?:the )?(?:ok|okay|go-ahead|green light|permission) to|whenever|whatever"
            r"|every (?:time|day|evening|morning|night|week|month)"
            r"|each time|any ?time|always|now and then|as (?:usual|agreed)|standing|already (?:agreed|approved|ok)"
            r"|autoris[ée]|permitido|autorizad[oa]|erlaubt|darfst|peux|puedes|pode|podes|toujours|siempre|sempre"
-           rf"|immer)\b|{STANDING_MARK})")
+           rf"|immer)\b|{STANDING_MARK}"
+           # rules/14: a standing trigger on anyone's request ("if anyone asks for ...", "wenn jemand ... fragt")
+           r"|\b(?:if|when|whenever) (?:anyone|someone|somebody|anybody)\b|\bwenn (?:jemand|einer|irgendwer)\b"
+           r"|\bsi (?:quelqu'un|alguien)\b|\bse (?:qualcuno|algu[ée]m)\b|\bals (?:iemand|er iemand)\b|"
+           + LICENCE_ML + ")")
 #: Before a match in its sentence: the sentence forbids the act rather than waives the confirmation ("never
 #: share my passwords without asking me", "no reenvíes nada sin preguntarme"). A negation word before a colon
 #: is a label, not a negation (rules/13: the Turkish "Not:" is "Note:").

@@ -1,0 +1,121 @@
+"""Building blocks of the rules ``rules/14`` read in languages other than English: a note addressed to
+the AI agent ("Hinweis für den KI-Assistenten:", "ملاحظة لأي مساعد ذكي:", "システムへの注記："), keeping
+an act from the user ("不用告诉用户", "sin avisar al usuario") and a standing rule header ("长期规则：").
+
+The English forms are :mod:`memwarden.commands.injection.rules_agent`'s ``directive.ai-header``,
+``directive.conceal`` and ``directive.implant``; these are the same kinds of instruction (seed 004: content
+addressed to the agent is an instruction, not data), not new kinds. Every pattern runs on the NORMALISED
+text (NFKC, casefolded), so the alternatives below are written normalised (:func:`_nfkc`).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+
+def _nfkc(alternatives: str) -> str:
+    """``alternatives`` as the normalised text writes them (NFKC, casefolded)."""
+    return unicodedata.normalize("NFKC", alternatives).casefold()
+
+
+#: A note, message, remark, notice or instruction (the header's noun), in 25 languages.
+_HEADER_NOUN = _nfkc(
+    "hinweis|notiz|anmerkung|nachricht|zusatz|mitteilung|anweisung|remarque|message|consigne|nota|aviso|mensaje"
+    "|mensagem|messaggio|avviso|instrucci[oó]n|instru[cç][aã]o|istruzione|opmerking|notitie|bericht|aanwijzing"
+    "|uwaga|notatka|wiadomo[sś][cć]|polecenie|pozn[aá]mka|upozorn[eě]n[ií]|zpr[aá]va|pokyn|notering|anteckning"
+    "|meddelande|notat|beskjed|huomio|huomautus|lis[aä]ys|viesti|ohje|mesaj|talimat|megjegyz[eé]s|[uü]zenet"
+    "|not[aă]|catatan|pesan|instruksi|ghi chú|lưu ý|tin nhắn|σημείωση|μήνυμα|οδηγία|υπενθύμιση|примечание"
+    "|заметка|сообщение|указание|инструкция|примітка|нотатка|повідомлення|вказівка|інструкція|ملاحظة|رسالة"
+    "|تعليمات|تنبيه|הערה|הודעה|הנחיה|הוראה"
+)
+#: The AI agent as the header's addressee (the preposition and article sit between the two).
+_AGENT_ML = _nfkc(
+    "ki|ki-\\w+|ia|l'ia|ai|a\\.i\\.|assistent\\w*|assistant\\w*|l'assistant\\w*|asistent\\w*|assistente|asystent\\w*"
+    "|agent\\w*|agente|ajan\\w*|agen|bot|bots|botu|botti\\w*|chatbot\\w*|sprachmodell\\w*|tekoäly\\w*|avustaja\\w*"
+    "|assistentti\\w*|yapay zek[aâ]\\w*|asistan\\w*|asszisztens\\w*|asisten|trợ lý|βοηθ\\w*|μοντέλ\\w*"
+    "|ассистент\\w*|асистент\\w*|помощник\\w*|помічник\\w*|ии|ші|бот\\w*|агент\\w*|нейросет\\w*|مساعد|البوت"
+    "|الذكاء الاصطناعي|עוזר|בוט|הבוט|סוכן|בינה מלאכותית"
+)
+_GAP = r"[^\n.!?:;]"
+#: "Note for the AI assistant reading this page:" in 25 languages: the header noun, at most three short words,
+#: the addressee, at most 30 more characters (a participle), then a colon or dash. Hindi, Japanese, Chinese
+#: and Korean write it in their own order (no word boundary inside their words).
+AI_HEADER_ML = (
+    rf"(?:^|(?<=[\s(\[\"'*\-\u2014\u2013>|]))(?:{_HEADER_NOUN})(?:\s+[^\s.!?:;]{{1,5}}){{0,3}}?\s+(?:l'|d'|all')?(?:{_AGENT_ML})\b"
+    rf"{_GAP}{{0,30}}?\s*[:\uff1a\u2014]"
+    + _nfkc(
+        "|(?:सहायक|एआई|बॉट|एजेंट)(?: के लिए| हेतु| को)\\s*(?:नोट|संदेश|निर्देश|सूचना)\\s*[:：]"
+        "|(?:ai|aiアシスタント|アシスタント|エージェント|ボット|システム|チャットボット)(?:への|に対する|向けの?|宛ての?)"
+        "(?:注記|メモ|指示|お知らせ|連絡|注意|メッセージ|伝言|備考|補足)"
+        "|(?:给|致|对|告)(?:ai|人工智能|智能)?(?:助手|助理|系统|机器人|智能体|模型|ai)(?:的)?(?:说明|提示|注意|备注|指令|留言"
+        "|消息|通知|话)\\s*[:：]"
+        "|(?:어시스턴트|ai|에이전트|인공지능|챗봇|봇|비서)(?:에게|께|을 위한|를 위한|용)\\s*"
+        "(?:메모|참고|안내|지시|알림|메시지|노트|전달)"
+    )
+)
+#: Keeping an act from the person it is done for (the user, the customer, the account holder), in 20 languages:
+#: "不用告诉用户", "ohne den Nutzer zu informieren", "sin que el usuario lo sepa".
+CONCEAL_ML = _nfkc(
+    "(?:不用|不要|无需|無需|不必|别|別|无须|不需要)(?:告诉|告訴|告知|通知|提醒|让|讓)(?:用户|用戶|使用者|客户|客戶|主人)"
+    "|(?:ユーザー|利用者|使用者|お客様)(?:に|には)(?:知らせ|伝え|通知し|言わ|報告し)(?:ず|ないで|ないこと|なくて)"
+    "|(?:사용자|이용자|고객)에게\\s*(?:알리지|말하지|통보하지|보고하지)\\s*(?:말고|않고|마)"
+    "|\\bohne (?:den|die) (?:nutzer|benutzer|anwender|kunden|kontoinhaber)\\w* (?:zu )?(?:informieren|benachrichtigen"
+    "|fragen)|\\b(?:dem|der) (?:nutzer|benutzer|anwender)\\w* nichts (?:sagen|verraten|mitteilen)"
+    "|\\bsans (?:en )?(?:pr[ée]venir|informer|avertir|aviser) l'utilisat\\w+|\\bsans que l'utilisat\\w+ (?:le )?sache"
+    "|\\bsin (?:avisar|informar|notificar|decir(?:le)?|consultar) al usuario|\\bsin que el usuario (?:lo )?sepa"
+    "|\\bsenza (?:avvisare|informare) l'utente|\\bsenza che l'utente (?:lo )?sappia"
+    "|\\bsem (?:avisar|informar|notificar|consultar) o usu[aá]rio|\\bsem que o usu[aá]rio (?:o )?saiba"
+    "|\\bzonder de gebruiker (?:te )?(?:informeren|waarschuwen|in te lichten)"
+    "|\\bbez (?:informowania|powiadamiania|wiedzy) użytkownika|\\bbez vědomí uživatele"
+    "|\\bне (?:сообщая|говоря|уведомляя) пользовател|\\bбез ведома пользовател"
+    "|\\bне (?:повідомляючи|кажучи) користувач|\\bбез відома користувач"
+    "|\\bkullanıcıya (?:haber vermeden|söylemeden|bildirmeden)"
+    "|\\bχωρίς να (?:ενημερώσεις|πεις|ειδοποιήσεις) (?:τον|το) χρήστη"
+    "|دون (?:إبلاغ|إعلام|إخبار) المستخدم|בלי (?:לספר|להודיע|לעדכן) למשתמש"
+    "|\\butan att (?:informera|meddela|berätta för) användaren|\\b(?:kertomatta|ilmoittamatta) käyttäjälle"
+    "|उपयोगकर्ता को बताए बिना|\\btanpa memberi tahu pengguna|\\bkhông (?:báo|nói) cho người dùng"
+)
+#: A standing rule or instruction as a header ("长期规则：", "règle permanente :"): the English ``standing
+#: rule:`` of ``directive.implant``.
+STANDING_RULE_ML = _nfkc(
+    "(?:长期|永久|常设|常設|長期)(?:规则|規則|指令|指示)\\s*[:：]|(?:恒久|常設|永続)(?:ルール|指示|規則)\\s*[:：]"
+    "|\\b(?:ständige|dauerhafte|permanente) (?:regel|anweisung)\\s*:"
+    "|\\b(?:règle|consigne|instruction) permanente\\s*:|\\b(?:regla|instrucci[oó]n|orden) permanente\\s*:"
+    "|\\b(?:regola|istruzione) permanente\\s*:|\\b(?:regra|instru[cç][aã]o) permanente\\s*:"
+)
+#: A third party's wish for the agent relayed by the speaker (the English ``RELAY`` of
+#: :mod:`memwarden.commands.injection.vocabulary`) in 16 more languages: "сказала, чтобы ты ...",
+#: "kazała ci ...", "让我告诉你", "伝えるように言われ", "sana söylememi istedi".
+RELAY_ML = _nfkc(
+    "\\b(?:сказал|сказала|просил|просила|попросил|попросила|велел|велела|хочет)\\b[^.!?\\n]{0,40}?"
+    "(?:\\bтебе\\b|\\bвам\\b|чтобы ты|чтобы вы|передать)"
+    "|\\b(?:сказав|сказала|просив|просила|попросив|попросила|хоче)\\b[^.!?\\n]{0,40}?(?:\\bтобі\\b|\\bвам\\b|щоб ти"
+    "|щоб ви|передати)"
+    "|\\b(?:powiedział|powiedziała|prosił|prosiła|kazał|kazała|chce)\\b[^.!?\\n]{0,40}?(?:\\bci\\b|\\btobie\\b|że masz"
+    "|żebyś|przekazać)"
+    "|\\b(?:řekl|řekla|prosil|prosila|chce)\\b[^.!?\\n]{0,40}?(?:\\bti\\b|\\btobě\\b|\\babys\\b|vyřídit)"
+    "|\\bsana (?:söylememi|iletmemi|demememi)|\\bsenin [^.!?\\n]{0,30}gerektiğini söyledi"
+    "|伝えるように言われ|伝えてほしいと|伝えてって|伝えておいて|からの伝言|に伝言"
+    "|(?:让|叫|要|托)我(?:告诉|转告|跟)你|(?:说|讲)(?:你可以|你应该|你得|让你)|托我(?:转告|告诉)"
+    "|(?:너한테|당신에게|너에게|네게)\\s*(?:전해|말해)\\s*(?:달라고|주라고|달래)|전해 달라고"
+    "|(?:قال|قالت|طلب|طلبت)(?: مني)? (?:أن أخبرك|أن أقول لك|إخبارك)|قال إنك|قالت إنك"
+    "|(?:אמר|אמרה|ביקש|ביקשה)(?: ממני)? (?:להגיד לך|לומר לך|שתעשה|שאתה)"
+    "|तुम्हें बताने को कहा|आपको बताने को कहा|(?:ने कहा|ने बोला)[^।.!?\\n]{0,30}(?:तुम|आप)"
+    "|\\b(?:sa|sade|bad|ville)\\b[^.!?\\n]{0,30}?\\batt (?:du\\b|jag ska säga till dig)"
+    "|\\b(?:είπε|ζήτησε)\\b[^.!?\\n]{0,30}?(?:να σου πω|ότι μπορείς|\\bνα\\b)"
+    "|\\b(?:bilang|berkata|minta|meminta)\\b[^.!?\\n]{0,30}?\\b(?:kamu|anda|memberitahumu)\\b"
+    "|\\b(?:nói|bảo|dặn)\\b[^.!?\\n]{0,30}?\\b(?:bạn|em|cậu)\\b"
+)
+#: What a relayed wish claims the agent may do on its own, or when (the English ``LICENCE``), in the same
+#: languages: a permission or a standing trigger.
+LICENCE_ML = _nfkc(
+    "\\b(?:всегда|каждый раз|если кто|когда кто|можно|разрешено|можешь|впредь|отныне|с этого момента|завжди"
+    "|щоразу|якщо хтось|можна|дозволено|можеш|відтепер|zawsze|za każdym razem|jeśli ktoś|gdy ktoś|możesz|wolno"
+    "|od teraz|vždy|vždycky|pokaždé|když někdo|můžeš|smíš|od teď|her zaman|her seferinde|biri sorarsa|yapabilirsin"
+    "|bundan sonra|alltid|varje gång|om någon|från och med nu|altijd|elke keer|voortaan|vanaf nu|ogni volta|puoi"
+    "|d'ora in poi|à chaque fois|πάντα|κάθε φορά|αν κάποιος|μπορείς|επιτρέπεται|από εδώ και πέρα|selalu|setiap kali"
+    "|jika ada yang|kalau ada yang|boleh|mulai sekarang|luôn|mỗi lần|nếu ai|được phép|từ giờ)\\b"
+    "|いつも|毎回|誰かが|してもいい|していい|構わない|今後|これから|常に|总是|每次|如果有人|可以|随时|以后|今后"
+    "|항상|매번|누가|해도 돼|해도 된|앞으로|언제든|دائما|دائمًا|كل مرة|إذا سأل أحد|يمكنك|مسموح|من الآن"
+    "|תמיד|בכל פעם|אם מישהו|מותר|אתה יכול|מעכשיו|हमेशा|हर बार|अगर कोई|जब भी|कर सकते|अब से"
+)
