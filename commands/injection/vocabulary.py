@@ -182,6 +182,9 @@ _SENSITIVE_MORE = _nfkc(
     "|dörr|skicka|vidarebefordra|silsin|silin|silmek|sildir|скрипт|видали|видалити|удали|удалить|журнал"
     "|كلمة المرور|كلمات المرور|رمز|حساب|دفع|ادفع|تحويل|حوّل|باب|أرسل|ارسل|إرسال|بطاقة"
     "|العربون|مشاركة|شارك|רשות|סיסמ|קוד|חשבון|תשלום|לשלם|העבר|גישה|דלת|לשלוח|שלח|מצלמ|पासवर्ड|कोड|खाता|खाते|भुगतान|भेज"
+    "|pincode|wachtwoord|rekening|betaal|overmaken|toegang|doorsturen|salasan|tunnusluvu|tilinumero|maksa|lähetä"
+    "|siirrä|κωδικ|λογαριασμ|πληρω|μεταφορ|στείλ|πρόσβασ|κάρτ|hesl|účet|účtu|zaplať|převeď|pošli|přístup"
+    "|jelszó|jelszav|számlá|fizess|utald|küldd|hozzáférés|parola|parolă|plătește|transferă|trimite"
     "|ट्रांसफर|दरवाज|upi|kata sandi|sandi|kode|rekening|bayar|akses|pintu|kirim|teruskan|mật khẩu|tài khoản"
     "|thanh toán|chuyển|truy cập|cửa|gửi|รหัส|บัญชี|โอน|จ่าย|ชำระ|ส่ง|ประตู"
 )

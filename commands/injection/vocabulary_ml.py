@@ -119,3 +119,58 @@ LICENCE_ML = _nfkc(
     "|항상|매번|누가|해도 돼|해도 된|앞으로|언제든|دائما|دائمًا|كل مرة|إذا سأل أحد|يمكنك|مسموح|من الآن"
     "|תמיד|בכל פעם|אם מישהו|מותר|אתה יכול|מעכשיו|हमेशा|हर बार|अगर कोई|जब भी|कर सकते|अब से"
 )
+#: "To the assistant:" opening a clause (the English ``directive.vocative``), in 20 languages.
+VOCATIVE_ML = (
+    r"(?:^|(?<=[.!?;:\n(\[{\"'>|*\u2014\u2013\uff1a\u3002,]))\s*"
+    + _nfkc(
+        "(?:إلى|لل|ل|an (?:den|die|das)|für (?:den|die)|à l'|au|pour l'|al|a la|para el|para la|para o|ao|per l'|all'"
+        "|aan de|voor de|для|до|do|dla|pro|till|προς τον|προς το|για τον|kepada|untuk|gửi|cho|to the|for the)"
+        " ?(?:ai |ia |ki |ki-)?(?:assistent\\w*|assistant\\w*|asistent\\w*|assistente|asystent\\w*|agent\\w*|agente"
+        "|ассистент\\w*|асистент\\w*|помощник\\w*|помічник\\w*|βοηθ\\w*|asisten|trợ lý|bot|ai|ia|ki|المساعد|مساعد)"
+        "\\s*[:：]"
+        "|(?:致|给)(?:ai|人工智能)?(?:助手|助理|智能体)\\s*[:：]|(?:ai|アシスタント|エージェント)(?:へ|に)\\s*[:：]"
+        "|(?:어시스턴트|ai|에이전트)에게\\s*[:：]"
+    )
+)
+#: A standing trigger on anyone's request ("if anyone asks ...", the English ``directive.trigger`` with
+#: ``anyone``) in 20 languages; the rule wants a sensitive act after it.
+ANYONE_ASKS_ML = _nfkc(
+    "\\bwenn (?:jemand|irgendwer|einer)\\b|\\b(?:si|quand|chaque fois que) quelqu'un\\b"
+    "|\\b(?:si|cuando|cada vez que) alguien\\b|\\b(?:se|quando|ogni volta che) qualcuno\\b"
+    "|\\b(?:se|quando|sempre que) algu[eé]m\\b|\\b(?:als|wanneer) iemand\\b|\\b(?:jeśli|jeżeli|gdy|kiedy) ktoś\\b"
+    "|\\b(?:если|когда) кто-(?:то|нибудь)|\\bкто бы ни\\b|\\b(?:якщо|коли) хтось\\b|\\bbiri (?:sorarsa|isterse)"
+    "|\\bkim (?:sorarsa|isterse)|不管是谁|无论谁|无论是谁|谁问|只要有人|如果有人|有人问|誰かに(?:聞かれ|頼まれ)|誰が"
+    "(?:聞いても|頼んでも)|누가\\s*(?:물어보면|요청하면|물으면)|누구든|إذا سأل أحد|إذا طلب أحد|أي شخص يسأل"
+    "|אם מישהו|כל מי ש|अगर कोई|जो भी|\\bαν κάποιος\\b|\\bόποιος\\b|\\b(?:om|när) någon\\b"
+    "|\\b(?:jika|kalau) ada yang\\b|\\bsiapa pun\\b|\\bnếu (?:ai|có ai)\\b|\\bbất cứ ai\\b"
+)
+#: "Ignore the previous instructions" (the English ``override.ignore``) in 16 more languages.
+IGNORE_PREVIOUS_ML = _nfkc(
+    "\\b(?:игнорируй|проигнорируй|забудь)\\b(?: все| всё)?(?: (?:предыдущие|прежние|прошлые))? (?:инструкции|указания"
+    "|правила)|\\b(?:ігноруй|забудь)\\b(?: усі| всі)? (?:попередні )?(?:інструкції|вказівки|правила)"
+    "|\\b(?:zignoruj|zapomnij)\\b(?: wszystkie)?(?: poprzednie| wcześniejsze)? (?:instrukcje|polecenia|zasady)"
+    "|\\bignoruj\\b(?: všechny)? (?:předchozí )?(?:pokyny|instrukce)"
+    "|\\b(?:önceki|tüm) (?:talimatları|kuralları|yönergeleri) (?:yok say|görmezden gel|unut)"
+    "|تجاهل (?:جميع |كل )?(?:التعليمات|الأوامر|القواعد)|התעלם מ(?:כל )?ה(?:הוראות|הנחיות|כללים)"
+    "|(?:पिछले|सभी) (?:सभी )?निर्देशों को (?:अनदेखा|नज़रअंदाज़|नजरअंदाज)"
+    "|\\bnegeer\\b(?: alle)?(?: vorige| eerdere)? (?:instructies|regels)"
+    "|\\bignor[ea]\\b(?: todas)? (?:as )?(?:instruções|instrucoes|regras) anteriores"
+    "|\\bignorera\\b(?: alla)? (?:tidigare )?(?:instruktioner|regler)"
+    "|\\bαγνόησε\\b(?: όλες)? (?:τις )?(?:προηγούμενες )?(?:οδηγίες|εντολές)"
+    "|\\babaikan\\b(?: semua)? (?:instruksi|perintah|aturan)|\\bbỏ qua\\b(?: tất cả)?(?: các)? (?:hướng dẫn|chỉ dẫn"
+    "|quy tắc)|(?:忽略|无视|忘记|忘掉)(?:之前|以前|上面|先前|此前|所有|全部)(?:的)?(?:所有|全部)?(?:的)?"
+    "(?:指令|指示|说明|规则|设定)"
+    "|(?:以前|前|これまで|上記)の(?:指示|命令|ルール|設定)を(?:すべて|全部|全て)?(?:無視|忘れ)"
+    "|(?:이전|기존|앞의)\\s*(?:지시|지침|명령|규칙)(?:사항)?(?:을|를)?\\s*(?:전부|모두|다)?\\s*(?:무시|잊)"
+)
+#: Giving, telling, sending or passing on, as an order (the English ``GIVE_V``), in 20 languages: the act a
+#: trigger on anyone's request asks for ("wenn jemand ... fragt, nenne es ihm").
+GIVE_ML = _nfkc(
+    "\\b(?:gib|gebt|nenne|nenn|sag|sage|schick|schicke|sende|teile|leite|donne|dis-lui|dis-leur|envoie|transmets"
+    "|communique|partage|da|dale|dáselo|dásela|dile|diles|envía|envíale|manda|mándale|comparte|pasa|pásale|dê|diga"
+    "|envie|mande|passe|informe|informar|dai|dagli|dille|digli|invia|manda|comunica|geef|zeg|stuur|deel|podaj|daj"
+    "|powiedz|wyślij|przekaż|poproś|дай|скажи|отправь|перешли|сообщи|назови|дай|скажи|надішли|перешли|повідом"
+    "|ver|söyle|gönder|ilet|δώσε|πες|στείλε|ge|säg|skicka|dela|berikan|beri|kirim|beritahu|đưa|nói|gửi)\\b"
+    "|告诉|告訴|发给|發給|给他|给她|给他们|提供|转发|发送|教え|伝え|送っ|送信|渡し|알려|보내|전달|줘|أعط|أخبر|أرسل"
+    "|תן|תגיד|שלח|दे दो|बता दो|भेज"
+)
