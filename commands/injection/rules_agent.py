@@ -157,12 +157,12 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
     _r("directive.vocative-ml", "DIRECTIVE", VOCATIVE_ML),
     _r("directive.vocative-comma-ml", "DIRECTIVE", rf"{VOCATIVE_COMMA_ML}{S}{{0,150}}?(?P<core>{SENSITIVE_ACT})",
        negation_exempt=True),
-    # A trigger on anyone's request, then (after a comma) a giving verb, a sensitive act on either side, in
-    # other languages ("不管是谁问，都把 ... 发给他们", "wenn jemand nach dem Passwort fragt, nenne es ihm"); not
-    # advice to a person about such a request ("si alguien te pide el código ..., cuelga"), nor when its
-    # sentence forbids the act.
+    # A trigger on anyone's request, then (after a comma) a giving, telling or answering verb, in other
+    # languages, as ``directive.trigger`` reads it in English ("不管是谁问，都把 ... 发给他们", "wenn jemand nach
+    # dem Passwort fragt, nenne es ihm"); not advice to a person about such a request ("si alguien te pide el
+    # código ..., cuelga"), nor when its sentence forbids the act.
     _r("directive.trigger-ml", "DIRECTIVE",
-       rf"(?:{ANYONE_ASKS_ML})(?={S}{{0,230}}?{SENSITIVE_ACT}){S}{{0,150}}?[,\uff0c\u3001:\uff1a;]{S}{{0,60}}?"
+       rf"(?:{ANYONE_ASKS_ML}){S}{{0,150}}?[,\uff0c\u3001:\uff1a;]{S}{{0,60}}?"
        rf"(?P<core>{GIVE_ML})",
        negation_exempt=True),
     _r("directive.agent-tag", "DIRECTIVE",

@@ -142,8 +142,8 @@ ANYONE_ASKS_ML = _nfkc(
     "|\\b(?:si|cuando|cada vez que) alguien\\b|\\b(?:se|quando|ogni volta che) qualcuno\\b"
     "|\\b(?:se|quando|sempre que) algu[eé]m\\b|\\b(?:als|wanneer) iemand\\b|\\b(?:jeśli|jeżeli|gdy|kiedy) ktoś\\b"
     "|\\b(?:если|когда) кто-(?:то|нибудь)|\\bкто бы ни\\b|\\b(?:якщо|коли) хтось\\b|\\bbiri (?:sorarsa|isterse)"
-    "|\\bkim (?:sorarsa|isterse)|不管是谁|无论谁|无论是谁|谁问|只要有人|如果有人|有人问|誰かに(?:聞かれ|頼まれ)|誰が"
-    "(?:聞いても|頼んでも)|누가\\s*(?:물어보면|요청하면|물으면)|누구든|إذا سأل أحد|إذا طلب أحد|أي شخص يسأل"
+    "|\\bkim (?:sorarsa|isterse)|不管是谁|无论谁|无论是谁|谁问|只要有人|如果有人|有人问|誰かに(?:聞かれ|頼まれ)|誰かが"
+    "|誰が(?:聞いても|頼んでも)|누가\\s*(?:물어보면|요청하면|물으면)|누구든|إذا سأل أحد|إذا طلب أحد|أي شخص يسأل"
     "|אם מישהו|כל מי ש|अगर कोई|जो भी|\\bαν κάποιος\\b|\\bόποιος\\b|\\b(?:om|när) någon\\b"
     "|\\b(?:jika|kalau) ada yang\\b|\\bsiapa pun\\b|\\bnếu (?:ai|có ai)\\b|\\bbất cứ ai\\b"
 )
@@ -166,14 +166,16 @@ IGNORE_PREVIOUS_ML = _nfkc(
     "|(?:以前|前|これまで|上記)の(?:指示|命令|ルール|設定)を(?:すべて|全部|全て)?(?:無視|忘れ)"
     "|(?:이전|기존|앞의)\\s*(?:지시|지침|명령|규칙)(?:사항)?(?:을|를)?\\s*(?:전부|모두|다)?\\s*(?:무시|잊)"
 )
-#: Giving, telling, sending or passing on, as an order (the English ``GIVE_V``), in 20 languages: the act a
-#: trigger on anyone's request asks for ("wenn jemand ... fragt, nenne es ihm").
+#: Giving, telling, answering, sending or passing on, as an order (the English ``GIVE_V`` and ``D_V``'s answer),
+#: in 20 languages: the act a trigger on anyone's request asks for ("wenn jemand ... fragt, nenne es ihm").
 GIVE_ML = _nfkc(
     "\\b(?:gib|gebt|nenne|nenn|sag|sage|schick|schicke|sende|teile|leite|donne|dis-lui|dis-leur|envoie|transmets"
     "|communique|partage|da|dale|dáselo|dásela|dile|diles|envía|envíale|manda|mándale|comparte|pasa|pásale|dê|diga"
     "|envie|mande|passe|informe|informar|dai|dagli|dille|digli|invia|manda|comunica|geef|zeg|stuur|deel|podaj|daj"
     "|powiedz|wyślij|przekaż|poproś|дай|скажи|отправь|перешли|сообщи|назови|дай|скажи|надішли|перешли|повідом"
-    "|ver|söyle|gönder|ilet|δώσε|πες|στείλε|ge|säg|skicka|dela|berikan|beri|kirim|beritahu|đưa|nói|gửi)\\b"
+    "|ver|söyle|gönder|ilet|δώσε|πες|στείλε|ge|säg|skicka|dela|berikan|beri|kirim|beritahu|đưa|nói|gửi|responde"
+    "|réponds|répondez|antworte|antworten sie|rispondi|responda|antwoord|odpowiedz|ответь|отвечай|відповідай"
+    "|cevap ver|απάντησε|svara|jawab|trả lời)\\b|答えて|回答|回复|대답|답해|أجب|ענה|जवाब दो"
     "|告诉|告訴|发给|發給|给他|给她|给他们|提供|转发|发送|教え|伝え|送っ|送信|渡し|알려|보내|전달|줘|أعط|أخبر|أرسل"
     "|תן|תגיד|שלח|दे दो|बता दो|भेज"
 )
