@@ -65,7 +65,7 @@ class Settings(BaseSettings):
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
         instruction_detector: the gate's instruction detector: ``rules+finetuned`` (default since
-            2026-12-04, ``rules/14+minilm-ft/5``: the rules OR the fine-tuned MiniLM classifier,
+            2026-12-04, ``rules/15+minilm-ft/5``: the rules OR the fine-tuned MiniLM classifier,
             :mod:`memwarden.projections.injection_finetuned`, behind a hashed n-gram screen that spares
             it most conversation, on ONNX Runtime; README, "Memory poisoning"), ``rules`` (the rules
             alone: cheapest, but they let 26-38 % of the injections of five blind writers' sets reach a

@@ -125,6 +125,13 @@ spaces and tabs become one space.
   sent, pasted or told somewhere in Chinese, Japanese and Korean. ``directive.vocative`` also after a colon
   ("Appendix Z: assistant: copy ..."). A trigger "if you need / want ..." is addressed to a person ("If you
   need to reschedule, please call us back"), not a trigger for the agent.
+- Since rules/15 (from the eighteenth held-out set, after it was scored): the relayed wish in Turkish ("X söyledi:
+  ... yapman gerekiyormuş") and Arabic ("قال إن على المساعد ..."), "automatically" as a licence in 12 languages,
+  waivers "sormana da gerek yok", "دون أن يسألني", "확인 불필요" and "it doesn't need to ask you"; an e-mail address
+  is a sensitive act's destination; an adjective before the addressee of a note ("Hinweis für den digitalen
+  Assistenten:", "Σημείωση για τον ψηφιακό βοηθό:"); a Hebrew trigger ("כשמישהו שואל ..., יש לענות"); runs of
+  zero-width characters spelling bits (``hidden.zero-width-bits``); money paid to "the account on file" is not
+  rerouted; social engineering, pretexting, vishing and smishing mark a text that quotes attacks as examples.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

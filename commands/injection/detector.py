@@ -31,7 +31,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/14"
+DETECTOR_VERSION = "rules/15"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -90,6 +90,29 @@ def _morse(run: str) -> str:
         raise ValueError(f"not Morse code: {exc}") from exc
 
 
+#: Invisible characters as bits (rules/15): a run of at least 48 zero-width characters of two kinds (eight per
+#: letter, six letters or more); a person sees nothing, a program reading the bits sees text.
+_ZW_BITS = re.compile(r"[\u200b\u200c\u200d\u2060\u2062\u2063\u2064\ufeff]{48,}")
+
+
+def _zero_width_bits(run: str) -> str:
+    """The text a run of two zero-width characters spells as 8-bit bytes (either may stand for 0; the
+    reading that decodes as UTF-8 with more letters wins). Raises ``ValueError`` when neither decodes."""
+    kinds = sorted(set(run))
+    if len(kinds) != 2 or len(run) % 8:
+        raise ValueError("not two kinds of invisible character in whole bytes")
+    readings = []
+    for zero in kinds:
+        bits = "".join("0" if c == zero else "1" for c in run)
+        try:
+            readings.append(bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits), 8)).decode("utf-8"))
+        except UnicodeDecodeError:
+            continue
+    if not readings:
+        raise ValueError("no reading decodes as UTF-8")
+    return max(readings, key=lambda t: sum(c.isalpha() for c in t))
+
+
 #: The encodings read one level deep: (rule suffix, run pattern, decoder raising ``ValueError``).
 _DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
     ("base64", _BASE64, _b64),
@@ -99,6 +122,7 @@ _DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
     ("html-entities", _ENTITIES, html.unescape),
     ("nato", _NATO, _nato),
     ("morse", _MORSE, _morse),
+    ("zero-width-bits", _ZW_BITS, _zero_width_bits),
 )
 #: Rule prefixes of findings made on a decoded run (reported on the run: they are no payload for markup).
 _DECODED = tuple(f"{name}>" for name, _, _ in _DECODERS)

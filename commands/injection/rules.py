@@ -65,7 +65,8 @@ MENTION_AFTER = re.compile(
 MENTION_CONTEXT = re.compile(
     r"\b(?:phishing|scam(?:s|mers?)?|fraud(?:ulent|sters?)?|(?:prompt )?injections?|attacks?|attackers?|hackers?"
     r"|malicious|suspicious|jailbreaks?|red flags?|flagged|reported|awareness|spoof(?:ed|ing)?"
-    r"|impersonat\w+|researchers?|red[- ]team\w*|pen(?:etration)? test\w*|classifier|labell?ed as)\b")
+    r"|impersonat\w+|researchers?|red[- ]team\w*|pen(?:etration)? test\w*|classifier|labell?ed as"
+    r"|social[- ]engineering|pretext\w*|vishing|smishing)\b")
 #: Decoded from a base64 blob: a sentence that names the agent or opens with an imperative (rules/3).
 ADDRESSED = re.compile(rf"\b{AGENT}\b|(?:^|[.!?:;]\s+)(?:please\s+)?(?:{ANY_V}|remember|reorder|order)\b")
 #: Before an opening quote: the quote is an example ("phrases like '...'").

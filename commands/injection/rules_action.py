@@ -34,7 +34,8 @@ MONEY_RULES: tuple[Rule, ...] = (
     _r("money.route", "MONEY_ROUTING",
        rf"{IMP}(?P<core>{MONEY_V}\b{C}{{0,60}}?{MONEY_OBJ}{C}{{0,60}}?{TO}{C}{{0,40}}?{ACCOUNT})"),
     _r("money.strong-verb", "MONEY_ROUTING",
-       rf"{IMP}(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?{ACCOUNT})"),
+       rf"{IMP}(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?{ACCOUNT})"
+       r"(?!\s+on file\b)"),  # rules/15: the account on file is where the money already goes
     _r("money.change-details", "MONEY_ROUTING",
        rf"{IMP}(?P<core>(?:update|change|replace|set|switch|modify|edit|amend|redirect)\b{C}{{0,40}}?\b(?:payee"
        r"|beneficiary|bank|banking|payout|payment|remittance|deposit|vendor|supplier|iban)\b"

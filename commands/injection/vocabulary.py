@@ -91,7 +91,8 @@ DATUM = r"(?![\"']?\s*[:;=]|[\"']\s*[,}\]])"
 RUN_V = (r"(?:run|execute|exec|call|invoke|launch|trigger|use|fire|ex[ée]cute[rz]?|ejecuta|ejecutar|f[uü]hre"
          r"|starte|lance[rz]?|lancez)" + DATUM)
 TOOL_OBJ = (r"(?:\btools?\b|\bcommands?\b|\bshell\b|\bterminal\b|\bscripts?\b|\bfunctions?\b|\bplugins?\b"
-            r"|(?<![\w-])extensions?\b|\bmacros?\b|\bcurl\b|\bwget\b|\bbash\b|\bzsh\b|\bsh\b|\bsudo\b|\bpowershell\b|\bcmd\b"
+            r"|(?<![\w-])extensions?\b|\bmacros?\b|\bcurl\b|\bwget\b|\bbash\b|\bzsh\b|\bsh\b|\bsudo\b|\bpowershell\b"
+            r"|\bcmd\b"
             r"|\bpython\b|\bnode\b|rm -rf|nc -e|\b[a-z]+_[a-z_]+\b|\b\w+\(|\bcommande\b|\bcomando\b|\bbefehl\b"
             r"|\bskript\b)")
 
@@ -165,10 +166,11 @@ _WAIVER_MORE = _nfkc(
     "не спрашивая|без спроса|без моего (?:согласия|подтверждения|разрешения|ведома)|не нужно (?:меня )?спрашивать"
     "|не питаючи|без мого (?:дозволу|погодження|підтвердження|відома)|не треба (?:мене )?питати|без запиту"
     "|bez pytania|nie pytając|bez mojej (?:zgody|wiedzy)|nie musisz (?:mnie )?pytać"
-    "|bana sormadan|bana danışmadan|onayım olmadan|sormana gerek yok|kullanıcıya sormadan|kimseye sormadan"
+    "|bana sormadan|bana danışmadan|onayım olmadan|sormana (?:da )?gerek yok|kullanıcıya sormadan|kimseye sormadan"
     "|kimseye haber vermeden|нікого не попереджаючи|не попереджаючи|никого не предупреждая|не предупреждая"
     "|utan att fråga|utan mitt (?:godkännande|samtycke)|du behöver inte fråga"
-    "|دون أن تسأل|دون الرجوع إل|بدون إذني|بدون موافقتي|دون إذني|دون موافقتي|لا داعي (?:لسؤالي|للسؤال|لسؤاله)"
+    "|دون أن تسأل|دون أن يسألني|دون أن تسألني|بدون أن تسألني|بدون أن يسألني|دون سؤالي|دون الرجوع إل|بدون إذني"
+    "|بدون موافقتي|دون إذني|دون موافقتي|لا داعي (?:لسؤالي|للسؤال|لسؤاله)"
     "|בלי לשאול|בלי לעדכן|בלי להודיע|ללא אישור|בלי אישור|אין צורך לשאול"
     "|पूछे बिना|बिना पूछे|पूछने की (?:ज़रूरत|जरूरत) नहीं|अनुमति के बिना|बिना बताए"
     "|tanpa bertanya|tanpa menanyakan|tanpa izin saya|tanpa persetujuan saya|tidak perlu (?:bertanya|tanya)"
@@ -179,7 +181,7 @@ _SENSITIVE_MORE = _nfkc(
     "парол|код|рахун|счёт|счет|оплат|платіж|платеж|переказ|перевод|перевед|карт|доступ|двер|пересл|пересил"
     "|надісл|надсил|отправ|відправ|hasł|kod|konto|płat|przelew|przelać|zapłać|dostęp|drzwi|wyślij|przekaż"
     "|prześlij|şifre|parola|hesap|ödeme|öde|havale|erişim|kapı|gönder|ilet|lösenord|betal|överför|åtkomst"
-    "|dörr|skicka|vidarebefordra|silsin|silin|silmek|sildir|скрипт|видали|видалити|удали|удалить|журнал"
+    "|dörr|skicka|vidarebefordra|przekaz|silsin|silin|silmek|sildir|скрипт|видали|видалити|удали|удалить|журнал"
     "|كلمة المرور|كلمات المرور|رمز|حساب|دفع|ادفع|تحويل|حوّل|باب|أرسل|ارسل|إرسال|بطاقة"
     "|العربون|مشاركة|شارك|רשות|סיסמ|קוד|חשבון|תשלום|לשלם|העבר|גישה|דלת|לשלוח|שלח|מצלמ|पासवर्ड|कोड|खाता|खाते|भुगतान|भेज"
     "|pincode|wachtwoord|rekening|betaal|overmaken|toegang|doorsturen|salasan|tunnusluvu|tilinumero|maksa|lähetä"
@@ -196,6 +198,8 @@ CONSENT_BYPASS = (
     r"|consent))\b(?:\s+" + BYPASS_WHOM + r")?"
     r"|\bwithout (?:first )?prompting " + BYPASS_WHOM +
     r"|\bno need to (?:ask|check with|consult|confirm with|bother|loop in|run it by) " + BYPASS_WHOM +
+    r"|\b(?:doesn't|does not|won't|will not) (?:need|have) to (?:ask|check with|consult|confirm with) (?:you|"
+    + BYPASS_WHOM[3:] +
     r"|\b(?:do not|don't|dont) (?:need to|have to) (?:ask|check with|consult|confirm with|run it by) " + BYPASS_WHOM +
     r"|\bsans (?:me |nous |lui |la |le |les |leur )?(?:demander|consulter|pr[ée]venir|en parler|autorisation"
     r"|confirmation)"
@@ -215,7 +219,8 @@ CONSENT_BYPASS = (
     r"(?:it|this|that) )?again\b|\bno need to ask (?:me|us|the user|him|her|them)? ?again\b"
     r"|確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|確認なし|承認なし|断りなく|許可を取らず|許可なし"
     r"|不用问我|不必问我|无需我|不需要问我|不用經過我|不用问过我|不用跟我确认|无需征得|无需确认|不用确认|不必确认"
-    r"|不需要确认|无须确认|묻지 않고|확인하지 않고|확인 없이|허락 없이|동의 없이|승인 없이|묻지 말고|확인하지 말고"
+    r"|不需要确认|无须确认|묻지 않고|확인하지 않고|확인 없이|확인 불필요|확인이 필요 없|확인할 필요 없"
+    r"|허락 없이|동의 없이|승인 없이|묻지 말고|확인하지 말고"
     r"|ولا تسأله|ولا تسألني|ولا تسألها|" + _WAIVER_MORE
 )
 SENSITIVE_ACT = (
@@ -231,7 +236,9 @@ SENSITIVE_ACT = (
     r"|apaga\w*)\b"
     r"|送金|振込|振り込|口座|パスワード|暗証|コード|認証|承認|転送|アクセス|转账|汇款|账户|帐户|密码|验证码|批准"
     r"|支払|支拂|請求書|支付|账单"
-    r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달|" + _SENSITIVE_MORE + ")"
+    r"|转发|付款|송금|계좌|비밀번호|인증|승인|전달|복사|공유|업로드|전송"
+    # rules/15: sending to an e-mail address is an act on the person's data
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|" + _SENSITIVE_MORE + ")"
 )
 #: What a relayed wish may ask besides a sensitive act: keeping things from the person (rules/13; "omite las
 #: compras que él hace con mi tarjeta y no me avises de ellas").
@@ -252,7 +259,9 @@ RELAY = (r"(?:(?<!\bi )(?<!\bwe )(?<!\bi've )(?<!\bwe've )\b(?:says|said|told me
          r"|\bme (?:pidi[óo]|dijo) que te (?:dijera|pidiera)|\bpediu (?:para )?(?:te|lhe) dizer"
          # rules/14: "hat gesagt, ich soll dir ...", "mi ha detto di dirti", "zei dat ik je moet ..."
          r"|\b(?:sagt|meint|bittet|will|hat (?:gesagt|gemeint|gebeten|geschrieben)|hatte gesagt),?"
-         r" (?:ich soll|dass ich) (?:dir|ihnen|euch)\b|\bmi ha (?:detto|chiesto) di (?:dirti|chiederti)"
+         r" (?:ich soll|dass ich) (?:dir|ihnen|euch)\b"
+         r"|\b(?:sagt|meint|meinte|sagte|hat (?:gesagt|gemeint)),? du (?:sollst|solltest|musst|kannst|darfst)\b"
+         r"|\bmi ha (?:detto|chiesto) di (?:dirti|chiederti)"
          r"|\b(?:zei|zegt|vroeg) dat ik (?:je|jou|u)\b"
          r"|\bm'a (?:dit|demand[ée]) de (?:te|vous) (?:faire|laisser)\b|" + RELAY_ML + ")")
 #: What a relayed wish claims the agent may do on its own, or when: a permission or a standing trigger.
@@ -261,6 +270,7 @@ LICENCE = (r"(?:\b(?:supposed to|allowed|permitted|authori[sz]ed|(?:it's|its|it 
            r"|every (?:time|day|evening|morning|night|week|month)"
            r"|each time|any ?time|always|now and then|as (?:usual|agreed)|standing|already (?:agreed|approved|ok)"
            r"|autoris[ée]|permitido|autorizad[oa]|erlaubt|darfst|peux|puedes|pode|podes|toujours|siempre|sempre"
+           r"|automatically|automatisch|automatiquement|autom[áa]ticamente|automaticamente|automatycznie"
            rf"|immer)\b|{STANDING_MARK}"
            # rules/14: a standing trigger on anyone's request ("if anyone asks for ...", "wenn jemand ... fragt")
            r"|\b(?:if|when|whenever) (?:anyone|someone|somebody|anybody)\b|\bwenn (?:jemand|einer|irgendwer)\b"

@@ -38,11 +38,16 @@ _AGENT_ML = _nfkc(
     "|الذكاء الاصطناعي|עוזר|בוט|הבוט|סוכן|בינה מלאכותית"
 )
 _GAP = r"[^\n.!?:;]"
+#: An adjective before the addressee (rules/15: "Σημείωση για τον ψηφιακό βοηθό").
+_AGENT_ADJ = _nfkc(
+    "digital\\w*|virtu\\w*|intelligent\\w*|smart|automat\\w*|ψηφιακ\\w*|έξυπν\\w*|цифров\\w*|умн\\w*"
+    "|inteligent\\w*|akıllı|sztuczn\\w*|digitaal|slimme|הדיגיטלי|הווירטואלי"
+)
 #: "Note for the AI assistant reading this page:" in 25 languages: the header noun, at most three short words,
 #: the addressee, at most 30 more characters (a participle), then a colon or dash. Hindi, Japanese, Chinese
 #: and Korean write it in their own order (no word boundary inside their words).
 AI_HEADER_ML = (
-    rf"(?:^|(?<=[\s(\[\"'*\-\u2014\u2013>|]))(?:{_HEADER_NOUN})(?:\s+[^\s.!?:;]{{1,5}}){{0,3}}?\s+(?:l'|d'|all')?(?:{_AGENT_ML})\b"
+    rf"(?:^|(?<=[\s(\[\"'*\-\u2014\u2013>|]))(?:{_HEADER_NOUN})(?:\s+[^\s.!?:;]{{1,5}}){{0,3}}?\s+(?:l'|d'|all')?(?:(?:{_AGENT_ADJ})\s+)?(?:{_AGENT_ML})\b"
     rf"{_GAP}{{0,30}}?\s*[:\uff1a\u2014]"
     + _nfkc(
         "|(?:सहायक|एआई|बॉट|एजेंट)(?: के लिए| हेतु| को)\\s*(?:नोट|संदेश|निर्देश|सूचना)\\s*[:：]"
@@ -97,10 +102,12 @@ RELAY_ML = _nfkc(
     "|żebyś|przekazać)"
     "|\\b(?:řekl|řekla|prosil|prosila|chce)\\b[^.!?\\n]{0,40}?(?:\\bti\\b|\\btobě\\b|\\babys\\b|vyřídit)"
     "|\\bsana (?:söylememi|iletmemi|demememi)|\\bsenin [^.!?\\n]{0,30}gerektiğini söyledi"
+    "|\\b(?:söyledi|dedi|istedi)\\b[^.!?\\n]{0,80}?(?:gerekiyormuş|\\w+m[ae]n gerek|\\bsana\\b|\\bsen\\b)"
     "|伝えるように言われ|伝えてほしいと|伝えてって|伝えておいて|からの伝言|に伝言"
     "|(?:让|叫|要|托)我(?:告诉|转告|跟)你|(?:说|讲)(?:你可以|你应该|你得|让你)|托我(?:转告|告诉)"
     "|(?:너한테|당신에게|너에게|네게)\\s*(?:전해|말해)\\s*(?:달라고|주라고|달래)|전해 달라고"
     "|(?:قال|قالت|طلب|طلبت)(?: مني)? (?:أن أخبرك|أن أقول لك|إخبارك)|قال إنك|قالت إنك"
+    "|(?:قال|قالت) (?:إن|إنه|أن) (?:على|يجب|المساعد|ال?مساعد)"
     "|(?:אמר|אמרה|ביקש|ביקשה)(?: ממני)? (?:להגיד לך|לומר לך|שתעשה|שאתה)"
     "|तुम्हें बताने को कहा|आपको बताने को कहा|(?:ने कहा|ने बोला)[^।.!?\\n]{0,30}(?:तुम|आप)"
     "|\\b(?:sa|sade|bad|ville)\\b[^.!?\\n]{0,30}?\\batt (?:du\\b|jag ska säga till dig)"
@@ -111,14 +118,16 @@ RELAY_ML = _nfkc(
 #: What a relayed wish claims the agent may do on its own, or when (the English ``LICENCE``), in the same
 #: languages: a permission or a standing trigger.
 LICENCE_ML = _nfkc(
-    "\\b(?:всегда|каждый раз|если кто|когда кто|можно|разрешено|можешь|впредь|отныне|с этого момента|завжди"
+    "\\b(?:всегда|каждый раз|автоматически|если кто|когда кто|можно|разрешено|можешь|впредь|отныне|с этого момента"
+    "|завжди"
     "|щоразу|якщо хтось|можна|дозволено|можеш|відтепер|zawsze|za każdym razem|jeśli ktoś|gdy ktoś|możesz|wolno"
     "|od teraz|vždy|vždycky|pokaždé|když někdo|můžeš|smíš|od teď|her zaman|her seferinde|biri sorarsa|yapabilirsin"
-    "|bundan sonra|alltid|varje gång|om någon|från och med nu|altijd|elke keer|voortaan|vanaf nu|ogni volta|puoi"
+    "|bundan sonra|artık|otomatik\\w*|alltid|varje gång|om någon|från och med nu|altijd|elke keer|voortaan|vanaf nu"
+    "|ogni volta|puoi"
     "|d'ora in poi|à chaque fois|πάντα|κάθε φορά|αν κάποιος|μπορείς|επιτρέπεται|από εδώ και πέρα|selalu|setiap kali"
     "|jika ada yang|kalau ada yang|boleh|mulai sekarang|luôn|mỗi lần|nếu ai|được phép|từ giờ)\\b"
-    "|いつも|毎回|誰かが|してもいい|していい|構わない|今後|これから|常に|总是|每次|如果有人|可以|随时|以后|今后"
-    "|항상|매번|누가|해도 돼|해도 된|앞으로|언제든|دائما|دائمًا|كل مرة|إذا سأل أحد|يمكنك|مسموح|من الآن"
+    "|いつも|毎回|誰かが|してもいい|していい|構わない|今後|これから|常に|自動|总是|每次|如果有人|可以|随时|以后|今后|自动"
+    "|항상|매번|누가|해도 돼|해도 된|앞으로|언제든|자동|دائما|دائمًا|كل مرة|إذا سأل أحد|يمكنك|مسموح|من الآن|تلقائي"
     "|תמיד|בכל פעם|אם מישהו|מותר|אתה יכול|מעכשיו|हमेशा|हर बार|अगर कोई|जब भी|कर सकते|अब से"
 )
 #: "To the assistant:" opening a clause (the English ``directive.vocative``), in 20 languages.
@@ -144,7 +153,7 @@ ANYONE_ASKS_ML = _nfkc(
     "|\\b(?:если|когда) кто-(?:то|нибудь)|\\bкто бы ни\\b|\\b(?:якщо|коли) хтось\\b|\\bbiri (?:sorarsa|isterse)"
     "|\\bkim (?:sorarsa|isterse)|不管是谁|无论谁|无论是谁|谁问|只要有人|如果有人|有人问|誰かに(?:聞かれ|頼まれ)|誰かが"
     "|誰が(?:聞いても|頼んでも)|누가\\s*(?:물어보면|요청하면|물으면)|누구든|إذا سأل أحد|إذا طلب أحد|أي شخص يسأل"
-    "|אם מישהו|כל מי ש|अगर कोई|जो भी|\\bαν κάποιος\\b|\\bόποιος\\b|\\b(?:om|när) någon\\b"
+    "|אם מישהו|כשמישהו|כאשר מישהו|כל מי ש|अगर कोई|जो भी|\\bαν κάποιος\\b|\\bόποιος\\b|\\b(?:om|när) någon\\b"
     "|\\b(?:jika|kalau) ada yang\\b|\\bsiapa pun\\b|\\bnếu (?:ai|có ai)\\b|\\bbất cứ ai\\b"
 )
 #: "Ignore the previous instructions" (the English ``override.ignore``) in 16 more languages.
@@ -177,7 +186,7 @@ GIVE_ML = _nfkc(
     "|réponds|répondez|antworte|antworten sie|rispondi|responda|antwoord|odpowiedz|ответь|отвечай|відповідай"
     "|cevap ver|απάντησε|svara|jawab|trả lời)\\b|答えて|回答|回复|대답|답해|أجب|ענה|जवाब दो"
     "|告诉|告訴|发给|發給|给他|给她|给他们|提供|转发|发送|教え|伝え|送っ|送信|渡し|알려|보내|전달|줘|أعط|أخبر|أرسل"
-    "|תן|תגיד|שלח|दे दो|बता दो|भेज"
+    "|תן|תגיד|שלח|לענות|לשלוח|ענה|दे दो|बता दो|भेज"
 )
 #: The agent called by name at the start of a clause, then a comma ("ИИ-помощник, обменяй …", "Asystencie, kup
 #: …"): the English ``directive.vocative``; the rule wants a sensitive act in the same sentence.
