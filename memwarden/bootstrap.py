@@ -82,18 +82,23 @@ class Container:
     def instruction_detector(self) -> InstructionDetector:
         """The gate's instruction detector (``settings.instruction_detector``): the rules alone, or the
         rules combined with the trained classifier, which loads the embedder (built once), or with the
-        fine-tuned classifier (``rules+finetuned``, its own copy of the model)."""
+        fine-tuned classifier (``rules+finetuned``, its own copy of the model), and with the multilingual
+        classifier for texts not in English (``rules+finetuned+multilingual``)."""
         if self._detector is None:
             from memwarden.commands.injection import DEFAULT_DETECTOR
 
             if self.settings.instruction_detector == "rules":
                 self._detector = DEFAULT_DETECTOR
-            elif self.settings.instruction_detector == "rules+finetuned":
+            elif self.settings.instruction_detector in ("rules+finetuned", "rules+finetuned+multilingual"):
                 from memwarden.projections.injection_classifier import CombinedDetector
                 from memwarden.projections.injection_finetuned import FineTunedScorer
 
                 self._detector = CombinedDetector(FineTunedScorer(model_path=self.settings.model_path,
                                                                   cache_dir=self.settings.data_dir / "onnx"))
+                if self.settings.instruction_detector == "rules+finetuned+multilingual":
+                    from memwarden.projections.injection_multilingual import MultilingualScorer
+
+                    self._detector = CombinedDetector(MultilingualScorer(), rules=self._detector)
             else:
                 from memwarden.projections.injection_classifier import CombinedDetector, InjectionScorer
 

@@ -139,8 +139,10 @@ def eval_poisoning(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     keep: Annotated[bool, typer.Option(help="keep the evaluation namespace")] = False,
     detector: Annotated[str, typer.Option(help="rules (the rules alone), combined (rules OR the trained "
-                                          "logistic-regression classifier) or finetuned (rules OR the "
-                                          "fine-tuned MiniLM classifier; the default)")] = "finetuned",
+                                          "logistic-regression classifier), finetuned (rules OR the "
+                                          "fine-tuned MiniLM classifier) or multilingual (finetuned OR the "
+                                          "multilingual classifier on texts not in English; the "
+                                          "default)")] = "multilingual",
     locomo: Annotated[Path | None, typer.Option(help="LoCoMo JSON: every turn joins the false-alarm set")] = None,
     gatemem: Annotated[Path | None, typer.Option(help="GateMem folder: every turn joins the false-alarm set")] = None,
     pipeline: Annotated[bool, typer.Option(help="run the items through Kafka and the gate (reached_read, "
@@ -154,9 +156,10 @@ def eval_poisoning(
     from memwarden.evals.poisoning import run_poisoning
     from memwarden.settings import Settings
 
-    choices = {"rules": "rules", "combined": "rules+classifier", "finetuned": "rules+finetuned"}
+    choices = {"rules": "rules", "combined": "rules+classifier", "finetuned": "rules+finetuned",
+               "multilingual": "rules+finetuned+multilingual"}
     if detector not in choices:
-        fail(ValueError(f"--detector must be rules, combined or finetuned, got {detector!r}"))
+        fail(ValueError(f"--detector must be rules, combined, finetuned or multilingual, got {detector!r}"))
     try:
         result = run_poisoning(Settings(), data, progress=not as_json, keep=keep,
                                detector=choices[detector],  # type: ignore[arg-type]

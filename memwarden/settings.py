@@ -64,8 +64,12 @@ class Settings(BaseSettings):
             unsigned ones are served.
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
-        instruction_detector: the gate's instruction detector: ``rules+finetuned`` (default since
-            2026-12-04, ``rules/15+minilm-ft/5``: the rules OR the fine-tuned MiniLM classifier,
+        instruction_detector: the gate's instruction detector: ``rules+finetuned+multilingual`` (default
+            since 2026-12-05, ``rules/15+minilm-ft/5+e5-lr/1``: ``rules+finetuned`` OR a logistic head over
+            multilingual-e5-small embeddings for texts not in English,
+            :mod:`memwarden.projections.injection_multilingual`, README "Memory poisoning"),
+            ``rules+finetuned`` (default 2026-12-04 to 12-05, ``rules/15+minilm-ft/5``: the rules OR the
+            fine-tuned MiniLM classifier,
             :mod:`memwarden.projections.injection_finetuned`, behind a hashed n-gram screen that spares
             it most conversation, on ONNX Runtime; README, "Memory poisoning"), ``rules`` (the rules
             alone: cheapest, but they let 26-38 % of the injections of five blind writers' sets reach a
@@ -123,7 +127,8 @@ class Settings(BaseSettings):
     admin_principal: str = "service:admin"
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"
-    instruction_detector: Literal["rules", "rules+classifier", "rules+finetuned"] = "rules+finetuned"
+    instruction_detector: Literal["rules", "rules+classifier", "rules+finetuned", "rules+finetuned+multilingual"] = (
+        "rules+finetuned+multilingual")
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)

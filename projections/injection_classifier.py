@@ -256,8 +256,9 @@ class CombinedDetector:
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES) -> None:
         self._scorer = scorer
         self._rules = rules
-        # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/3 (fine-tuned)
-        self.version = f"{RULES_VERSION}+{scorer.weights.version}"
+        # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/3 (fine-tuned); over
+        # another CombinedDetector (rules/15+minilm-ft/5+e5-lr/1) its version comes first
+        self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}"
         self._rule = f"classifier.{scorer.weights.version}"
         self._cache: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -268,8 +269,12 @@ class CombinedDetector:
         return self._scorer.weights.threshold
 
     def prime(self, texts: Iterable[str]) -> None:
-        """Score ``texts`` (one embedding call) and keep only their scores for the following ``detect``."""
+        """Score ``texts`` (one embedding call) and keep only their scores for the following ``detect``
+        (the inner detector's too, when it primes)."""
         wanted = sorted({t for t in texts if t})
+        inner = getattr(self._rules, "prime", None)
+        if inner is not None:
+            inner(wanted)
         found = dict(zip(wanted, (float(p) for p in self._scorer.scores(wanted)), strict=True))
         with self._lock:
             self._cache = found
@@ -286,7 +291,7 @@ class CombinedDetector:
         found = self._rules.detect(text)
         p = self.score(text) if text.strip() else 0.0
         if p < self.threshold:
-            return Detection(found.findings, suspect=p >= self._scorer.weights.suspicion)
+            return Detection(found.findings, suspect=found.suspect or p >= self._scorer.weights.suspicion)
         hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), self._rule)
         return Detection(tuple(sorted((*found.findings, hit), key=lambda f: (f.span, f.kind.value, f.rule))),
                          suspect=True)

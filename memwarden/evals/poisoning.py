@@ -26,7 +26,9 @@ memory poisoning; seed 004 "Poisoning turns memory into a delayed attack").
 ``detector`` chooses the detector both for the detector scores and for the gate worker of the
 pipeline run: ``rules`` (the rules alone), ``rules+classifier`` (the rules OR the trained classifier of
 :mod:`memwarden.projections.injection_classifier`, issue 12) or ``rules+finetuned`` (the rules OR the
-fine-tuned classifier of :mod:`memwarden.projections.injection_finetuned`). ``pipeline=False`` skips the Kafka run
+fine-tuned classifier of :mod:`memwarden.projections.injection_finetuned`) or ``rules+finetuned+multilingual``
+(that OR the multilingual classifier of :mod:`memwarden.projections.injection_multilingual` on texts not in
+English; the default). ``pipeline=False`` skips the Kafka run
 (detector figures only).
 """
 
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
     from memwarden.evals.injection_set import LabelledItem
 
 #: The detectors the evaluation compares (``Settings.instruction_detector``).
-DetectorChoice = Literal["rules", "rules+classifier", "rules+finetuned"]
+DetectorChoice = Literal["rules", "rules+classifier", "rules+finetuned", "rules+finetuned+multilingual"]
 
 VICTIM = "user:victim"
 AGENT = "agent:reader"

