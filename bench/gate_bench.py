@@ -128,7 +128,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pure", type=int, default=5000)
     parser.add_argument("--e2e", type=int, default=2000, help="0 skips the end-to-end run")
-    parser.add_argument("--detector", choices=("rules", "rules+classifier", "rules+finetuned", "both"),
+    parser.add_argument("--detector", choices=("rules", "rules+classifier", "rules+finetuned",
+                                               "rules+finetuned+multilingual", "both"),
                         default="both")
     args = parser.parse_args()
     choices = ("rules", "rules+classifier") if args.detector == "both" else (args.detector,)
