@@ -44,7 +44,7 @@ TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "
 VALIDATION_FILES = ("injection_heldout18", "injection_heldout19")
 THRESHOLD = 0.9
 C = 4.0
-VERSION = "e5-lr/1"
+VERSION = "e5-lr/2"  # the head of e5-lr/1 with the sharper language test of the scorer
 
 
 def labelled(names: tuple[str, ...]) -> tuple[list[str], np.ndarray]:

