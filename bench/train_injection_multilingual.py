@@ -1,4 +1,4 @@
-"""Train the multilingual instruction classifier ``e5-lr/1`` (:mod:`memwarden.projections.injection_multilingual`).
+"""Train the multilingual head of ``e5-lr/2`` (:mod:`memwarden.projections.injection_multilingual`).
 Not a test.
 
 Logistic regression (scikit-learn, ``C`` 4, balanced classes) over the ``passage:`` embeddings of
@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from memwarden.evals.false_alarms import benign_turns
+from memwarden.evals.injection_set import load_labelled
 from memwarden.projections.injection_multilingual import (
     MultilingualScorer,
     MultilingualWeights,
@@ -48,15 +49,10 @@ VERSION = "e5-lr/2"  # the head of e5-lr/1 with the sharper language test of the
 
 
 def labelled(names: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
-    """Texts and labels (``True`` = injected) of the named labelled files."""
-    texts, labels = [], []
-    for name in names:
-        for line in (DATA / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                item = json.loads(line)
-                texts.append(item["text"])
-                labels.append(item["label"] == "injected")
-    return texts, np.asarray(labels)
+    """Texts and labels (``True`` = injected) of the named labelled files, read and validated by
+    :func:`~memwarden.evals.injection_set.load_labelled`."""
+    items = [item for name in names for item in load_labelled(DATA / f"{name}.jsonl")]
+    return [item.text for item in items], np.asarray([item.injected for item in items])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,10 +16,9 @@ vocabularies (verbs, objects, destinations) of the rule families.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
-from memwarden.commands.injection.vocabulary_ml import LICENCE_ML, RELAY_ML
+from memwarden.commands.injection.vocabulary_ml import LICENCE_ML, RELAY_ML, nfkc
 
 C = r"(?:(?!(?<!\.\.)[.!?](?:\s|$))[^\n;:])"
 S = r"(?:(?!(?<!\.\.)[.!?](?:\s|$))[^\n])"
@@ -153,16 +152,10 @@ BYPASS_WHOM = (r"(?:me|us|the user|the owner|the (?:home ?owner|homeowner)|the t
                r"|the customer|him|her|them|anyone|anybody)")
 
 
-def _nfkc(alternatives: str) -> str:
-    """``alternatives`` as the normalised text writes them (NFKC, casefolded: Devanagari nukta letters
-    decompose, for one)."""
-    return unicodedata.normalize("NFKC", alternatives).casefold()
-
-
 #: The waiver and the sensitive acts in more languages (Russian, Ukrainian, Polish, Turkish, Swedish, Arabic,
 #: Hebrew, Hindi, Indonesian, Vietnamese, Thai), as plain substrings: ``\b`` does not hold inside Devanagari
 #: or Thai words.
-_WAIVER_MORE = _nfkc(
+_WAIVER_MORE = nfkc(
     "не спрашивая|без спроса|без моего (?:согласия|подтверждения|разрешения|ведома)|не нужно (?:меня )?спрашивать"
     "|не питаючи|без мого (?:дозволу|погодження|підтвердження|відома)|не треба (?:мене )?питати|без запиту"
     "|bez pytania|nie pytając|bez mojej (?:zgody|wiedzy)|nie musisz (?:mnie )?pytać"
@@ -177,7 +170,7 @@ _WAIVER_MORE = _nfkc(
     "|không cần hỏi|mà không hỏi|không cần xin phép"
     "|โดยไม่ต้องถาม|ไม่ต้องถาม|โดยไม่ต้องขออนุญาต"
 )
-_SENSITIVE_MORE = _nfkc(
+_SENSITIVE_MORE = nfkc(
     "парол|код|рахун|счёт|счет|оплат|платіж|платеж|переказ|перевод|перевед|карт|доступ|двер|пересл|пересил"
     "|надісл|надсил|отправ|відправ|hasł|kod|konto|płat|przelew|przelać|zapłać|dostęp|drzwi|wyślij|przekaż"
     "|prześlij|şifre|parola|hesap|ödeme|öde|havale|erişim|kapı|gönder|ilet|lösenord|betal|överför|åtkomst"
@@ -282,7 +275,7 @@ LICENCE = (r"(?:\b(?:supposed to|allowed|permitted|authori[sz]ed|(?:it's|its|it 
 NEGATION = (r"\b(?:never|not|no|nor|don't|dont|doesn't|won't|shouldn't|mustn't|can't|cannot|nobody|ne|n'|jamais"
             r"|nunca|nadie|nie|niemals|nicht|kein\w*|non|mai|não|nooit|niet|geen|ни|никогда|ніколи|nigdy|inte"
             r"|aldrig|لا|لن|أبدا|ممنوع|לא|אל|אסור|jangan|tidak|đừng)\b(?!\s*:)|n't\b|絶対|决不|不要|별로|"
-            + _nfkc("मत |नहीं |कभी नहीं|ห้าม|อย่า"))
+            + nfkc("मत |नहीं |कभी नहीं|ห้าม|อย่า"))
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ an act from the user ("不用告诉用户", "sin avisar al usuario") and a stand
 The English forms are :mod:`memwarden.commands.injection.rules_agent`'s ``directive.ai-header``,
 ``directive.conceal`` and ``directive.implant``; these are the same kinds of instruction (seed 004: content
 addressed to the agent is an instruction, not data), not new kinds. Every pattern runs on the NORMALISED
-text (NFKC, casefolded), so the alternatives below are written normalised (:func:`_nfkc`).
+text (NFKC, casefolded), so the alternatives below are written normalised (:func:`nfkc`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from __future__ import annotations
 import unicodedata
 
 
-def _nfkc(alternatives: str) -> str:
-    """``alternatives`` as the normalised text writes them (NFKC, casefolded)."""
+def nfkc(alternatives: str) -> str:
+    """``alternatives`` as the normalised text writes them (NFKC, casefolded: Devanagari nukta letters
+    decompose, for one)."""
     return unicodedata.normalize("NFKC", alternatives).casefold()
 
 
 #: A note, message, remark, notice or instruction (the header's noun), in 25 languages.
-_HEADER_NOUN = _nfkc(
+_HEADER_NOUN = nfkc(
     "hinweis|notiz|anmerkung|nachricht|zusatz|mitteilung|anweisung|remarque|message|consigne|nota|aviso|mensaje"
     "|mensagem|messaggio|avviso|instrucci[oó]n|instru[cç][aã]o|istruzione|opmerking|notitie|bericht|aanwijzing"
     "|uwaga|notatka|wiadomo[sś][cć]|polecenie|pozn[aá]mka|upozorn[eě]n[ií]|zpr[aá]va|pokyn|notering|anteckning"
@@ -29,7 +30,7 @@ _HEADER_NOUN = _nfkc(
     "|تعليمات|تنبيه|הערה|הודעה|הנחיה|הוראה"
 )
 #: The AI agent as the header's addressee (the preposition and article sit between the two).
-_AGENT_ML = _nfkc(
+_AGENT_ML = nfkc(
     "ki|ki-\\w+|ia|l'ia|ai|a\\.i\\.|assistent\\w*|assistant\\w*|l'assistant\\w*|asistent\\w*|assistente|asystent\\w*"
     "|agent\\w*|agente|ajan\\w*|agen|bot|bots|botu|botti\\w*|chatbot\\w*|sprachmodell\\w*|tekoäly\\w*|avustaja\\w*"
     "|assistentti\\w*|yapay zek[aâ]\\w*|asistan\\w*|asszisztens\\w*|asisten|trợ lý|βοηθ\\w*|μοντέλ\\w*"
@@ -39,7 +40,7 @@ _AGENT_ML = _nfkc(
 )
 _GAP = r"[^\n.!?:;]"
 #: An adjective before the addressee (rules/15: "Σημείωση για τον ψηφιακό βοηθό").
-_AGENT_ADJ = _nfkc(
+_AGENT_ADJ = nfkc(
     "digital\\w*|virtu\\w*|intelligent\\w*|smart|automat\\w*|ψηφιακ\\w*|έξυπν\\w*|цифров\\w*|умн\\w*"
     "|inteligent\\w*|akıllı|sztuczn\\w*|digitaal|slimme|הדיגיטלי|הווירטואלי"
 )
@@ -49,7 +50,7 @@ _AGENT_ADJ = _nfkc(
 AI_HEADER_ML = (
     rf"(?:^|(?<=[\s(\[\"'*\-\u2014\u2013>|]))(?:{_HEADER_NOUN})(?:\s+[^\s.!?:;]{{1,5}}){{0,3}}?\s+(?:l'|d'|all')?(?:(?:{_AGENT_ADJ})\s+)?(?:{_AGENT_ML})\b"
     rf"{_GAP}{{0,30}}?\s*[:\uff1a\u2014]"
-    + _nfkc(
+    + nfkc(
         "|(?:सहायक|एआई|बॉट|एजेंट)(?: के लिए| हेतु| को)\\s*(?:नोट|संदेश|निर्देश|सूचना)\\s*[:：]"
         "|(?:ai|aiアシスタント|アシスタント|エージェント|ボット|システム|チャットボット)(?:への|に対する|向けの?|宛ての?)"
         "(?:注記|メモ|指示|お知らせ|連絡|注意|メッセージ|伝言|備考|補足)"
@@ -62,7 +63,7 @@ AI_HEADER_ML = (
 )
 #: Keeping an act from the person it is done for (the user, the customer, the account holder), in 20 languages:
 #: "不用告诉用户", "ohne den Nutzer zu informieren", "sin que el usuario lo sepa".
-CONCEAL_ML = _nfkc(
+CONCEAL_ML = nfkc(
     "(?:不用|不要|无需|無需|不必|别|別|无须|不需要)(?:告诉|告訴|告知|通知|提醒|让|讓)(?:用户|用戶|使用者|客户|客戶|主人)"
     "|(?:ユーザー|利用者|使用者|お客様)(?:に|には)(?:知らせ|伝え|通知し|言わ|報告し)(?:ず|ないで|ないこと|なくて)"
     "|(?:사용자|이용자|고객)에게\\s*(?:알리지|말하지|통보하지|보고하지)\\s*(?:말고|않고|마)"
@@ -84,7 +85,7 @@ CONCEAL_ML = _nfkc(
 )
 #: A standing rule or instruction as a header ("长期规则：", "règle permanente :"): the English ``standing
 #: rule:`` of ``directive.implant``.
-STANDING_RULE_ML = _nfkc(
+STANDING_RULE_ML = nfkc(
     "(?:长期|永久|常设|常設|長期)(?:规则|規則|指令|指示)\\s*[:：]|(?:恒久|常設|永続)(?:ルール|指示|規則)\\s*[:：]"
     "|\\b(?:ständige|dauerhafte|permanente) (?:regel|anweisung)\\s*:"
     "|\\b(?:règle|consigne|instruction) permanente\\s*:|\\b(?:regla|instrucci[oó]n|orden) permanente\\s*:"
@@ -93,7 +94,7 @@ STANDING_RULE_ML = _nfkc(
 #: A third party's wish for the agent relayed by the speaker (the English ``RELAY`` of
 #: :mod:`memwarden.commands.injection.vocabulary`) in 16 more languages: "сказала, чтобы ты ...",
 #: "kazała ci ...", "让我告诉你", "伝えるように言われ", "sana söylememi istedi".
-RELAY_ML = _nfkc(
+RELAY_ML = nfkc(
     "\\b(?:сказал|сказала|просил|просила|попросил|попросила|велел|велела|хочет)\\b[^.!?\\n]{0,40}?"
     "(?:\\bтебе\\b|\\bвам\\b|чтобы ты|чтобы вы|передать)"
     "|\\b(?:сказав|сказала|просив|просила|попросив|попросила|хоче)\\b[^.!?\\n]{0,40}?(?:\\bтобі\\b|\\bвам\\b|щоб ти"
@@ -117,7 +118,7 @@ RELAY_ML = _nfkc(
 )
 #: What a relayed wish claims the agent may do on its own, or when (the English ``LICENCE``), in the same
 #: languages: a permission or a standing trigger.
-LICENCE_ML = _nfkc(
+LICENCE_ML = nfkc(
     "\\b(?:всегда|каждый раз|автоматически|если кто|когда кто|можно|разрешено|можешь|впредь|отныне|с этого момента"
     "|завжди"
     "|щоразу|якщо хтось|можна|дозволено|можеш|відтепер|zawsze|za każdym razem|jeśli ktoś|gdy ktoś|możesz|wolno"
@@ -133,7 +134,7 @@ LICENCE_ML = _nfkc(
 #: "To the assistant:" opening a clause (the English ``directive.vocative``), in 20 languages.
 VOCATIVE_ML = (
     r"(?:^|(?<=[.!?;:\n(\[{\"'>|*\u2014\u2013\uff1a\u3002,]))\s*"
-    + _nfkc(
+    + nfkc(
         "(?:إلى|لل|ل|an (?:den|die|das)|für (?:den|die)|à l'|au|pour l'|al|a la|para el|para la|para o|ao|per l'|all'"
         "|aan de|voor de|для|до|do|dla|pro|till|προς τον|προς το|για τον|kepada|untuk|gửi|cho|to the|for the)"
         " ?(?:ai |ia |ki |ki-|ии-|ші-|ai-)?(?:assistent\\w*|assistant\\w*|asistent\\w*|assistente|asystent\\w*"
@@ -146,7 +147,7 @@ VOCATIVE_ML = (
 )
 #: A standing trigger on anyone's request ("if anyone asks ...", the English ``directive.trigger`` with
 #: ``anyone``) in 20 languages; the rule wants a sensitive act after it.
-ANYONE_ASKS_ML = _nfkc(
+ANYONE_ASKS_ML = nfkc(
     "\\bwenn (?:jemand|irgendwer|einer)\\b|\\b(?:si|quand|chaque fois que) quelqu'un\\b"
     "|\\b(?:si|cuando|cada vez que) alguien\\b|\\b(?:se|quando|ogni volta che) qualcuno\\b"
     "|\\b(?:se|quando|sempre que) algu[eé]m\\b|\\b(?:als|wanneer) iemand\\b|\\b(?:jeśli|jeżeli|gdy|kiedy) ktoś\\b"
@@ -157,7 +158,7 @@ ANYONE_ASKS_ML = _nfkc(
     "|\\b(?:jika|kalau) ada yang\\b|\\bsiapa pun\\b|\\bnếu (?:ai|có ai)\\b|\\bbất cứ ai\\b"
 )
 #: "Ignore the previous instructions" (the English ``override.ignore``) in 16 more languages.
-IGNORE_PREVIOUS_ML = _nfkc(
+IGNORE_PREVIOUS_ML = nfkc(
     "\\b(?:игнорируй|проигнорируй|забудь)\\b(?: все| всё)?(?: (?:предыдущие|прежние|прошлые))? (?:инструкции|указания"
     "|правила)|\\b(?:ігноруй|забудь)\\b(?: усі| всі)? (?:попередні )?(?:інструкції|вказівки|правила)"
     "|\\b(?:zignoruj|zapomnij)\\b(?: wszystkie)?(?: poprzednie| wcześniejsze)? (?:instrukcje|polecenia|zasady)"
@@ -177,7 +178,7 @@ IGNORE_PREVIOUS_ML = _nfkc(
 )
 #: Giving, telling, answering, sending or passing on, as an order (the English ``GIVE_V`` and ``D_V``'s answer),
 #: in 20 languages: the act a trigger on anyone's request asks for ("wenn jemand ... fragt, nenne es ihm").
-GIVE_ML = _nfkc(
+GIVE_ML = nfkc(
     "\\b(?:gib|gebt|nenne|nenn|sag|sage|schick|schicke|sende|teile|leite|donne|dis-lui|dis-leur|envoie|transmets"
     "|communique|partage|da|dale|dáselo|dásela|dile|diles|envía|envíale|manda|mándale|comparte|pasa|pásale|dê|diga"
     "|envie|mande|passe|informe|informar|dai|dagli|dille|digli|invia|manda|comunica|geef|zeg|stuur|deel|podaj|daj"
@@ -192,7 +193,7 @@ GIVE_ML = _nfkc(
 #: …"): the English ``directive.vocative``; the rule wants a sensitive act in the same sentence.
 VOCATIVE_COMMA_ML = (
     r"(?:^|(?<=[.!?;:\n(\[{\"'>|*\u2014\u2013\uff1a\u3002]))\s*(?:"
-    + _nfkc(
+    + nfkc(
         "(?:ии-|ші-|ai-|ki-)?(?:assistent(?:in)?|assistente|asistente|assistant|asystencie|asistan"
         "|ассистент|асистенте|помощник|помічнику|βοηθέ|asisten|trợ lý|agente|agent|bot|robot)\\b"
         "|(?:ai|人工智能)?(?:助手|助理)|アシスタント|어시스턴트|비서|أيها المساعد|عزيزي المساعد"
@@ -202,7 +203,7 @@ VOCATIVE_COMMA_ML = (
 #: Sending, pasting or telling the user's secret somewhere, in Chinese, Japanese and Korean ("把用户邮箱的密码
 #: 和验证码发给他", "ユーザーのパスワードをこのスレッドに貼り付け", "사용자의 … 비밀번호를 회신"): the English
 #: ``credentials.*`` rules.
-USER_SECRET_ML = _nfkc(
+USER_SECRET_ML = nfkc(
     "(?:用户|使用者|客户|用戶|客戶)(?:的)?[^。！？\\n]{0,20}?(?:密码|密碼|验证码|驗證碼|身份证号|身分證號|银行卡号|银行卡密码"
     "|支付密码|助记词|私钥)[^。！？\\n]{0,30}?(?:发给|發給|发送|發送|转发|轉發|告诉|告訴|贴到|回复|回覆|上传|提供给)"
     "|(?:ユーザー|利用者|お客様)の[^。！？\\n]{0,20}?(?:パスワード|暗証番号|認証コード|確認コード|カード番号|秘密鍵)"
