@@ -165,6 +165,22 @@ def _inherit(found: list[RecalledMemory], lifted: Mapping[str, str], memory_cosi
     return out
 
 
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    """Mark ``task``'s outcome as seen (its awaiter, if any, still gets it)."""
+    if not task.cancelled():
+        task.exception()
+
+
+@dataclass(frozen=True)
+class QueryEmbedding:
+    """A query's embedding started ahead of its recall (:meth:`Recaller.start_embedding`): the query,
+    its enumerated parts, and the task that yields one dense vector per text (the query's first)."""
+
+    query: str
+    parts: tuple[str, ...]
+    task: asyncio.Task[list[list[float]]]
+
+
 class Recaller:
     """Runs recall over an ``Embedder``, a ``VectorIndex``, the profile state in Postgres (one
     connection, used by one call at a time) and the data keys that open the stored texts."""
@@ -185,6 +201,19 @@ class Recaller:
         (``ReaderContext.first_use``)."""
         async with self._lock:
             return await reader_context(self._conn, principal, served)
+
+    def start_embedding(self, query: str, mode: RecallMode = "hybrid", decompose: bool = True) -> QueryEmbedding:
+        """Start embedding ``query`` (and, when a hybrid recall would split it, its parts) in a thread now,
+        for a :meth:`recall` of the same ``query``, ``mode`` and ``decompose`` to take (``embedding=``).
+        The read API starts it before the reader is authenticated, so the query embedding (ONNX Runtime
+        outside the GIL) overlaps the registry read in Postgres instead of following it; a request that
+        fails authentication only cancels the task (its cost is bounded: one query of at most
+        ``MAX_QUERY_CHARS`` characters, nothing read, returned or audited). Call it on the event loop
+        that will run the recall; the caller cancels the task if it never recalls."""
+        parts = tuple(query_parts(query)) if decompose and mode == "hybrid" else ()
+        task = asyncio.create_task(self._embed(query, parts))
+        task.add_done_callback(_retrieved)  # an embedding nobody awaits (auth failed) logs no stray error
+        return QueryEmbedding(query, parts, task)
 
     async def _embed(self, query: str, parts: Sequence[str] = ()) -> list[list[float]]:
         """The query's dense vector (every mode needs it: the dense leg and the relevance), then, for
@@ -306,7 +335,8 @@ class Recaller:
                      freshness: bool = True, include_untrusted: bool = False,
                      mode: RecallMode = "hybrid", min_score: float = 0.0,
                      reader: ReaderContext | None = None, recency: float | None = None,
-                     repeats: bool = True, decompose: bool = True) -> Recalled:
+                     repeats: bool = True, decompose: bool = True,
+                     embedding: QueryEmbedding | None = None) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
         tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
@@ -348,6 +378,9 @@ class Recaller:
         latest or final value and 0 otherwise; 0 ranks by relevance alone. It reorders what the read
         filter let through and never adds a candidate.
 
+        ``embedding``: the query's embedding started ahead (:meth:`start_embedding`), taken when it is of
+        the same texts (else cancelled and embedded again).
+
         ``reader``: the reader's roles and grants as :meth:`reader` read them for this call's
         authentication a moment ago (read again here when ``None``; one of another principal is a
         ``ValidationError``).
@@ -361,10 +394,16 @@ class Recaller:
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
         known = (known_at or now).astimezone(UTC)
-        parts = query_parts(query) if decompose and mode == "hybrid" else ()
+        parts = tuple(query_parts(query)) if decompose and mode == "hybrid" else ()
         # the query is embedded (in a thread, outside the GIL) while the filter is built (and the grants
-        # read, when no reader context came with the call); an enumeration's parts in the same call
-        embedding = asyncio.create_task(self._embed(query, parts))
+        # read, when no reader context came with the call); an enumeration's parts in the same call.
+        # One started ahead (``embedding``) is taken when it embeds the same texts.
+        if embedding is not None and (embedding.query, embedding.parts) == (query, parts):
+            embedding_task = embedding.task
+        else:
+            if embedding is not None:
+                embedding.task.cancel()
+            embedding_task = asyncio.create_task(self._embed(query, parts))
         try:
             if reader is None:
                 with stage("grants"):
@@ -378,10 +417,10 @@ class Recaller:
                 sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now,
                                               known, include_untrusted)
         except BaseException:
-            embedding.cancel()
+            embedding_task.cancel()
             raise
         repeats = repeats and mode == "hybrid"  # dense and lexical rank by their own score alone
-        vectors = await embedding
+        vectors = await embedding_task
         ranked = await self._ranked(query, None, vectors[0], where, k, mode, weight, repeats, sql, params)
         if parts:  # the whole question's ranking first, then each part's, merged in turn
             rankings = [ranked] + [await self._ranked(part, self._lexical.part_query(part, query, CONTEXT_WEIGHT),

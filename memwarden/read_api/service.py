@@ -32,7 +32,7 @@ from memwarden.commands.reasons import Reason
 from memwarden.epoch import now_ms
 from memwarden.errors import StackUnavailable, ValidationError
 from memwarden.ops.progress import backlog
-from memwarden.projections.recall import Recaller
+from memwarden.projections.recall import QueryEmbedding, Recaller
 from memwarden.read_api.audit import history_audited, read_audited, used_records
 from memwarden.read_api.history import lookup_history
 from memwarden.read_api.requests import RecallRequest, decision_ids, history_request, recall_request
@@ -175,12 +175,18 @@ class ReadService:
                 with stage("auth"):
                     request = recall_request(body)
                 async with self._read():  # after a switch pause: the grants as they are now
-                    with stage("auth"):  # the registry record, roles and grants in one statement
-                        reader, problem = await self._reader(body, request.principal)
-                    if problem is not None:
-                        return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
-                                           "field": "auth"})
-                    found = await self._recall(request, reader)
+                    # the query embeds (outside the GIL) while the reader is read and authenticated
+                    embedding = (await self.recaller()).start_embedding(request.query, request.mode,
+                                                                         request.decompose)
+                    try:
+                        with stage("auth"):  # the registry record, roles and grants in one statement
+                            reader, problem = await self._reader(body, request.principal)
+                        if problem is not None:
+                            return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
+                                               "field": "auth"})
+                        found = await self._recall(request, reader, embedding)
+                    finally:
+                        embedding.task.cancel()  # a no-op once the recall took it
             except ValidationError as exc:
                 return _bad_request(exc)
             except DB_ERRORS as exc:
@@ -224,11 +230,13 @@ class ReadService:
         record = Outbound("audit", request.principal.encode(), self._c.codec.encode("ReadAudited", audited))
         return await _audited(self._publish([record]), Reply(200, found))
 
-    async def _recall(self, r: RecallRequest, reader: ReaderContext) -> Recalled:
+    async def _recall(self, r: RecallRequest, reader: ReaderContext, embedding: QueryEmbedding | None = None
+                      ) -> Recalled:
         found = await (await self.recaller()).recall(r.principal, r.query, r.k, r.as_of, r.known_at, r.purpose,
                                                      freshness=r.freshness, include_untrusted=r.include_untrusted,
                                                      mode=r.mode, min_score=r.min_score, reader=reader,
-                                                     recency=r.recency, repeats=r.repeats, decompose=r.decompose)
+                                                     recency=r.recency, repeats=r.repeats, decompose=r.decompose,
+                                                     embedding=embedding)
         return found if isinstance(found, Recalled) else Recalled(found, r.min_score)  # a plain list: no floor report
 
     async def _audit(self, r: RecallRequest, found: list[RecalledMemory]) -> None:

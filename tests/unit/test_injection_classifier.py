@@ -124,9 +124,9 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     ``minilm-ft/4``, the tenth ``rules/7``, the eleventh ``minilm-ft/5`` with its screen, the twelfth
     ``rules/8``, the thirteenth ``rules/9``, the fourteenth ``rules/11``, the fifteenth ``rules/12``, the
     sixteenth and seventeenth ``rules/13``, the eighteenth ``rules/14``, the nineteenth ``rules/15``, the
-    twentieth ``e5-lr/1``, the twenty-first and twenty-second ``e5-lr/2``) is the file its provenance note fixed, and none of its
-    texts is in any other labelled file of the package (a set is trained on only as the file it is, once the
-    next is frozen)."""
+    twentieth ``e5-lr/1``, the twenty-first and twenty-second ``e5-lr/2``) is the file its provenance note
+    fixed, and none of its texts is in any other labelled file of the package (a set is trained on only as the
+    file it is, once the next is frozen)."""
     import hashlib
     import json
     import re

@@ -15,6 +15,7 @@ import pytest
 from memwarden.commands.ledger import Outbound
 from memwarden.commands.readmodel.query import MAX_K, RecalledMemory
 from memwarden.errors import ValidationError
+from memwarden.projections.recall import QueryEmbedding, Recaller
 from memwarden.read_api.requests import MAX_LOOKUP_IDS, decision_ids, recall_request
 from memwarden.read_api.service import ReadService
 from memwarden.schemas.codec import default_codec
@@ -80,6 +81,8 @@ class _Recaller:
         self.readers: list[Any] = []
         self.unknown: set[str] = set()
         self.claimed: set[bytes] = set()
+        self.started: list[QueryEmbedding] = []
+        self.embeddings: list[QueryEmbedding | None] = []
 
     async def reader(self, principal: str, served: Any = None) -> ReaderContext:
         first_use = None
@@ -89,9 +92,18 @@ class _Recaller:
         return ReaderContext(principal, None if principal in self.unknown else f.principal(principal),
                              frozenset({"r"}), (), first_use)
 
+    def start_embedding(self, query: str, mode: str = "hybrid", decompose: bool = True) -> QueryEmbedding:
+        async def embed() -> list[list[float]]:
+            await asyncio.sleep(3600)  # never finishes by itself: a recall takes it, a refusal cancels it
+            return [[1.0]]
+
+        self.started.append(QueryEmbedding(query, (), asyncio.create_task(embed())))
+        return self.started[-1]
+
     async def recall(self, *args: Any, **kw: Any) -> list[RecalledMemory]:
         self.calls.append(args)
         self.readers.append(kw.get("reader"))
+        self.embeddings.append(kw.get("embedding"))
         return [FOUND]
 
 
@@ -152,6 +164,68 @@ def test_the_recall_uses_the_reader_context_authentication_read() -> None:
     assert reader.record.principal_id == "user:alice" and reader.roles == {"r"}  # one read serves both
 
 
+def test_the_query_embeds_while_the_reader_is_authenticated_and_the_recall_takes_it() -> None:
+    from memwarden.commands.read_auth import sign_request
+    from memwarden.epoch import now_ms
+
+    service, _, recaller = _service("required")
+    body = sign_request({"principal": "user:alice", "query": "tea"}, f.signer("user:alice"), now_ms())
+    assert asyncio.run(service.recall(body)).status == 200
+    (started,) = recaller.started
+    assert started.query == "tea" and recaller.embeddings == [started]
+
+
+def test_a_refused_read_cancels_the_embedding_it_started() -> None:
+    from memwarden.commands.read_auth import sign_request
+    from memwarden.epoch import now_ms
+
+    service, sent, recaller = _service("required")
+    recaller.unknown.add("user:mallory")
+    body = sign_request({"principal": "user:mallory", "query": "tea"}, f.signer("user:mallory"), now_ms())
+    unsigned = {"principal": "user:alice", "query": "tea"}
+
+    async def both() -> list[int]:
+        return [(await service.recall(b)).status for b in (body, unsigned)]
+
+    assert asyncio.run(both()) == [401, 401]
+    assert len(recaller.started) == 2 and all(e.task.cancelled() for e in recaller.started)
+    assert recaller.calls == [] and sent == []
+
+
+class _Embedder:
+    def __init__(self) -> None:
+        self.texts: list[list[str]] = []
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        self.texts.append(list(texts))
+        return np.ones((len(texts), 4), dtype=np.float32) / 2.0
+
+
+class _EmptyIndex:
+    def query(self, *args: Any, **kw: Any) -> list[Any]:
+        return []
+
+
+def test_a_recall_takes_an_embedding_started_ahead_only_for_its_own_texts() -> None:
+    embedder = _Embedder()
+    recaller = Recaller(embedder, _EmptyIndex(), None, keys=None)  # type: ignore[arg-type]  # no hit: no Postgres
+    reader = ReaderContext("user:alice", f.principal("user:alice"), frozenset(), ())
+
+    async def run() -> tuple[QueryEmbedding, QueryEmbedding]:
+        same = recaller.start_embedding("tea")
+        await recaller.recall("user:alice", "tea", reader=reader, embedding=same)
+        other = recaller.start_embedding("coffee")
+        await recaller.recall("user:alice", "tea", reader=reader, embedding=other)
+        return same, other
+
+    same, other = asyncio.run(run())
+    assert same.task.done() and not same.task.cancelled()
+    assert other.task.cancelled() or embedder.texts.count(["coffee"]) == 1  # cancelled, or it had already run
+    assert embedder.texts.count(["tea"]) == 2  # the first recall took its own; the second embedded "tea" itself
+
+
 def test_a_principal_the_registry_does_not_know_is_refused() -> None:
     from memwarden.commands.read_auth import sign_request
     from memwarden.epoch import now_ms
@@ -175,8 +249,6 @@ def test_the_trust_anchor_authenticates_by_its_own_record() -> None:
 
 
 def test_a_reader_context_of_another_principal_is_refused() -> None:
-    from memwarden.projections.recall import Recaller
-
     recaller = Recaller(None, None, None, keys=None)  # type: ignore[arg-type]  # refused before any use
     other = ReaderContext("user:bob", None, frozenset(), ())
     with pytest.raises(ValidationError) as err:
