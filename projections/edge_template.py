@@ -21,7 +21,7 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from .edge_translate import edge_config
+from .edge_translate import PAYLOAD_MEMORY, edge_config
 from .vector_index import INTEGER_FIELDS, KEYWORD_FIELDS, LAYOUT_VERSION
 
 #: File Edge writes into every shard directory; its presence means "a shard exists here".
@@ -38,9 +38,9 @@ def create_indexes(shard: qe.EdgeShard) -> None:
 
 
 def template_name(dim: int) -> str:
-    """``layout<N>-dim<D>-<digest of the payload-index fields>``: a template is reused only for the
-    exact layout it was built with."""
-    fields = ",".join(sorted(KEYWORD_FIELDS)) + "|" + ",".join(sorted(INTEGER_FIELDS))
+    """``layout<N>-dim<D>-<digest of the payload-index fields and the payload storage>``: a template is
+    reused only for the exact layout it was built with."""
+    fields = ",".join(sorted(KEYWORD_FIELDS)) + "|" + ",".join(sorted(INTEGER_FIELDS)) + f"|payload={PAYLOAD_MEMORY}"
     return f"layout{LAYOUT_VERSION}-dim{dim}-{hashlib.sha256(fields.encode()).hexdigest()[:12]}"
 
 

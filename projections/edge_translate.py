@@ -80,9 +80,20 @@ def edge_fusion(fusion: FusionMethod) -> qe.Fusion.Rrf | qe.Fusion.Dbsf:
     raise ValidationError("fusion", f"unknown fusion method {fusion!r}")
 
 
+#: Where a shard keeps its payloads: in RAM (``Memory.Cached``; Edge's default, ``Cold``, reads them from an
+#: mmap). The read filter's conditions that the access keys do not answer are checked point by point
+#: against the payload of every point the keys admit, in each prefetch leg: on a 100k shard, alternating
+#: per query in one process (500 queries, identical results), ``hybrid_in_context`` took p50 5.71 / 6.14 ms
+#: with the payloads in RAM against 6.90 / 6.91 ms from the mmap. The price is the payloads' size in
+#: memory (88 MB at 100k points). Segments written before keep their storage until the shard is rebuilt.
+PAYLOAD_MEMORY = qe.Memory.Cached
+
+
 def edge_config(dim: int) -> qe.EdgeConfig:
-    """Layout 2: unnamed dense vector (cosine, ``dim``) + :data:`LEXICAL` sparse vector with IDF."""
+    """Layout 2: unnamed dense vector (cosine, ``dim``) + :data:`LEXICAL` sparse vector with IDF; payloads
+    in RAM (:data:`PAYLOAD_MEMORY`)."""
     return qe.EdgeConfig(
         vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
         sparse_vectors={LEXICAL: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        payload_memory=PAYLOAD_MEMORY,
     )

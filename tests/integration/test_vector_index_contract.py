@@ -571,6 +571,35 @@ class TestEdgeIndex(VectorIndexContract):
         finally:
             idx.close()
 
+    def test_a_new_shard_keeps_its_payloads_in_ram(self, tmp_path: Path, points: list[IndexPoint],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+        """Copied from the template or created in place, a shard's payloads live in RAM (the read filter
+        checks them point by point), persisted in its config and used by the segments its points go to."""
+        import json
+
+        from memwarden.projections import edge_index
+
+        def storage(idx: EdgeVectorIndex) -> tuple[str, set[str]]:
+            config = json.loads((idx.directory / "edge_config.json").read_text())
+            kinds = {json.loads(seg.joinpath("segment.json").read_text())["config"]["payload_storage_type"]["type"]
+                     for seg in (idx.directory / "segments").iterdir()}
+            return config["payload_memory"], kinds
+
+        copied = EdgeVectorIndex(tmp_path, "copied")
+        copied.ensure(DIM)
+        monkeypatch.setattr(edge_index, "copy_empty_shard", lambda directory, dim: False)  # as without cp
+        in_place = EdgeVectorIndex(tmp_path, "in-place")
+        in_place.ensure(DIM)
+        try:
+            assert (tmp_path / ".templates").is_dir() and len(list((tmp_path / ".templates").iterdir())) == 1
+            for idx in (copied, in_place):
+                idx.upsert(points[:20])
+                assert storage(idx) == ("cached", {"in_ram_mmap"})
+                assert idx.count() == 20
+        finally:
+            copied.close()
+            in_place.close()
+
     def test_closed_index_raises_unavailable(self, tmp_path: Path) -> None:
         idx = EdgeVectorIndex(tmp_path, "closed")
         idx.ensure(DIM)
