@@ -28,8 +28,7 @@ For each size, in a fresh namespace of the local stack:
 
 Also reported: the worker's resident memory after the run (its process group, MB), its start
 time (until ``/health`` answers) and the time until its first recall is answered (its key ring reads
-every data key of the namespace first), build rates, points the queries found, the host's load, and
-how fast the host was before and after (``host_probe_ms``, :mod:`memwarden.evals.host_probe`).
+every data key of the namespace first), build rates, points the queries found, and the host's load.
 """
 
 from __future__ import annotations
@@ -57,7 +56,6 @@ from memwarden.commands.ledger import Position
 from memwarden.commands.model import Right
 from memwarden.commands.readmodel.payload import point_payload
 from memwarden.errors import MemwardenError, StackUnavailable
-from memwarden.evals.host_probe import host_probe_ms
 from memwarden.evals.recall_world import GrantSpec, World
 from memwarden.keystore import admin_signer
 from memwarden.ops.pidfiles import free_port
@@ -299,7 +297,6 @@ def run_recall_bench(base: Settings, sizes: Sequence[int], queries: int = 300, k
         raise ValueError("queries, k and batch must be >= 1")
     console = Console(stderr=True, quiet=not progress)
     load_start = os.getloadavg()[0]
-    probe_start = host_probe_ms()
     runs = [bench_size(base, size, queries, k, seed, batch, keep, console) for size in sorted(sizes)]
     top = runs[-1]
     return {"size": top["size"], "p50_ms": top["p50_ms"], "p95_ms": top["p95_ms"], "stage_share": top["stage_share"],
@@ -309,5 +306,4 @@ def run_recall_bench(base: Settings, sizes: Sequence[int], queries: int = 300, k
                       "p50_le_40ms_at_1m": None if top["size"] != 1_000_000 else top["p50_ms"] <= 40.0},
             "runs": runs, "cpus": len(os.sched_getaffinity(0)),
             "load_avg_1m": {"start": round(load_start, 2), "end": round(os.getloadavg()[0], 2)},
-            "host_probe_ms": {"start": probe_start, "end": host_probe_ms()},
             "embed_backend": base.embed_backend}

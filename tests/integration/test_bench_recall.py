@@ -40,8 +40,6 @@ def test_the_json_has_the_issue_keys_and_the_stages_account_for_the_call(result:
     assert all(shares[s] > 0 for s in ("auth", "embed", "index", "verify", "audit"))
     assert 0.95 <= sum(shares.values()) <= 1.05 + shares["embed"]  # the embedding overlaps authentication
     assert shares["client"] > 0 and result["runs"][0]["server_p50_ms"] < decoded["p50_ms"]
-    probe = decoded["host_probe_ms"]
-    assert probe["start"] > 0 and probe["end"] > 0
     assert decoded["worker_rss_mb"] > 50
 
 
