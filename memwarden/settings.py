@@ -12,6 +12,9 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+#: The gate's instruction detectors (``Settings.instruction_detector``; ``memwarden eval poisoning`` compares them).
+DetectorChoice = Literal["rules", "rules+classifier", "rules+finetuned", "rules+finetuned+multilingual"]
+
 
 def _default_data_dir() -> Path:
     return Path.cwd() / ".memwarden"
@@ -127,8 +130,7 @@ class Settings(BaseSettings):
     admin_principal: str = "service:admin"
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"
-    instruction_detector: Literal["rules", "rules+classifier", "rules+finetuned", "rules+finetuned+multilingual"] = (
-        "rules+finetuned+multilingual")
+    instruction_detector: DetectorChoice = "rules+finetuned+multilingual"
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)

@@ -165,6 +165,11 @@ def _inherit(found: list[RecalledMemory], lifted: Mapping[str, str], memory_cosi
     return out
 
 
+def _parts(query: str, mode: RecallMode, decompose: bool) -> tuple[str, ...]:
+    """The parts an enumerating ``query`` is recalled by (hybrid mode with ``decompose`` only), else ``()``."""
+    return tuple(query_parts(query)) if decompose and mode == "hybrid" else ()
+
+
 def _retrieved(task: asyncio.Task[Any]) -> None:
     """Mark ``task``'s outcome as seen (its awaiter, if any, still gets it)."""
     if not task.cancelled():
@@ -210,7 +215,7 @@ class Recaller:
         fails authentication only cancels the task (its cost is bounded: one query of at most
         ``MAX_QUERY_CHARS`` characters, nothing read, returned or audited). Call it on the event loop
         that will run the recall; the caller cancels the task if it never recalls."""
-        parts = tuple(query_parts(query)) if decompose and mode == "hybrid" else ()
+        parts = _parts(query, mode, decompose)
         task = asyncio.create_task(self._embed(query, parts))
         task.add_done_callback(_retrieved)  # an embedding nobody awaits (auth failed) logs no stray error
         return QueryEmbedding(query, parts, task)
@@ -394,7 +399,7 @@ class Recaller:
         now = datetime.now(UTC)
         at = (as_of or now).astimezone(UTC)
         known = (known_at or now).astimezone(UTC)
-        parts = tuple(query_parts(query)) if decompose and mode == "hybrid" else ()
+        parts = _parts(query, mode, decompose)
         # the query is embedded (in a thread, outside the GIL) while the filter is built (and the grants
         # read, when no reader context came with the call); an enumeration's parts in the same call.
         # One started ahead (``embedding``) is taken when it embeds the same texts.

@@ -35,17 +35,15 @@ English; the default). ``pipeline=False`` skips the Kafka run
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from memwarden.commands.gate.writes import SUSPECTED_INSTRUCTIONS
 from memwarden.commands.injection import DETECTOR_VERSION as RULES_VERSION
-from memwarden.settings import Settings
+from memwarden.settings import DetectorChoice, Settings
 
 if TYPE_CHECKING:
     from memwarden.evals.injection_set import LabelledItem
 
-#: The detectors the evaluation compares (``Settings.instruction_detector``).
-DetectorChoice = Literal["rules", "rules+classifier", "rules+finetuned", "rules+finetuned+multilingual"]
 
 VICTIM = "user:victim"
 AGENT = "agent:reader"
