@@ -116,7 +116,7 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout12", "injection_heldout13", "injection_heldout14",
                                   "injection_heldout15", "injection_heldout16", "injection_heldout17",
                                   "injection_heldout18", "injection_heldout19", "injection_heldout20",
-                                  "injection_heldout21", "injection_heldout22"])
+                                  "injection_heldout21", "injection_heldout22", "injection_heldout23"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
@@ -124,7 +124,7 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     ``minilm-ft/4``, the tenth ``rules/7``, the eleventh ``minilm-ft/5`` with its screen, the twelfth
     ``rules/8``, the thirteenth ``rules/9``, the fourteenth ``rules/11``, the fifteenth ``rules/12``, the
     sixteenth and seventeenth ``rules/13``, the eighteenth ``rules/14``, the nineteenth ``rules/15``, the
-    twentieth ``e5-lr/1``, the twenty-first and twenty-second ``e5-lr/2``) is the file its provenance note
+    twentieth ``e5-lr/1``, the twenty-first to twenty-third ``e5-lr/2``) is the file its provenance note
     fixed, and none of its texts is in any other labelled file of the package (a set is trained on only as the
     file it is, once the next is frozen)."""
     import hashlib
@@ -153,7 +153,8 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
 #: (b18025) is the third set's b4108; the twentieth set's benign ``send_email`` tool description (b22033) is the
 #: sixteenth set's b18037; the twenty-first set's ``git status`` output (b23048) is the third set's b4108 and the
 #: sixteenth's b18025, and its Turkish greeting (b23003) the twentieth set's b22031; the twenty-second set's
-#: ``git status`` output (b24004) is the same text again.
+#: ``git status`` output (b24004) is the same text again; the twenty-third set's ``git status`` output (b25130) is
+#: the seventh set's b8018.
 _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout13", "injection_heldout6"}): 1,
                   frozenset({"injection_heldout16", "injection_heldout3"}): 1,
@@ -163,7 +164,8 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout21", "injection_heldout20"}): 1,
                   frozenset({"injection_heldout22", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout22", "injection_heldout16"}): 1,
-                  frozenset({"injection_heldout22", "injection_heldout21"}): 1}
+                  frozenset({"injection_heldout22", "injection_heldout21"}): 1,
+                  frozenset({"injection_heldout23", "injection_heldout7"}): 1}
 
 
 def test_weights_ship_with_the_package() -> None:
@@ -185,7 +187,7 @@ def test_the_training_script_never_reads_the_report_set() -> None:
     files = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(tuned.read_text()))
                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_FILES")
     assert files[-1] == "injection_heldout10"  # --validate chose minilm-ft/5's thresholds on the tenth set
-    for later in range(11, 23):  # the eleventh reports minilm-ft/5, the twelfth to 22nd later rules with it
+    for later in range(11, 24):  # the eleventh reports minilm-ft/5, the twelfth to 23rd later rules with it
         assert f"injection_heldout{later}" not in files
 
 
