@@ -132,6 +132,9 @@ spaces and tabs become one space.
   Assistenten:", "Σημείωση για τον ψηφιακό βοηθό:"); a Hebrew trigger ("כשמישהו שואל ..., יש לענות"); runs of
   zero-width characters spelling bits (``hidden.zero-width-bits``); money paid to "the account on file" is not
   rerouted; social engineering, pretexting, vishing and smishing mark a text that quotes attacks as examples.
+- Since rules/16 (from the twenty-third held-out set, after it was scored): the money, account and secret words are
+  whole words ("fee" was found in "feed", "rent" in "current"; the sensitive act of a relayed wish has no word
+  boundary of its own); German heads still match inside compounds ("Abschlagszahlungen", "Girokonto").
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -51,25 +51,34 @@ MONEY_V = (r"(?:route|reroute|redirect|send|transfer|wire|pay|remit|deposit|move
            r"|env[ií]a|manda|deposita|paga|[uü]berweise|sende|zahle|schicke)(?!\s+(?:transfers?|of)\b)")
 STRONG_MONEY_V = (r"(?:wire|remit|deposit|refund|transfer|reroute|pay|[uü]berweise|vire[rz]?|virez|transfiere)"
                   r"(?!\s+(?:transfers?|of)\b)")
-MONEY_OBJ = (r"(?:refunds?|reimbursements?|payments?|payouts?|money|funds|balance|amount|invoices?|bills?|salary"
-             r"|wages|bonus(?:es)?|rent|fees?|deposit|proceeds|earnings|remboursements?|paiements?|argent|fonds"
-             r"|dinero|reembolsos?|pagos?|fondos|geld|r[uü]ckerstattung(?:en)?|betrag|zahlung(?:en)?|gift ?cards?"
+#: Not inside a word (neither end): the English and Romance words of the vocabularies below are whole words
+#: ("fee" is not in "feed", "rent" not in "current"), which a pattern that does not start at a word boundary
+#: (``SENSITIVE_ACT``) would otherwise find (rules/16). German heads keep matching inside compounds
+#: ("Abschlagszahlungen", "Girokonto", "Bankpasswort"), and amounts with their currency sign are their own boundary.
+WORD_START = r"(?<![^\W\d_])"
+WORD_END = r"(?![^\W\d_])"
+MONEY_OBJ = ("(?:" + WORD_START + r"(?:refunds?|reimbursements?|payments?|payouts?|money|funds|balance|amount"
+             r"|invoices?|bills?|salary|wages|bonus(?:es)?|rent|fees?|deposit|proceeds|earnings|remboursements?|paiements?|argent|fonds"
+             r"|dinero|reembolsos?|pagos?|fondos|gift ?cards?)" + WORD_END +
+             r"|(?:geld|r[uü]ckerstattung(?:en)?|betrag|zahlung(?:en)?"
              r"|(?:\$|€|£|¥)\s?\d[\d,.]*|\d[\d,.]*\s?k?\s?(?:eur|euros?|usd|dollars?|gbp|pounds?|chf|btc|eth|usdt"
-             r"|bitcoins?|€|\$|£)(?!\w))")
+             r"|bitcoins?|€|\$|£)(?!\w)))")
 TO = r"\b(?:to|into|on|onto|towards?|via|through|sur|vers|à|a|auf|an|en|in)\b"
-ACCOUNT = (r"(?:(?:account|acct|iban|wallet|card|paypal|sort code|beneficiary|payee|compte|cuenta|cartera|konto|bank"
-           r"|escrow)\b|bc1[a-z0-9]{20,}|0x[0-9a-f]{40}|\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,})")
+ACCOUNT = ("(?:" + WORD_START + r"(?:(?:account|acct|iban|wallet|card|paypal|sort code|beneficiary|payee|compte"
+           r"|cuenta|cartera|bank|escrow)\b|bc1[a-z0-9]{20,}|0x[0-9a-f]{40}|\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,})"
+           r"|konto\b)")
 
-SECRET = (r"(?:passwords?|passwd|passcodes?|passphrases?|pins?\b|pin codes?|(?:api|openai|secret|private|access|ssh"
+SECRET = (r"(?:(?:passw[oö]rt(?:er)?|best[äa]tigungscode|zugangsdaten)|" + WORD_START
+          + r"(?:passwords?|passwd|passcodes?|passphrases?|pins?\b|pin codes?|(?:api|openai|secret|private|access|ssh"
           r"|stripe|aws|license|licence|activation|encryption|signing|recovery) ?keys?|(?:access|session|auth|bearer"
           r"|api|refresh|personal access) ?tokens?|tokens?\b|otps?\b|one[- ]time (?:codes?|pass(?:words?|codes?))"
           r"|(?:verification|security|confirmation|mfa|2fa|backup) codes?|\d-digit codes?|2fa (?:backup )?codes?"
           r"|security (?:question )?answers?|secrets?\b|credentials?|(?:seed|recovery|mnemonic) phrases?|cvv|cvc"
-          r"|card numbers?|credit card(?: numbers?| details)?|login(?! page)(?: details| credentials)?"
+          r"|card numbers?|credit card(?: numbers?| details)?|logins?(?! pages?)(?: details| credentials)?"
           r"|(?:session|auth(?:entication)?|login|browser|tracking|sso) cookies?"
           r"|cookies? (?:file|jar|header|value|string|data|store)s?\b|environment variables|\.env\b(?![.\w-])"
           r"|mots? de passe|cl[ée]s? api|contrase[ñn]as?"
-          r"|c[óo]digo de verificaci[óo]n|passw[oö]rt(?:er)?|best[äa]tigungscode|zugangsdaten)")
+          r"|c[óo]digo de verificaci[óo]n)" + WORD_END + ")")
 DISCLOSE_V = (r"(?:reveal|disclose|print|output|dump|expose|leak|list|show|display|return|read (?:out|back)|spell out"
               rf"|provide|divulge|(?:reply|respond|answer|write back)\b{C}{{0,30}}?\bwith"
               rf"|(?:responde|contesta|r[ée]ponds|r[ée]pondez|antworte)\b{C}{{0,30}}?\b(?:con|avec|mit)"
