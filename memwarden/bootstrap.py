@@ -83,9 +83,7 @@ class Container:
         """The gate's instruction detector (``settings.instruction_detector``): the rules alone, or the
         rules combined with the trained classifier, which loads the embedder (built once), or with the
         fine-tuned classifier (``rules+finetuned``, its own copy of the model), and with the multilingual
-        classifier for texts not in English (``rules+finetuned+multilingual``: there the English model's verdict
-        on a text that is not English needs the multilingual head's corroboration,
-        :mod:`memwarden.projections.injection_routing`)."""
+        classifier for texts not in English (``rules+finetuned+multilingual``)."""
         if self._detector is None:
             from memwarden.commands.injection import DEFAULT_DETECTOR
 
@@ -95,17 +93,12 @@ class Container:
                 from memwarden.projections.injection_classifier import CombinedDetector
                 from memwarden.projections.injection_finetuned import FineTunedScorer
 
-                english = FineTunedScorer(model_path=self.settings.model_path,
-                                          cache_dir=self.settings.data_dir / "onnx")
-                if self.settings.instruction_detector == "rules+finetuned":
-                    self._detector = CombinedDetector(english)
-                else:  # each model decides in its language (projections.injection_routing)
+                self._detector = CombinedDetector(FineTunedScorer(model_path=self.settings.model_path,
+                                                                  cache_dir=self.settings.data_dir / "onnx"))
+                if self.settings.instruction_detector == "rules+finetuned+multilingual":
                     from memwarden.projections.injection_multilingual import MultilingualScorer
-                    from memwarden.projections.injection_routing import CorroboratedScorer
 
-                    multilingual = MultilingualScorer()
-                    self._detector = CombinedDetector(multilingual, rules=CombinedDetector(
-                        CorroboratedScorer(english, multilingual)))
+                    self._detector = CombinedDetector(MultilingualScorer(), rules=self._detector)
             else:
                 from memwarden.projections.injection_classifier import CombinedDetector, InjectionScorer
 

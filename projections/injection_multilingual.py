@@ -54,8 +54,6 @@ _FUNCTION_WORDS = frozenset({
 _WORDS = re.compile(r"[^\W\d_][^\W\d_']*(?:'[^\W\d_]+)?")
 #: Texts embedded per call.
 BATCH = 64
-#: How many recent probabilities a scorer keeps by text (bounded: cleared when full).
-CACHED = 4096
 
 
 #: Function words of the other Latin-script languages the sets hold (German, French, Spanish, Italian,
@@ -138,9 +136,6 @@ class MultilingualScorer:
         self._model: Any = None
         self._lock = threading.Lock()
         self.scored = 0
-        # the last CACHED probabilities by text: the gate's detector asks for a batch twice (the multilingual
-        # head's own vote and the corroboration of the English model, :mod:`.injection_routing`)
-        self._recent: dict[str, float] = {}
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if self._model is None:
@@ -151,21 +146,12 @@ class MultilingualScorer:
                           for s in range(0, len(texts), BATCH)])
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
-        """One probability per text, shape ``(len(texts),)`` (a text scored among the last :data:`CACHED`
-        is not embedded again)."""
+        """One probability per text, shape ``(len(texts),)``."""
         out = np.zeros(len(texts))
         wanted = [i for i, t in enumerate(texts) if t.strip() and not is_english(t)]
         if wanted:
             with self._lock:
-                new = list(dict.fromkeys(texts[i] for i in wanted if texts[i] not in self._recent))
-                if new:
-                    p = self.weights.probability(self._embed(new))
-                    self.scored += len(new)
-                    if len(self._recent) + len(new) > CACHED:
-                        self._recent.clear()
-                    self._recent.update(zip(new, (float(v) for v in p), strict=True))
-                    fresh = dict(zip(new, (float(v) for v in p), strict=True))
-                else:
-                    fresh = {}
-                out[wanted] = [fresh.get(texts[i], self._recent.get(texts[i], 0.0)) for i in wanted]
+                x = self._embed([texts[i] for i in wanted])
+                self.scored += len(wanted)
+            out[wanted] = self.weights.probability(x)
         return out

@@ -112,12 +112,3 @@ def test_the_training_script_never_reads_the_validation_or_report_sets() -> None
     assert files[-1] == "injection_heldout17"
     for later in range(18, 25):  # the eighteenth and nineteenth chose the threshold, the 20th-24th report
         assert f"injection_heldout{later}" not in files
-
-
-def test_a_batch_asked_twice_is_embedded_once(scorer: MultilingualScorer) -> None:
-    """The gate's detector asks for a batch twice (the head's vote and the corroboration of the English model,
-    :mod:`memwarden.projections.injection_routing`): the second time costs no embedding and gives the same."""
-    first = scorer.scores([*ORDINARY, "plain English tea"])
-    before = scorer.scored
-    again = scorer.scores(["plain English tea", *ORDINARY])
-    assert scorer.scored == before and np.allclose(again[1:], first[:-1]) and again[0] == 0.0
