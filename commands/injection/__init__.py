@@ -135,6 +135,10 @@ spaces and tabs become one space.
 - Since rules/16 (from the twenty-third held-out set, after it was scored): the money, account and secret words are
   whole words ("fee" was found in "feed", "rent" in "current"; the sensitive act of a relayed wish has no word
   boundary of its own); German heads still match inside compounds ("Abschlagszahlungen", "Girokonto").
+- Since rules/17 (from the twenty-fourth held-out set, after it was scored): a single quote opens only where no word
+  runs into it (the apostrophe of "we've" opened a false quote, so the quote that followed was never read as
+  mentioned); a quarantine report mentions the attack it quotes; "word for word:" before a quote relays it (it is
+  not an example of a word); a password manager is not a password.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -56,7 +56,7 @@ HUMAN_ADDRESSEE = re.compile(
     r"|tenants?|customers?|members|friends|y'all)\b\s*[,:!\u2014-]")
 #: A quoted stretch of text (straight quotes after normalisation; an apostrophe inside a word, as in
 #: "holder's", does not close a single quote).
-QUOTED = re.compile(r"\"[^\"\n]{3,200}\"|'(?:[^'\n]|(?<=\w)'(?=\w)){3,200}'")
+QUOTED = re.compile(r"\"[^\"\n]{3,200}\"|(?<!\w)'(?:[^'\n]|(?<=\w)'(?=\w)){3,200}'")
 #: After a closing quote: the quote is talked about ("'...' is a common phrase").
 MENTION_AFTER = re.compile(
     r"\s*(?:is|are|was|were)\s+(?:a|an|the|one|common|typical|classic|known|often|usually|how|what|used)\b")
@@ -66,9 +66,9 @@ MENTION_CONTEXT = re.compile(
     r"\b(?:phishing|scam(?:s|mers?)?|fraud(?:ulent|sters?)?|(?:prompt )?injections?|attacks?|attackers?|hackers?"
     r"|malicious|suspicious|jailbreaks?|red flags?|flagged|reported|awareness|spoof(?:ed|ing)?"
     r"|impersonat\w+|researchers?|red[- ]team\w*|pen(?:etration)? test\w*|classifier|labell?ed as"
-    r"|social[- ]engineering|pretext\w*|vishing|smishing)\b")
+    r"|social[- ]engineering|pretext\w*|vishing|smishing|quarantin\w*)\b")
 #: Decoded from a base64 blob: a sentence that names the agent or opens with an imperative (rules/3).
 ADDRESSED = re.compile(rf"\b{AGENT}\b|(?:^|[.!?:;]\s+)(?:please\s+)?(?:{ANY_V}|remember|reorder|order)\b")
 #: Before an opening quote: the quote is an example ("phrases like '...'").
 MENTION_BEFORE = re.compile(
-    r"(?:phrases?|words?|lines?|strings?|sentences?|like|such as|called|named|e\.g\.)\s*[:,]?\s*$")
+    r"(?:phrases?|(?<!\bfor )words?|lines?|strings?|sentences?|like|such as|called|named|e\.g\.)\s*[:,]?\s*$")
