@@ -69,7 +69,8 @@ ACCOUNT = ("(?:" + WORD_START + r"(?:(?:account|acct|iban|wallet|card|paypal|sor
            r"|konto\b)")
 
 SECRET = (r"(?:(?:passw[oö]rt(?:er)?|best[äa]tigungscode|zugangsdaten)|" + WORD_START
-          + r"(?:passwords?(?! managers?\b)|passwd|passcodes?|passphrases?|pins?\b|pin codes?|(?:api|openai|secret|private|access|ssh"
+          + r"(?:passwords?(?! managers?\b)|passwd|passcodes?|passphrases?|pins?\b|pin codes?"
+          r"|(?:api|openai|secret|private|access|ssh"
           r"|stripe|aws|license|licence|activation|encryption|signing|recovery) ?keys?|(?:access|session|auth|bearer"
           r"|api|refresh|personal access) ?tokens?|tokens?\b|otps?\b|one[- ]time (?:codes?|pass(?:words?|codes?))"
           r"|(?:verification|security|confirmation|mfa|2fa|backup) codes?|\d-digit codes?|2fa (?:backup )?codes?"
