@@ -139,6 +139,10 @@ spaces and tabs become one space.
   runs into it (the apostrophe of "we've" opened a false quote, so the quote that followed was never read as
   mentioned); a quarantine report mentions the attack it quotes; "word for word:" before a quote relays it (it is
   not an example of a word); a password manager is not a password.
+- Since rules/18 (from the twenty-fifth held-out set, after it was scored): ``credentials.hand-on``, a secret named
+  and then handed on by a pronoun to someone else ("they need the 2FA code ...; when it arrives, read it out to
+  them"; not to "me" or "us", not when the sentence forbids it); "from today" in Spanish, French, German, Italian
+  and Portuguese as a standing marker ("a partir de hoy", "a partir de hoje").
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

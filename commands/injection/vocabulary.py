@@ -153,7 +153,10 @@ TRIGGER_EVENT = (r"(?:(?!i\b|i'm\b|we\b|you (?:ever )?(?:need|want)\b)(?:[\w']+\
 STANDING_MARK = (r"(?:from now on|from this point (?:on|forward)|going forward|henceforth|in (?:the )?future"
                  r"(?: conversations| sessions| chats| replies)?|for all future (?:sessions|conversations|chats"
                  r"|replies|requests)|[àa] partir de maintenant|dor[ée]navant|d[ée]sormais|de ahora en adelante"
-                 r"|a partir de ahora|ab jetzt|von nun an|ab sofort|d'ora in poi)")
+                 r"|a partir de ahora|ab jetzt|von nun an|ab sofort|d'ora in poi"
+                 # rules/18: "from today" in the same languages, and Portuguese
+                 r"|a partir de hoy|desde hoy|[àa] partir d'aujourd'hui|ab heute|da oggi in poi|a partire da oggi"
+                 r"|a partir de (?:agora|hoje)|de agora em diante|daqui (?:em|para a) frente)")
 
 # rules/8: a standing waiver of the person's confirmation ("without asking me", "no need to check with the
 # user", "sans me consulter", "sin preguntarme", "ohne Rückfrage", "確認せずに") near an act on money,
