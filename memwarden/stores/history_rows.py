@@ -19,11 +19,20 @@ _CAST = {"memory_id": "memory_id::text", "command_id": "command_id::text", "supe
 async def versions_of(conn: psycopg.AsyncConnection, memory_id: str) -> list[dict[str, Any]]:
     """The rows of ``memory_id``'s versions by version number, as dicts of :data:`_COLUMNS` (times as
     aware datetimes, the text still sealed: ``content_nonce``/``content_sealed``, ``None`` once
-    forgotten). Empty when the memory has no projected version."""
+    forgotten). Empty when the memory has no projected version.
+
+    A memory the gate has decided to forget reads as forgotten at once (design card, forget step 2
+    "block reads at once"): every version ``status = 'forgotten'`` without its sealed text, even
+    before the ``MemoryForgotten`` event reaches this projection."""
     columns = ", ".join(_CAST.get(c, c) for c in _COLUMNS)
     async with conn.cursor() as cur:
-        await cur.execute(f"SELECT {columns} FROM memory_versions WHERE memory_id = %s::uuid"  # noqa: S608
-                          " ORDER BY version", (memory_id,))
+        await cur.execute(f"SELECT {columns}, EXISTS (SELECT 1 FROM gate_memories g"  # noqa: S608
+                          " WHERE g.memory_id = %s::uuid AND g.forgotten)"
+                          " FROM memory_versions WHERE memory_id = %s::uuid ORDER BY version", (memory_id, memory_id))
         rows = await cur.fetchall()
     await conn.commit()
-    return [dict(zip(_COLUMNS, r, strict=True)) for r in rows]
+    out = [dict(zip(_COLUMNS, r[:-1], strict=True)) for r in rows]
+    if rows and rows[0][-1]:
+        for row in out:
+            row.update(status="forgotten", content_nonce=None, content_sealed=None)
+    return out

@@ -66,6 +66,7 @@ SELECT memory_id::text, version, command_id::text, content_key_id::text, princip
        unverified, tags, content_nonce, content_sealed
 FROM memory_versions
 WHERE command_id = ANY(%(ids)s::uuid[]) AND {where}
+  AND NOT EXISTS (SELECT 1 FROM gate_memories g WHERE g.memory_id = memory_versions.memory_id AND g.forgotten)
 """
 
 
@@ -146,7 +147,12 @@ async def verify_candidates(conn: psycopg.AsyncConnection, command_ids: Sequence
     transaction. Columns: memory_id, version, command_id, content key id, principal, subject, scope,
     source_kind, source_ref, observed_at, valid_from, valid_to, status, ledger topic, partition,
     offset, unverified, tags, content nonce, sealed content (the caller opens it with the key ring).
-    One statement: on an autocommit connection (the read API's), one round trip."""
+    One statement: on an autocommit connection (the read API's), one round trip.
+
+    A memory the gate has decided to forget is left out at once (design card, forget step 2 "block
+    reads at once"): the gate marks it forgotten in the transaction that stores the decision, before
+    the ``MemoryForgotten`` event reaches the projections, so a read never returns it between the
+    decision a caller sees and the erasure of the derived stores."""
     async with conn.cursor() as cur:
         await cur.execute(_VERIFY.format(where=where), {"ids": list(command_ids), **params})  # type: ignore[arg-type]
         rows = await cur.fetchall()

@@ -19,6 +19,7 @@ from memwarden.ops.worker_process import WorkerProcess
 from memwarden.producers.client import MemwardenClient
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
+from memwarden.stores.pg import connect as connect_db
 from tests.integration.conftest import poll, read_topic, rows
 
 pytestmark = [pytest.mark.integration]
@@ -178,10 +179,14 @@ def test_pruning_forgets_stale_events_archives_stale_profile_facts_and_keeps_the
                                 observed_at=long_ago)
     stale_fact = client.record(principal=gil, subject=gil, text="gil was born in Porto", observed_at=long_ago)
     fresh_event = client.record(principal=gil, subject=gil, text="gil bought bread today", store_kind="EVENT")
-    client.decisions([stale_event.command_id, stale_fact.command_id, fresh_event.command_id], timeout_s=120)
+    decided = client.decided([stale_event.command_id, stale_fact.command_id, fresh_event.command_id],
+                               timeout_s=120)
+    assert [d["outcome"] for d in decided.values()] == ["ACCEPTED"] * 3, decided
     wait_caught_up(namespace, alive=worker.alive)
     dry = prune(namespace, 0.05, 30 * 86_400.0, dry_run=True)
-    assert stale_event.memory_id in dry["forget"] and stale_fact.memory_id in dry["archive"]
+    projected = rows(namespace, "SELECT memory_id::text, status, store_kind, valid_from FROM memory_versions"
+                                " WHERE subject = %s", (gil,))
+    assert stale_event.memory_id in dry["forget"] and stale_fact.memory_id in dry["archive"], (dry, projected)
     assert fresh_event.memory_id not in dry["forget"] + dry["archive"] and dry["decision"] is None
     done = prune(namespace, 0.05, 30 * 86_400.0)
     assert done["decision"]["outcome"] == "ACCEPTED" and stale_event.memory_id in done["decision"]["memory_ids"]
@@ -262,3 +267,38 @@ def test_a_forget_of_a_held_command_and_a_forget_racing_a_supersede(
     assert first.memory_id not in _readable(client, jo, "Jo gate code 1234 5678")
     receipt = poll(lambda: _receipts(namespace, forget.command_id), timeout_s=60, what="receipt")[0]
     assert receipt["versions"] == [1, 2] and len(receipt["key_ids"]) == 2  # both versions' keys shredded
+
+
+def test_a_decided_forget_blocks_reads_before_the_projections_apply_it(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient, principal: Callable[..., str]) -> None:
+    """Design card, forget step 2 ("block reads at once"): the gate marks a memory forgotten in the
+    transaction that stores its decision, and the read path honours that mark, so no recall or history
+    returns the memory in the window before ``MemoryForgotten`` reaches the profile and the index. The
+    window is made to last here by marking the gate's state the way its decision does, for a memory the
+    projections still hold."""
+    import asyncio
+
+    from memwarden.producers.async_client import AsyncMemwardenClient
+
+    iris = principal()
+    gone = client.record(principal=iris, subject=iris, text="iris keeps her spare key under the blue pot")
+    kept = client.record(principal=iris, subject=iris, text="iris keeps her bicycle in the blue shed")
+    client.decisions([gone.command_id, kept.command_id], timeout_s=120)
+    wait_caught_up(namespace, alive=worker.alive)
+    assert {gone.memory_id, kept.memory_id} <= _readable(client, iris, "iris keeps blue")
+    with connect_db(namespace) as conn:
+        conn.execute("UPDATE gate_memories SET forgotten = true WHERE memory_id = %s", (gone.memory_id,))
+    seen = _readable(client, iris, "iris keeps blue")
+    assert gone.memory_id not in seen and kept.memory_id in seen
+    assert rows(namespace, "SELECT status FROM memory_versions WHERE memory_id = %s", (gone.memory_id,)) == [
+        ("active",)]  # the projection still holds it: the read path alone kept it out
+
+    async def histories() -> tuple[Any, Any]:
+        async with AsyncMemwardenClient(MemwardenClient(namespace)) as aio:
+            aio.client.add_signer(client._signers[iris])
+            return await aio.history(iris, gone.memory_id), await aio.history(iris, kept.memory_id)
+
+    blocked, open_ = asyncio.run(histories())
+    assert blocked is not None and blocked["current"] is None
+    assert [(v["status"], v["text"]) for v in blocked["versions"]] == [("forgotten", None)]
+    assert open_["current"]["text"] == "iris keeps her bicycle in the blue shed"
