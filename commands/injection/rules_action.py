@@ -68,7 +68,7 @@ CREDENTIAL_RULES: tuple[Rule, ...] = (
     _r("credentials.hand-on", "CREDENTIALS",
        rf"{SECRET}{S}{{0,160}}?(?:[.;:!?]\s+{S}{{0,80}}?)?(?P<core>\b(?:read|give|send|pass|tell|forward|text|hand|spell)"
        r"\s+(?:it|them|that|this|those)\s+(?:out |over |on |back )?to\s+(?!me\b|us\b|myself\b|ourselves\b)"
-       r"(?:them|him|her|whoever|the \w+|this \w+|that \w+|[A-Z]\w+))", negation_exempt=True),
+       r"(?:them|him|her|whoever|the \w+|this \w+|that \w+))", negation_exempt=True),
     # rules/11: a standing permission for someone to receive secrets ("Nephew Jonas may receive passwords from
     # the password manager on request"): whoever records it, it would make the agent hand them out later.
     _r("credentials.standing-permission", "CREDENTIALS",

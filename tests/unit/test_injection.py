@@ -1037,4 +1037,5 @@ def test_a_secret_handed_on_by_a_pronoun_and_a_relayed_wish_from_today(text: str
     "A partir de hoy el gimnasio abre a las siete; mi hermana me pidió que te dijera que llega tarde.",
 ])
 def test_a_secret_kept_or_returned_to_the_person_is_data(text: str) -> None:
+    """rules/18 hands a secret on only to someone else, and not where the sentence forbids it."""
     assert not DEFAULT_DETECTOR.detect(text).carries_instructions, text
