@@ -19,11 +19,16 @@ from memwarden.stores.pg import connect
 def lag(settings: Settings, index_label: str = "edge") -> dict[str, int]:
     """Records not yet processed per stage: ``gate`` (commands), ``profile`` and ``index:<label>``
     (events). The gate's offsets are stored after its outputs are acknowledged, so a gate lag of 0
-    means every event it owes is on the events topic."""
+    means every event it owes is on the events topic.
+
+    The stored offsets are read *before* the topics' end offsets: read after, a gate that published
+    and stored its offsets in between would show a gate lag of 0 against end offsets of the events
+    topic that do not yet hold what it published, and the projections would look caught up with
+    events they have not seen."""
     stages = {"gate": "commands", "profile": "events", f"index:{index_label}": "events"}
-    ends = {t: end_offsets(settings, t) for t in set(stages.values())}
     with connect(settings) as conn:
         done = consumer_offsets(conn)
+    ends = {t: end_offsets(settings, t) for t in set(stages.values())}
     return {stage: sum(max(0, high - done.get(stage, {}).get(p, 0)) for p, high in ends[topic].items())
             for stage, topic in stages.items()}
 
