@@ -70,6 +70,15 @@ twenty-sixth sets added (the twenty-sixth last; 40-63 % non-English in the later
 flagged) and suspicion 0.05: precision / recall **0.910 / 0.925** against ``minilm-ft/5``'s 0.882 / 0.875 at its
 0.95 on the same set and turns without the screen (0.853 / 0.917 at 0.80). A gain on one unseen set; not trained
 for lack of time to score it on a blind set written after it (the next step: train, then a twenty-seventh set).
+
+**Version 7, trained and not shipped (2026-12-05, fifth session).** Trained as above (1,938 s; the eleventh to
+twenty-sixth sets in :data:`TRAINING_FILES`, ``mask_ids=True`` in the three places that clean a text, 0.80 /
+0.05), then scored on the twenty-seventh set, written afterwards: with the rules and the multilingual head,
+precision / recall 0.944 / 0.975 and one injection in a default read, against 0.957 / 0.925 and three with
+``minilm-ft/5``. Not shipped: trained on masked text, it learned the mask's word ``id`` as a sign of injection
+(the held-out sets hide many payloads in long encoded runs), so notes carrying a file hash or a reference code
+scored 0.93-0.99 (``test_notes_carrying_identifiers_are_not_flagged_by_the_fine_tuned_classifier``). The next run
+trains on unmasked text as version 5 did (the scorer still masks), with the same files, ``--validate`` again.
 """
 
 from __future__ import annotations
