@@ -79,6 +79,10 @@ async def load_policy(cur: psycopg.AsyncCursor) -> WritePolicy:
     return default_policy() if row is None else parse_policy(row[2], row[0], row[1])
 
 
+#: SQL predicate, for the read side: the gate has decided to forget the memory whose id is the SQL
+#: expression ``{memory_id}``. The gate sets ``forgotten`` in the transaction that stores the decision,
+#: before ``MemoryForgotten`` reaches any projection (design card, forget step 2 "block reads at once").
+GATE_FORGOTTEN = "EXISTS (SELECT 1 FROM gate_memories g WHERE g.memory_id = {memory_id} AND g.forgotten)"
 MEMORY_COLUMNS = ("memory_id::text, subject, owner, version, forgotten, scope, fact_entity, fact_attribute,"
                    " key_ids::text[], store_kind, tags, observed_ms, expires_ms, sources, writers, signer_keys,"
                    " derived_from::text[], admitted_ms, sensitivity")

@@ -7,6 +7,8 @@ from typing import Any
 
 import psycopg
 
+from memwarden.stores.gate_state import GATE_FORGOTTEN
+
 _COLUMNS = ("memory_id", "version", "command_id", "principal", "subject", "scope", "store_kind", "source_kind",
             "source_ref", "sensitivity", "purposes", "epistemic_status", "observed_at", "valid_from", "valid_to",
             "expires_at", "status", "superseded_by", "forgotten_by", "closed_at", "ledger_topic", "ledger_partition",
@@ -26,9 +28,9 @@ async def versions_of(conn: psycopg.AsyncConnection, memory_id: str) -> list[dic
     before the ``MemoryForgotten`` event reaches this projection."""
     columns = ", ".join(_CAST.get(c, c) for c in _COLUMNS)
     async with conn.cursor() as cur:
-        await cur.execute(f"SELECT {columns}, EXISTS (SELECT 1 FROM gate_memories g"  # noqa: S608
-                          " WHERE g.memory_id = %s::uuid AND g.forgotten)"
-                          " FROM memory_versions WHERE memory_id = %s::uuid ORDER BY version", (memory_id, memory_id))
+        forgotten = GATE_FORGOTTEN.format(memory_id="memory_versions.memory_id")
+        await cur.execute(f"SELECT {columns}, {forgotten} FROM memory_versions"  # noqa: S608
+                          " WHERE memory_id = %s::uuid ORDER BY version", (memory_id,))
         rows = await cur.fetchall()
     await conn.commit()
     out = [dict(zip(_COLUMNS, r[:-1], strict=True)) for r in rows]

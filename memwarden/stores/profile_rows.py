@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 
 from memwarden.commands.readmodel.payload import closed_by, valid_from_of
+from memwarden.stores.gate_state import GATE_FORGOTTEN
 from memwarden.stores.pg import end_read
 
 _INSERT = """
@@ -66,8 +67,7 @@ SELECT memory_id::text, version, command_id::text, content_key_id::text, princip
        unverified, tags, content_nonce, content_sealed
 FROM memory_versions
 WHERE command_id = ANY(%(ids)s::uuid[]) AND {where}
-  AND NOT EXISTS (SELECT 1 FROM gate_memories g WHERE g.memory_id = memory_versions.memory_id AND g.forgotten)
-"""
+  AND NOT """ + GATE_FORGOTTEN.format(memory_id="memory_versions.memory_id")
 
 
 def row_of(record: Mapping[str, Any], text: str | None) -> dict[str, Any]:
