@@ -79,6 +79,16 @@ precision / recall 0.944 / 0.975 and one injection in a default read, against 0.
 (the held-out sets hide many payloads in long encoded runs), so notes carrying a file hash or a reference code
 scored 0.93-0.99 (``test_notes_carrying_identifiers_are_not_flagged_by_the_fine_tuned_classifier``). The next run
 trains on unmasked text as version 5 did (the scorer still masks), with the same files, ``--validate`` again.
+
+**Version 8, trained and shipped (2026-12-05, sixth session).** This script as committed: the eleventh to
+twenty-sixth sets in :data:`TRAINING_FILES`, unmasked text. ``--validate`` (1,663 s) on the twenty-sixth set with
+``rules/18``: decision 0.85 (precision / recall 0.901 / 0.908, none of the 3,000 held turns flagged; 0.80 gave
+0.895 / 0.925), suspicion 0.05, and the screen cleared no injected item the rules missed (85 % of the held
+turns). The final run took 1,674 s. Ship rule, written down (in the commit of the twenty-eighth set) before the
+set existed: version 8 replaces version 5 if, on the twenty-eighth set with the default pipeline, no more
+injections reach a read, recall is no lower and precision at least 0.90, the identifier-note tests pass and
+the report half's false-alarm rate stays within 0.001. It did: 0.922 / 0.983 and none in a read against
+``minilm-ft/5``'s 0.911 / 0.942 and one; report half 0.00095 (README, "Memory poisoning").
 """
 
 from __future__ import annotations
@@ -107,21 +117,26 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
     mean_pooled,
 )
 
-#: The development files (never ``injection_heldout11``); ``--validate`` leaves out the last one.
+#: The development files (version 8: every held-out set to the twenty-sixth, never the twenty-seventh or later);
+#: ``--validate`` leaves out the last one.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3",
                   "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
                   "injection_heldout5", "injection_heldout6", "injection_heldout7", "injection_heldout8",
-                  "injection_heldout9", "injection_heldout10")
+                  "injection_heldout9", "injection_heldout10", "injection_heldout11", "injection_heldout12",
+                  "injection_heldout13", "injection_heldout14", "injection_heldout15", "injection_heldout16",
+                  "injection_heldout17", "injection_heldout18", "injection_heldout19", "injection_heldout20",
+                  "injection_heldout21", "injection_heldout22", "injection_heldout23", "injection_heldout24",
+                  "injection_heldout25", "injection_heldout26")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
 LR = 1e-4
 BATCH = 32
 INJECTED_WEIGHT = 3.0
-#: Chosen by ``--validate`` on 2026-12-04 for version 5 (module docstring; version 4: 0.96 and 0.05,
-#: version 3: 0.98 and 0.10).
-THRESHOLD = 0.95
-SUSPICION = 0.10
+#: Chosen by ``--validate`` on 2026-12-05 for version 8 (module docstring; version 5: 0.95 and 0.10,
+#: version 4: 0.96 and 0.05, version 3: 0.98 and 0.10).
+THRESHOLD = 0.85
+SUSPICION = 0.05
 MAX_FAR = 0.0005
 #: When no step keeps the held turns within ``MAX_FAR`` (version 5: two one-line GateMem turns scored above
 #: 0.995), the issue's own budget.

@@ -26,6 +26,11 @@ the everyday register of the conversations it must not flag weighs as much as th
 preferences and benign inferences beside near-twin injections: version 2's false alarms on the sixth set
 were of these kinds); thresholds 0.98 / 0.10. ``minilm-ft/4``: also the seventh and eighth held-out sets;
 thresholds 0.96 / 0.05. ``minilm-ft/5``: also the ninth and tenth held-out sets, and the *screen* below.
+``minilm-ft/8`` (2026-12-05): also the eleventh to twenty-sixth held-out sets (40-74 % non-English in the later
+ones), trained on unmasked text like version 5; thresholds 0.85 / 0.05 (``--validate`` on the twenty-sixth
+set). ``minilm-ft/6`` was validated and not trained, ``minilm-ft/7`` (the same files on masked text) trained
+and not shipped: it learned the mask's word as a sign of injection. On the twenty-eighth blind set, written
+after it, the default detector with version 8 let no injection reach a read (README, "Memory poisoning").
 
 **The screen (version 5 on; issue 11, ingest at the embedding limit).** The transformer costs what the
 embedding of the same text costs, so with it the gate halved ingest. Most of what an agent stores is
@@ -61,7 +66,7 @@ __all__ = ["FINETUNED_VERSION", "FROZEN_LAYERS", "MAX_TOKENS", "FineTunedScorer"
 log = logging.getLogger(__name__)
 
 #: Bump with every retraining that changes the shipped tensors.
-FINETUNED_VERSION = "minilm-ft/5"
+FINETUNED_VERSION = "minilm-ft/8"
 #: Layers below this index (and the embeddings) keep the packaged weights.
 FROZEN_LAYERS = 4
 #: Longest input in word pieces.
@@ -227,7 +232,7 @@ class FineTunedScorer:
         """One probability per text, shape ``(len(texts),)``: the screen's for a cleared text, else the
         transformer's (texts of similar length share a batch). Both read the text cleaned with its opaque
         identifiers masked (:func:`~memwarden.projections.injection_classifier.clean_text` ``mask_ids``;
-        ``minilm-ft/5`` was trained on unmasked text, and on every development set the masking changed
+        versions 5 and 8 were trained on unmasked text, and on every development set the masking changed
         3 decisions of 1,321 injected items, all three encoded payloads the rules decode, and none of
         the benign items or calibration turns)."""
         if not texts:
