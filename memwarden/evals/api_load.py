@@ -34,6 +34,7 @@ from rich.table import Table
 from memwarden.errors import MemwardenError, StackUnavailable
 from memwarden.evals.api_load_clients import drive, unrecallable
 from memwarden.evals.api_load_score import (
+    content_refusals,
     endpoint_figures,
     live_memories,
     lost,
@@ -54,7 +55,8 @@ def run_api_load(base: Settings, clients: int = 50, duration_s: float = 60.0, se
     """Run the load (see the module doc) and return its figures: ``endpoints`` (per endpoint count,
     requests/s, p50/p95/p99/max latency in ms, unexpected answers), ``intended_refusals``, ``requests``,
     ``per_s``, ``acknowledged``, ``lost``, ``live_memories``, ``unrecallable``, ``unexpected_errors``
-    (with a few ``unexpected_samples``), the gate's ``outcomes``, the ``machine`` (cores, load average
+    (with a few ``unexpected_samples``), ``content_refusals`` (writes the gate held for review, answered 422
+    ``INSTRUCTIONS_IN_CONTENT``), the gate's ``outcomes``, the ``machine`` (cores, load average
     before and after) and ``passed``. ``clients``: 1-500; ``duration_s``: seconds of load (5-1800);
     ``settle_s``: at most this many seconds for the last decisions and the recall checks; ``think_s``:
     mean pause between a client's requests. Raises ``ValueError`` for a bad parameter,
@@ -92,7 +94,7 @@ def run_api_load(base: Settings, clients: int = 50, duration_s: float = 60.0, se
         "endpoints": endpoint_figures(calls, measured), "intended_refusals": refusal_figures(calls),
         "acknowledged": len(acks), "decided": sum(1 for a in acks if a.command_id in decided),
         "lost": len(lost(acks, decided)), "live_memories": len(live), "unrecallable": len(missing),
-        "unexpected_errors": len(unexpected),
+        "unexpected_errors": len(unexpected), "content_refusals": content_refusals(calls),
         "unexpected_samples": [f"{c.endpoint} {c.status or c.error} {c.code or ''}".strip() for c in unexpected[:10]],
         "outcomes": dict(Counter(decided.get(a.command_id, "UNDECIDED") for a in acks)),
         "machine": {"cores": os.cpu_count(), "load_before": [round(x, 2) for x in load_before],
@@ -227,8 +229,8 @@ def render(result: dict[str, Any], console: Console) -> None:
     for kind, r in result["intended_refusals"].items():
         console.print(f"intended refusal {kind}: {r['as_expected']}/{r['count']} answered {r['expected']}"
                       f" ({r['answers']})")
-    for key in ("acknowledged", "decided", "lost", "live_memories", "unrecallable", "unexpected_errors", "outcomes",
-                "machine"):
+    for key in ("acknowledged", "decided", "lost", "live_memories", "unrecallable", "unexpected_errors",
+                "content_refusals", "outcomes", "machine"):
         console.print(f"{key}: {result[key]}")
     if result["unexpected_samples"]:
         console.print(f"unexpected (first ones): {result['unexpected_samples']}")

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from memwarden.evals.api_load_score import ACCEPTED, Ack, Call
+from memwarden.evals.api_load_score import ACCEPTED, CONTENT_REFUSAL, Ack, Call
 
 #: Shares of the request mix (intended refusals included).
 MIX: tuple[tuple[str, float], ...] = (("record", 0.30), ("record_wait", 0.08), ("supersede", 0.14),
@@ -102,10 +102,16 @@ class LoadClient:
         self.acks.append(Ack(kind, str(body["command_id"]), memory_id, marker, self.index, len(self.acks)))
 
     async def bait(self) -> None:
-        """Record the bait memory with ``?wait=true`` (outside the measured mix)."""
-        marker, text = self._text()
-        status, body = await self._call("record_wait", "POST", "/v1/memories", keep=False, params={"wait": "true"},
-                                        json={"text": text, "source_ref": f"load:{self.index}"})
+        """Record the bait memory with ``?wait=true`` (outside the measured mix); a text the gate holds for
+        review (:data:`~memwarden.evals.api_load_score.CONTENT_REFUSAL`) is replaced by the next, up to
+        three times. Raises ``RuntimeError`` for any other answer."""
+        for _ in range(3):
+            marker, text = self._text()
+            status, body = await self._call("record_wait", "POST", "/v1/memories", keep=False,
+                                            params={"wait": "true"},
+                                            json={"text": text, "source_ref": f"load:{self.index}"})
+            if (status, body.get("code")) != CONTENT_REFUSAL:
+                break
         if status != 201:
             raise RuntimeError(f"client {self.index}: bait record answered {status} {body.get('code')}")
         self._ack("record", body, str(body["memory_id"]), marker)

@@ -13,11 +13,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+#: The gate's answer to a ``?wait=true`` write whose text its instruction detector holds for review: the API
+#: telling the caller why, not an error of the API; how often the detector misreads ordinary text is
+#: ``memwarden eval poisoning``'s false-alarm rate, and :func:`content_refusals` counts it here.
+CONTENT_REFUSAL = (422, "INSTRUCTIONS_IN_CONTENT")
+#: The share of the load's writes the gate may hold for review (answered 422 with ``?wait=true``, or decided
+#: ``QUARANTINED`` after a 202) before the run fails: the load's generated notes are ordinary, and a detector
+#: holding more than one in twenty would make the run measure the review queue, not the API. How often the
+#: detector misreads ordinary text is ``memwarden eval poisoning``'s false-alarm rate (budget 0.001).
+MAX_CONTENT_REFUSAL_SHARE = 0.05
 #: The status (and, for a 4xx, the code) each endpoint of the mix is expected to answer; anything else
 #: is an unexpected error. ``decision`` may also answer 404 ``NOT_DECIDED`` while the gate is deciding.
 EXPECTED: dict[str, tuple[tuple[int, str | None], ...]] = {
     "record": ((202, None),),
-    "record_wait": ((201, None),),
+    "record_wait": ((201, None), CONTENT_REFUSAL),
     "supersede": ((202, None),),
     "forget": ((202, None),),
     "recall": ((200, None),),
@@ -134,6 +143,11 @@ def unexpected_errors(calls: Iterable[Call]) -> list[Call]:
     return [c for c in calls if not expected(c)]
 
 
+def content_refusals(calls: Iterable[Call]) -> int:
+    """How many calls of the mix the gate answered with :data:`CONTENT_REFUSAL` (a write held for review)."""
+    return sum(1 for c in calls if not c.endpoint.startswith("refusal:") and (c.status, c.code) == CONTENT_REFUSAL)
+
+
 def lost(acks: Iterable[Ack], decided: Mapping[str, str]) -> list[Ack]:
     """Acknowledged writes without a decision in ``decided`` (command id -> outcome)."""
     return [a for a in acks if a.command_id not in decided]
@@ -154,13 +168,19 @@ def live_memories(acks: Iterable[Ack], decided: Mapping[str, str]) -> dict[str, 
 
 
 def passed(figures: Mapping[str, Any]) -> bool:
-    """The goal: writes were acknowledged, none lost, none unrecallable, no unexpected error, and every
-    intended refusal happened and answered exactly as intended."""
+    """The goal: writes were acknowledged, none lost, none unrecallable, no unexpected error, every
+    intended refusal happened and answered exactly as intended, and the gate held at most
+    :data:`MAX_CONTENT_REFUSAL_SHARE` of the writes for review: ``content_refusals`` (422 answers) and the
+    acknowledged writes decided ``QUARANTINED`` (``outcomes``) over both."""
     refusals = figures["intended_refusals"]
+    held = figures.get("content_refusals", 0) + figures.get("outcomes", {}).get("QUARANTINED", 0)
+    writes = figures["acknowledged"] + figures.get("content_refusals", 0)
     return (figures["acknowledged"] > 0 and figures["lost"] == 0 and figures["unrecallable"] == 0
             and figures["unexpected_errors"] == 0 and bool(refusals)
-            and all(r["as_expected"] == r["count"] for r in refusals.values()))
+            and all(r["as_expected"] == r["count"] for r in refusals.values())
+            and held <= MAX_CONTENT_REFUSAL_SHARE * writes)
 
 
-__all__ = ["ACCEPTED", "EXPECTED", "REFUSALS", "Ack", "Call", "endpoint_figures", "expected", "live_memories",
+__all__ = ["ACCEPTED", "CONTENT_REFUSAL", "EXPECTED", "MAX_CONTENT_REFUSAL_SHARE", "REFUSALS", "Ack", "Call",
+           "content_refusals", "endpoint_figures", "expected", "live_memories",
            "lost", "passed", "percentile", "refusal_figures", "unexpected_errors"]

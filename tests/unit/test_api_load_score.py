@@ -8,6 +8,7 @@ import pytest
 from memwarden.evals.api_load_score import (
     Ack,
     Call,
+    content_refusals,
     endpoint_figures,
     expected,
     live_memories,
@@ -37,6 +38,10 @@ def test_expected_answers_per_endpoint() -> None:
     assert not expected(Call("record", 201, 5.0))
     assert expected(Call("record_wait", 201, 5.0))
     assert not expected(Call("record_wait", 403, 5.0, "NOT_OWNER"))
+    # the gate holding a text for review is the API telling the caller why (counted apart), not an error
+    assert expected(Call("record_wait", 422, 5.0, "INSTRUCTIONS_IN_CONTENT"))
+    assert not expected(Call("record_wait", 422, 5.0, "UNKNOWN_FIELD"))
+    assert not expected(Call("record", 422, 5.0, "INSTRUCTIONS_IN_CONTENT"))
     assert expected(Call("decision", 200, 5.0))
     assert expected(Call("decision", 404, 5.0, "NOT_DECIDED"))
     assert not expected(Call("decision", 404, 5.0, "UNKNOWN_MEMORY"))
@@ -110,3 +115,13 @@ def test_pass_rule() -> None:
     assert not passed(_figures(unexpected_errors=1))
     assert not passed(_figures(intended_refusals={}))
     assert not passed(_figures(intended_refusals={"forget_other": {"count": 2, "as_expected": 1}}))
+    # at most 5 % of the writes held for review: 422 answers and acknowledged writes quarantined together
+    assert passed(_figures(acknowledged=198, content_refusals=2, outcomes={"ACCEPTED": 190, "QUARANTINED": 8}))
+    assert not passed(_figures(acknowledged=198, content_refusals=3, outcomes={"ACCEPTED": 190, "QUARANTINED": 8}))
+    assert not passed(_figures(acknowledged=200, outcomes={"ACCEPTED": 189, "QUARANTINED": 11}))
+
+
+def test_content_refusals_count_the_gate_holding_a_write_for_review() -> None:
+    calls = [Call("record_wait", 422, 5.0, "INSTRUCTIONS_IN_CONTENT"), Call("record_wait", 201, 5.0),
+             Call("record_wait", 422, 5.0, "UNKNOWN_FIELD"), Call("refusal:forget_other", 403, 5.0, "NOT_OWNER")]
+    assert content_refusals(calls) == 1 and unexpected_errors(calls) == [calls[2]]
