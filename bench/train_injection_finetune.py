@@ -89,6 +89,10 @@ set existed: version 8 replaces version 5 if, on the twenty-eighth set with the 
 injections reach a read, recall is no lower and precision at least 0.90, the identifier-note tests pass and
 the report half's false-alarm rate stays within 0.001. It did: 0.922 / 0.983 and none in a read against
 ``minilm-ft/5``'s 0.911 / 0.942 and one; report half 0.00095 (README, "Memory poisoning").
+
+**For the next version.** ``injection_train4`` (training data only: ordinary notes carrying short codes beside
+injections carrying them; version 8 flags 10 of its 150 benign texts) and the twenty-seventh to twenty-ninth sets
+join :data:`TRAINING_FILES`, with a new blind set written afterwards to report on.
 """
 
 from __future__ import annotations
