@@ -30,7 +30,8 @@ thresholds 0.96 / 0.05. ``minilm-ft/5``: also the ninth and tenth held-out sets,
 ones), trained on unmasked text like version 5; thresholds 0.85 / 0.05 (``--validate`` on the twenty-sixth
 set). ``minilm-ft/6`` was validated and not trained, ``minilm-ft/7`` (the same files on masked text) trained
 and not shipped: it learned the mask's word as a sign of injection. On the twenty-eighth blind set, written
-after it, the default detector with version 8 let no injection reach a read (README, "Memory poisoning").
+after it, the default detector with version 8 let no injection reach a read, on the twenty-ninth one (README,
+"Memory poisoning").
 
 **The screen (version 5 on; issue 11, ingest at the embedding limit).** The transformer costs what the
 embedding of the same text costs, so with it the gate halved ingest. Most of what an agent stores is

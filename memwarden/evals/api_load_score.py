@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 #: The gate's answer to a ``?wait=true`` write whose text its instruction detector holds for review: the API
-#: telling the caller why, not an error of the API; how often the detector misreads ordinary text is
-#: ``memwarden eval poisoning``'s false-alarm rate, and :func:`content_refusals` counts it here.
+#: telling the caller why, not an error of the API; :func:`content_refusals` counts it.
 CONTENT_REFUSAL = (422, "INSTRUCTIONS_IN_CONTENT")
 #: The share of the load's writes the gate may hold for review (answered 422 with ``?wait=true``, or decided
 #: ``QUARANTINED`` after a 202) before the run fails: the load's generated notes are ordinary, and a detector
@@ -173,8 +172,9 @@ def passed(figures: Mapping[str, Any]) -> bool:
     :data:`MAX_CONTENT_REFUSAL_SHARE` of the writes for review: ``content_refusals`` (422 answers) and the
     acknowledged writes decided ``QUARANTINED`` (``outcomes``) over both."""
     refusals = figures["intended_refusals"]
-    held = figures.get("content_refusals", 0) + figures.get("outcomes", {}).get("QUARANTINED", 0)
-    writes = figures["acknowledged"] + figures.get("content_refusals", 0)
+    refused = figures.get("content_refusals", 0)
+    held = refused + figures.get("outcomes", {}).get("QUARANTINED", 0)
+    writes = figures["acknowledged"] + refused
     return (figures["acknowledged"] > 0 and figures["lost"] == 0 and figures["unrecallable"] == 0
             and figures["unexpected_errors"] == 0 and bool(refusals)
             and all(r["as_expected"] == r["count"] for r in refusals.values())
