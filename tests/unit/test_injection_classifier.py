@@ -129,9 +129,9 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     sixteenth and seventeenth ``rules/13``, the eighteenth ``rules/14``, the nineteenth ``rules/15``, the
     twentieth ``e5-lr/1``, the twenty-first to twenty-third ``e5-lr/2``, the twenty-fourth ``rules/16`` and
     ``minilm-ft/5@en``, the twenty-fifth ``rules/17``, the twenty-sixth ``rules/18``, the twenty-seventh
-    ``minilm-ft/7``, not shipped, the twenty-eighth and twenty-ninth ``minilm-ft/8``, the thirtieth ``minilm-ft/9``)
-    is the file its provenance note fixed, and none of its texts is in any other labelled file of the package (a set is trained on only as the
-    file it is, once the next is frozen)."""
+    ``minilm-ft/7``, not shipped, the twenty-eighth and twenty-ninth ``minilm-ft/8``, the thirtieth ``minilm-ft/9``, not
+    shipped) is the file its provenance note fixed, and none of its texts is in any other labelled file of the package
+    (a set is trained on only as the file it is, once the next is frozen)."""
     import hashlib
     import json
     import re
