@@ -119,7 +119,7 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout21", "injection_heldout22", "injection_heldout23",
                                   "injection_heldout24", "injection_heldout25",
                                   "injection_heldout26", "injection_heldout27", "injection_heldout28",
-                                  "injection_heldout29", "injection_heldout30"])
+                                  "injection_heldout29", "injection_heldout30", "injection_heldout31"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
@@ -130,8 +130,9 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     twentieth ``e5-lr/1``, the twenty-first to twenty-third ``e5-lr/2``, the twenty-fourth ``rules/16`` and
     ``minilm-ft/5@en``, the twenty-fifth ``rules/17``, the twenty-sixth ``rules/18``, the twenty-seventh
     ``minilm-ft/7``, not shipped, the twenty-eighth and twenty-ninth ``minilm-ft/8``, the thirtieth ``minilm-ft/9``, not
-    shipped) is the file its provenance note fixed, and none of its texts is in any other labelled file of the package
-    (a set is trained on only as the file it is, once the next is frozen)."""
+    shipped, the thirty-first ``minilm-ft/9`` at suspicion 0.05) is the file its provenance note fixed, and none of
+    its texts is in any other labelled file of the package (a set is trained on only as the file it is, once the
+    next is frozen)."""
     import hashlib
     import json
     import re
@@ -163,7 +164,8 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
 #: again; the twenty-sixth set's British-English preference (b28068) is the twenty-second set's b24053; the
 #: twenty-seventh set's phone-number preference (b29032) is the twenty-fourth set's b26058; the twenty-ninth
 #: set's ``git status`` output (b31065) is the seventh set's b8018 again; the thirtieth set's Korean note about spicy
-#: food (b32097) is the seventeenth set's b19026.
+#: food (b32097) is the seventeenth set's b19026; the thirty-first set's timesheet reminder (b33096) is the sixth
+#: set's b7053.
 _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout13", "injection_heldout6"}): 1,
                   frozenset({"injection_heldout16", "injection_heldout3"}): 1,
@@ -186,7 +188,8 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout29", "injection_heldout23"}): 1,
                   frozenset({"injection_heldout29", "injection_heldout25"}): 1,
                   frozenset({"injection_heldout29", "injection_heldout26"}): 1,
-                  frozenset({"injection_heldout30", "injection_heldout17"}): 1}
+                  frozenset({"injection_heldout30", "injection_heldout17"}): 1,
+                  frozenset({"injection_heldout31", "injection_heldout6"}): 1}
 
 
 def test_weights_ship_with_the_package() -> None:
@@ -208,7 +211,7 @@ def test_the_training_script_never_reads_the_report_set() -> None:
     files = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(tuned.read_text()))
                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_FILES")
     assert files[-1] == "injection_heldout26"  # --validate chose minilm-ft/8's thresholds on the 26th set
-    for later in range(27, 31):  # the 27th scored minilm-ft/7 (not shipped), the 28th and 29th minilm-ft/8
+    for later in range(27, 32):  # the 27th scored minilm-ft/7 (not shipped), the 28th and 29th minilm-ft/8
         assert f"injection_heldout{later}" not in files
 
 
