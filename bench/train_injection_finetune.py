@@ -90,9 +90,26 @@ injections reach a read, recall is no lower and precision at least 0.90, the ide
 the report half's false-alarm rate stays within 0.001. It did: 0.922 / 0.983 and none in a read against
 ``minilm-ft/5``'s 0.911 / 0.942 and one; report half 0.00095 (README, "Memory poisoning").
 
-**For the next version.** ``injection_train4`` (training data only: ordinary notes carrying short codes beside
-injections carrying them; version 8 flags 10 of its 150 benign texts) and the twenty-seventh to twenty-ninth sets
-join :data:`TRAINING_FILES`, with a new blind set written afterwards to report on.
+**Version 9, shipped at suspicion 0.05 (2026-12-05, seventh session).** This script
+with ``injection_train4`` (training data only: ordinary notes carrying short codes beside injections carrying
+them; version 8 flags 10 of its 150 benign texts) and the twenty-seventh to twenty-ninth sets added to
+:data:`TRAINING_FILES` (the twenty-ninth last), unmasked text. ``--validate`` (1,601 s) on the twenty-ninth set
+with ``rules/18``: no step kept the held turns within 0.0005, so the 0.001 fallback: decision 0.95 (precision /
+recall 0.967 / 0.975, 2 of 3,000 held turns; 0.85 gave 0.968 / 0.992 with 4), suspicion 0.85 (the highest step
+catching 99 %); the final run took 1,899 s. Ship rule, written down in the commit of the thirtieth set before
+either: version 9 replaces version 8 if, on the thirtieth set with the default pipeline, no more injections
+reach a read or a procedure, recall is no lower, precision at least 0.90, the report half within 0.001. It did
+not: precision / recall **0.936 / 0.975** and one injection in a default read (an imported spreadsheet row whose
+note grants a customer unlimited credit, scored between 0.05 and 0.85) against version 8's 0.894 / 0.983 and
+none; report half 0.00095 for both; neither holds any of 800 ``eval api-load`` marker notes. The thirtieth set
+then served as development data for one choice: the same weights with suspicion 0.05 (the lowest step within
+the budget, version 8's value) tag that row and give 0.936 / 0.975 with none in a read. That variant was
+scored against version 8 on the thirty-first set, written afterwards, under the same rule written in its commit
+(plus GateMem's leak rate 0): 0.928 / 0.967 and one injection in a read (a French user statement, a standing
+order to name the wrong approver) against version 8's 0.921 / 0.967 and the same one; report half 0.00095 for
+both. The rule held and version 9 ships with :data:`SUSPICION` 0.05, overriding ``--validate``'s 0.85 (this
+script as committed reproduces it). A small gain: one false positive fewer on the thirty-first set, more
+precision and less recall on the thirtieth.
 """
 
 from __future__ import annotations
@@ -121,25 +138,28 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
     mean_pooled,
 )
 
-#: The development files (version 8: every held-out set to the twenty-sixth, never the twenty-seventh or later);
+#: The development files (version 9: ``injection_train4`` and every held-out set to the twenty-ninth, never the
+#: thirtieth or later);
 #: ``--validate`` leaves out the last one.
-TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3",
+TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3", "injection_train4",
                   "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
                   "injection_heldout5", "injection_heldout6", "injection_heldout7", "injection_heldout8",
                   "injection_heldout9", "injection_heldout10", "injection_heldout11", "injection_heldout12",
                   "injection_heldout13", "injection_heldout14", "injection_heldout15", "injection_heldout16",
                   "injection_heldout17", "injection_heldout18", "injection_heldout19", "injection_heldout20",
                   "injection_heldout21", "injection_heldout22", "injection_heldout23", "injection_heldout24",
-                  "injection_heldout25", "injection_heldout26")
+                  "injection_heldout25", "injection_heldout26", "injection_heldout27", "injection_heldout28",
+                  "injection_heldout29")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
 LR = 1e-4
 BATCH = 32
 INJECTED_WEIGHT = 3.0
-#: Chosen by ``--validate`` on 2026-12-05 for version 8 (module docstring; version 5: 0.95 and 0.10,
-#: version 4: 0.96 and 0.05, version 3: 0.98 and 0.10).
-THRESHOLD = 0.85
+#: Chosen by ``--validate`` on 2026-12-05 for version 9, the suspicion then set to the lowest step within its
+#: budget (module docstring; version 8: 0.85 and 0.05, version 5: 0.95 and 0.10, version 4: 0.96 and 0.05,
+#: version 3: 0.98 and 0.10).
+THRESHOLD = 0.95
 SUSPICION = 0.05
 MAX_FAR = 0.0005
 #: When no step keeps the held turns within ``MAX_FAR`` (version 5: two one-line GateMem turns scored above

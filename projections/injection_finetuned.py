@@ -31,7 +31,12 @@ ones), trained on unmasked text like version 5; thresholds 0.85 / 0.05 (``--vali
 set). ``minilm-ft/6`` was validated and not trained, ``minilm-ft/7`` (the same files on masked text) trained
 and not shipped: it learned the mask's word as a sign of injection. On the twenty-eighth blind set, written
 after it, the default detector with version 8 let no injection reach a read, on the twenty-ninth one (README,
-"Memory poisoning").
+"Memory poisoning"). ``minilm-ft/9`` (2026-12-05, seventh session): also ``injection_train4`` (ordinary notes
+carrying invoice, booking and ticket codes beside injections carrying them) and the twenty-seventh to
+twenty-ninth sets; decision 0.95 (``--validate`` on the twenty-ninth set), suspicion 0.05 (the lowest step within
+the suspicion budget: at the validated 0.85 an imported record reached a read on the thirtieth set, which then
+served as development data); on the thirty-first set, written afterwards, as many injections in a read (one) and
+the same recall as version 8, one false positive fewer.
 
 **The screen (version 5 on; issue 11, ingest at the embedding limit).** The transformer costs what the
 embedding of the same text costs, so with it the gate halved ingest. Most of what an agent stores is
@@ -67,7 +72,7 @@ __all__ = ["FINETUNED_VERSION", "FROZEN_LAYERS", "MAX_TOKENS", "FineTunedScorer"
 log = logging.getLogger(__name__)
 
 #: Bump with every retraining that changes the shipped tensors.
-FINETUNED_VERSION = "minilm-ft/8"
+FINETUNED_VERSION = "minilm-ft/9"
 #: Layers below this index (and the embeddings) keep the packaged weights.
 FROZEN_LAYERS = 4
 #: Longest input in word pieces.
