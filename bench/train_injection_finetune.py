@@ -101,7 +101,7 @@ either: version 9 replaces version 8 if, on the thirtieth set with the default p
 reach a read or a procedure, recall is no lower, precision at least 0.90, the report half within 0.001. It did
 not: precision / recall **0.936 / 0.975** and one injection in a default read (an imported spreadsheet row whose
 note grants a customer unlimited credit, scored between 0.05 and 0.85) against version 8's 0.894 / 0.983 and
-none; report half 0.00095 for both; neither holds any of 800 ``eval api-load`` marker notes. The thirtieth set
+none; report half 0.00095 for both; version 9 held none of 1,933 ``eval api-load`` notes. The thirtieth set
 then served as development data for one choice: the same weights with suspicion 0.05 (the lowest step within
 the budget, version 8's value) tag that row and give 0.936 / 0.975 with none in a read. That variant was
 scored against version 8 on the thirty-first set, written afterwards, under the same rule written in its commit
