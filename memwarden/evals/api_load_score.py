@@ -53,6 +53,11 @@ class Call:
     code: str | None = None
     error: str = ""
 
+    @property
+    def refusal_kind(self) -> str | None:
+        """The intended refusal this call tried (a key of :data:`REFUSALS`), ``None`` for a call of the mix."""
+        return self.endpoint.removeprefix("refusal:") if self.endpoint.startswith("refusal:") else None
+
 
 @dataclass(frozen=True)
 class Ack:
@@ -84,8 +89,8 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 def expected(call: Call) -> bool:
     """Whether ``call`` got an answer its endpoint may give (:data:`EXPECTED`, :data:`REFUSALS`)."""
-    if call.endpoint.startswith("refusal:"):
-        want = REFUSALS.get(call.endpoint.removeprefix("refusal:"))
+    if call.refusal_kind is not None:
+        want = REFUSALS.get(call.refusal_kind)
         return want is not None and (call.status, call.code) == want
     for status, code in EXPECTED.get(call.endpoint, ()):
         if call.status == status and (code is None or call.code == code):
@@ -105,7 +110,7 @@ def endpoint_figures(calls: Iterable[Call], duration_s: float) -> dict[str, dict
         raise ValueError("duration_s: must be positive")
     grouped: dict[str, list[Call]] = {}
     for call in calls:
-        if not call.endpoint.startswith("refusal:"):
+        if call.refusal_kind is None:
             grouped.setdefault(call.endpoint, []).append(call)
     out: dict[str, dict[str, Any]] = {}
     for endpoint in sorted(grouped):
@@ -124,9 +129,9 @@ def refusal_figures(calls: Iterable[Call]) -> dict[str, dict[str, Any]]:
     many answered exactly that) and ``answers`` (status and code -> count)."""
     out: dict[str, dict[str, Any]] = {}
     for call in calls:
-        if not call.endpoint.startswith("refusal:"):
+        kind = call.refusal_kind
+        if kind is None:
             continue
-        kind = call.endpoint.removeprefix("refusal:")
         status, code = REFUSALS.get(kind, (0, "?"))
         entry = out.setdefault(kind, {"count": 0, "expected": f"{status} {code}", "as_expected": 0, "answers": {}})
         entry["count"] += 1
@@ -144,7 +149,7 @@ def unexpected_errors(calls: Iterable[Call]) -> list[Call]:
 
 def content_refusals(calls: Iterable[Call]) -> int:
     """How many calls of the mix the gate answered with :data:`CONTENT_REFUSAL` (a write held for review)."""
-    return sum(1 for c in calls if not c.endpoint.startswith("refusal:") and (c.status, c.code) == CONTENT_REFUSAL)
+    return sum(1 for c in calls if c.refusal_kind is None and (c.status, c.code) == CONTENT_REFUSAL)
 
 
 def lost(acks: Iterable[Ack], decided: Mapping[str, str]) -> list[Ack]:
