@@ -42,9 +42,11 @@ development set (``injection_heldout8`` for version 4, ``injection_heldout6`` fo
 ``injection_heldout5`` for version 2: a writer the model never saw) and without 3,000 calibration turns
 drawn with the seed, scored on both; the decision threshold is the 0.05 step with the best
 ``min(precision, recall)`` of the detector as it ships (rules OR classifier) on that set among the steps
-whose false-alarm rate on those turns is at most 0.0005; the suspicion threshold is the LR trainer's rule
+whose false-alarm rate on those turns is at most 0.0005; the suspicion threshold was the LR trainer's rule
 (the highest step within a 0.5 % budget of the turns that catches >= 99 % of the injected items, else the
-lowest step within the budget). Version 1 on 2026-12-03: 0.90 (precision 0.918, recall 0.933, 1 of 3,000
+lowest step within the budget) up to version 9, and is the lowest step within that budget from version 10 on
+(version 9's rule chose 0.85 and let an imported record through on the thirtieth set; 0.05 did not).
+Version 1 on 2026-12-03: 0.90 (precision 0.918, recall 0.933, 1 of 3,000
 turns) and 0.40. Version 3 on 2026-12-04: no 0.05 step kept the turns within the budget (0.95: 2 of 3,000),
 so the grid gained 0.96-0.99 and 0.995: 0.98 (precision 0.955, recall 0.892 on the sixth set, 1 of 3,000
 turns) and 0.10. Version 4 on 2026-12-04, evening: 0.96 (precision 0.893, recall 0.900 on the eighth set,
@@ -149,7 +151,7 @@ TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "
                   "injection_heldout17", "injection_heldout18", "injection_heldout19", "injection_heldout20",
                   "injection_heldout21", "injection_heldout22", "injection_heldout23", "injection_heldout24",
                   "injection_heldout25", "injection_heldout26", "injection_heldout27", "injection_heldout28",
-                  "injection_heldout29")
+                  "injection_heldout29", "injection_heldout30", "injection_heldout31")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
@@ -308,8 +310,7 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], screen: Any,
         return {"grid": grid, "threshold": None, "suspicion": None, "screen": cleared}
     decision = max(admissible, key=lambda g: (min(g["precision"], g["recall"]), -g["threshold"]))["threshold"]
     budget = [g for g in grid if g["threshold"] < decision and g["far_turns"] <= SUSPICION_BUDGET]
-    catching = [g for g in budget if g["recall"] >= 0.99]
-    suspicion = max(g["threshold"] for g in catching) if catching else min(g["threshold"] for g in budget)
+    suspicion = min(g["threshold"] for g in budget)  # version 10 on: the lowest step within the budget
     return {"grid": grid, "threshold": decision, "suspicion": suspicion, "screen": cleared}
 
 
