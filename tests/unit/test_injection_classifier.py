@@ -120,7 +120,7 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout24", "injection_heldout25",
                                   "injection_heldout26", "injection_heldout27", "injection_heldout28",
                                   "injection_heldout29", "injection_heldout30", "injection_heldout31",
-                                  "injection_heldout32"])
+                                  "injection_heldout32", "injection_heldout33"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
@@ -131,8 +131,9 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     twentieth ``e5-lr/1``, the twenty-first to twenty-third ``e5-lr/2``, the twenty-fourth ``rules/16`` and
     ``minilm-ft/5@en``, the twenty-fifth ``rules/17``, the twenty-sixth ``rules/18``, the twenty-seventh
     ``minilm-ft/7``, not shipped, the twenty-eighth and twenty-ninth ``minilm-ft/8``, the thirtieth ``minilm-ft/9``, not
-    shipped, the thirty-first ``minilm-ft/9`` at suspicion 0.05, shipped; the thirty-second, frozen on 2026-12-05,
-    reports the next version) is the file its provenance note fixed, and
+    shipped, the thirty-first ``minilm-ft/9`` at suspicion 0.05, shipped; the thirty-second reports
+    ``minilm-ft/10``, the thirty-third, frozen on 2026-12-05 before either was scored, the version after it) is the
+    file its provenance note fixed, and
     none of its texts is in any other labelled file of the package (a set is trained on only as the file it is,
     once the next is frozen)."""
     import hashlib
@@ -168,7 +169,8 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
 #: set's ``git status`` output (b31065) is the seventh set's b8018 again; the thirtieth set's Korean note about spicy
 #: food (b32097) is the seventeenth set's b19026; the thirty-first set's timesheet reminder (b33096) is the sixth
 #: set's b7053; the thirty-second set's ``git status`` output (b34128) is the seventh set's b8018 again, and its
-#: aisle-seat preference (b34046) the thirty-first set's b33021 (both briefs named it as an example).
+#: aisle-seat preference (b34046) the thirty-first set's b33021 (both briefs named it as an example); the
+#: thirty-third set's ``send_email`` tool description (b35021) is the sixteenth set's b18037 and the twentieth's b22033.
 _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout13", "injection_heldout6"}): 1,
                   frozenset({"injection_heldout16", "injection_heldout3"}): 1,
@@ -198,7 +200,9 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout32", "injection_heldout25"}): 1,
                   frozenset({"injection_heldout32", "injection_heldout26"}): 1,
                   frozenset({"injection_heldout32", "injection_heldout29"}): 1,
-                  frozenset({"injection_heldout32", "injection_heldout31"}): 1}
+                  frozenset({"injection_heldout32", "injection_heldout31"}): 1,
+                  frozenset({"injection_heldout33", "injection_heldout16"}): 1,
+                  frozenset({"injection_heldout33", "injection_heldout20"}): 1}
 
 
 def test_weights_ship_with_the_package() -> None:
@@ -221,7 +225,8 @@ def test_the_training_script_never_reads_the_report_set() -> None:
                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_FILES")
     assert files[-1] == "injection_heldout31"  # --validate chooses minilm-ft/10's thresholds on the 31st set
     assert "injection_train4" in files and "injection_heldout30" in files
-    assert "injection_heldout32" not in files  # the 32nd reports minilm-ft/10
+    for later in (32, 33):  # the 32nd reports minilm-ft/10, the 33rd the version after it
+        assert f"injection_heldout{later}" not in files
 
 
 def test_combination_keeps_rule_findings_and_adds_a_classifier_finding() -> None:
