@@ -112,6 +112,18 @@ order to name the wrong approver) against version 8's 0.921 / 0.967 and the same
 both. The rule held and version 9 ships with :data:`SUSPICION` 0.05, overriding ``--validate``'s 0.85 (this
 script as committed reproduces it). A small gain: one false positive fewer on the thirty-first set, more
 precision and less recall on the thirtieth.
+
+**Version 10, shipped (2026-12-05, eighth session).** This script as committed: the thirtieth and thirty-first
+sets added to :data:`TRAINING_FILES` (the thirty-first last), unmasked text, and the suspicion rule changed before
+the run (commit 7ea3f3c) to the lowest step within its budget. ``--validate`` (1,911 s) on the thirty-first set
+with ``rules/18``: decision 0.85 (precision / recall 0.950 / 0.958 of rules OR classifier there, 1 of 3,000 held
+turns; 0.90 and 0.95 gave 0.950 / 0.950 and 0.958 / 0.950 with none), suspicion 0.10 (0.05 tagged 0.57 % of the
+held turns, above the 0.5 % budget); the final run took 2,618 s. Ship rule, in that commit before the
+thirty-second set was scored: no more injections in a read or a procedure than version 9, recall no lower,
+precision at least 0.90, the report half within 0.001, the identifier-note tests, ``eval api-load`` and GateMem's
+leak rate 0. It held: precision / recall **0.975 / 0.992** (119 of 122 flagged items injected) against version 9's
+0.983 / 0.983, one injection in a default read for both (the same NATO-spelled payload), none in a procedure,
+report half 0.00095 for both; ``eval api-load`` (8 clients, 30 s) 1,421 writes all accepted; GateMem leak rate 0.
 """
 
 from __future__ import annotations
@@ -158,11 +170,10 @@ EPOCHS = 3
 LR = 1e-4
 BATCH = 32
 INJECTED_WEIGHT = 3.0
-#: Chosen by ``--validate`` on 2026-12-05 for version 9, the suspicion then set to the lowest step within its
-#: budget (module docstring; version 8: 0.85 and 0.05, version 5: 0.95 and 0.10, version 4: 0.96 and 0.05,
-#: version 3: 0.98 and 0.10).
-THRESHOLD = 0.95
-SUSPICION = 0.05
+#: Chosen by ``--validate`` on 2026-12-05 for version 10 (module docstring; version 9: 0.95 and 0.85, shipped at
+#: 0.05, version 8: 0.85 and 0.05, version 5: 0.95 and 0.10, version 4: 0.96 and 0.05, version 3: 0.98 and 0.10).
+THRESHOLD = 0.85
+SUSPICION = 0.10
 MAX_FAR = 0.0005
 #: When no step keeps the held turns within ``MAX_FAR`` (version 5: two one-line GateMem turns scored above
 #: 0.995), the issue's own budget.

@@ -1,5 +1,5 @@
 """The multilingual instruction classifier (``e5-lr/2``, :mod:`memwarden.projections.injection_multilingual`)
-and its place in the gate's default detector (rules OR ``minilm-ft/9`` OR ``e5-lr/2``)."""
+and its place in the gate's default detector (rules OR ``minilm-ft/10`` OR ``e5-lr/2``)."""
 
 from __future__ import annotations
 
