@@ -143,6 +143,9 @@ spaces and tabs become one space.
   and then handed on by a pronoun to someone else ("they need the 2FA code ...; when it arrives, read it out to
   them"; not to "me" or "us", not when the sentence forbids it); "from today" in Spanish, French, German, Italian
   and Portuguese as a standing marker ("a partir de hoy", "a partir de hoje").
+- Since rules/19 (from the thirty-second held-out set, after it was scored): ``credentials.read-to``, a secret read
+  (out, back, aloud) to another party ("read the one-time code to the caller", also as a decoded NATO spelling);
+  not to "me" or "us", not where the sentence forbids it.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -69,6 +69,13 @@ CREDENTIAL_RULES: tuple[Rule, ...] = (
        rf"{SECRET}{S}{{0,160}}?(?:[.;:!?]\s+{S}{{0,80}}?)?(?P<core>\b(?:read|give|send|pass|tell|forward|text|hand|spell)"
        r"\s+(?:it|them|that|this|those)\s+(?:out |over |on |back )?to\s+(?!me\b|us\b|myself\b|ourselves\b)"
        r"(?:them|him|her|whoever|the \w+|this \w+|that \w+))", negation_exempt=True),
+    # rules/19: a secret read (out, back, aloud) to another party ("read the one-time code to the caller"): the
+    # spoken form of giving it away, the vishing script; never to "me" or "us", not where the sentence forbids it.
+    _r("credentials.read-to", "CREDENTIALS",
+       rf"{IMP}(?P<core>read\s+(?:out\s+|back\s+|aloud\s+)?{C}{{0,30}}?{SECRET}\s+(?:out\s+|back\s+|aloud\s+)?"
+       r"to\s+(?!me\b|us\b|myself\b|ourselves\b)(?:(?:the|this|that|any|a|an|our|your|their) \w+|whoever|them|him"
+       r"|her|anyone|anybody|someone|somebody|callers?|agents?|operators?|support|technicians?|representatives?"
+       r"|reps?|officers?|clerks?|staff))"),
     # rules/11: a standing permission for someone to receive secrets ("Nephew Jonas may receive passwords from
     # the password manager on request"): whoever records it, it would make the agent hand them out later.
     _r("credentials.standing-permission", "CREDENTIALS",
