@@ -132,7 +132,7 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     ``minilm-ft/5@en``, the twenty-fifth ``rules/17``, the twenty-sixth ``rules/18``, the twenty-seventh
     ``minilm-ft/7``, not shipped, the twenty-eighth and twenty-ninth ``minilm-ft/8``, the thirtieth ``minilm-ft/9``, not
     shipped, the thirty-first ``minilm-ft/9`` at suspicion 0.05, shipped; the thirty-second reports
-    ``minilm-ft/10``, the thirty-third, frozen on 2026-12-05 before either was scored, the version after it) is the
+    ``minilm-ft/10``, the thirty-third ``rules/19`` and ``minilm-ft/10`` a second time) is the
     file its provenance note fixed, and
     none of its texts is in any other labelled file of the package (a set is trained on only as the file it is,
     once the next is frozen)."""
