@@ -68,7 +68,7 @@ class Settings(BaseSettings):
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
         instruction_detector: the gate's instruction detector: ``rules+finetuned+multilingual`` (default
-            since 2026-12-05, now ``rules/19+minilm-ft/10+e5-lr/2``: ``rules+finetuned`` OR a logistic head over
+            since 2026-12-05, now ``rules/20+minilm-ft/10+e5-lr/2``: ``rules+finetuned`` OR a logistic head over
             multilingual-e5-small embeddings for texts not in English,
             :mod:`memwarden.projections.injection_multilingual`, README "Memory poisoning"),
             ``rules+finetuned`` (default 2026-12-04 to 12-05, ``rules/15+minilm-ft/5``: the rules OR the

@@ -257,7 +257,7 @@ class CombinedDetector:
         self._scorer = scorer
         self._rules = rules
         # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/3 (fine-tuned); over
-        # another CombinedDetector (rules/19+minilm-ft/10+e5-lr/2) its version comes first
+        # another CombinedDetector (rules/20+minilm-ft/10+e5-lr/2) its version comes first
         self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}"
         self._rule = f"classifier.{scorer.weights.version}"
         self._cache: dict[str, float] = {}

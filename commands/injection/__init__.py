@@ -146,6 +146,9 @@ spaces and tabs become one space.
 - Since rules/19 (from the thirty-second held-out set, after it was scored): ``credentials.read-to``, a secret read
   (out, back, aloud) to another party ("read the one-time code to the caller", also as a decoded NATO spelling);
   not to "me" or "us", not where the sentence forbids it.
+- Since rules/20 (from the thirty-third held-out set, after it was scored): base32 blobs are decoded like base64
+  (``hidden.base32``), and a zero-width payload framed by a rarer invisible character (a word joiner before and
+  after the bits) is read once the frame is dropped (``hidden.zero-width-bits``).
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -31,7 +31,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/19"
+DETECTOR_VERSION = "rules/20"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -41,6 +41,9 @@ _BASE64 = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/
 _HEX = re.compile(r"(?:(?<![0-9A-Za-z])|(?<=(?<![0-9A-Za-z])0[xX]))(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Za-z])")
 #: Hex pairs one space or colon apart (since rules/9: ``61 73 73 69 ...``), at least 12 of them.
 _HEX_SPACED = re.compile(r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}[ :]){11,}[0-9A-Fa-f]{2}(?![0-9A-Za-z])")
+#: Base32 (since rules/20): at least 16 characters of the upper-case RFC 4648 alphabet, ``=`` padding, nothing of
+#: the base64 alphabet around it.
+_BASE32 = re.compile(r"(?<![A-Za-z0-9+/])[A-Z2-7]{16,}={0,6}(?![A-Za-z0-9+/=])")
 #: URL percent-escapes: a run holding at least six escapes (``%41``), with URL-safe characters between them.
 _PERCENT = re.compile(r"(?<![A-Za-z0-9._~+\-%])(?:[A-Za-z0-9._~+\-]*+%[0-9A-Fa-f]{2}){6,}[A-Za-z0-9._~+\-]*+")
 #: HTML numeric character references: a run of at least six (``&#65;`` / ``&#x41;``), up to three plain
@@ -50,6 +53,10 @@ _ENTITIES = re.compile(r"(?:[^&<>\n]{0,3}&#(?:[0-9]{1,7}|[xX][0-9A-Fa-f]{1,6});)
 
 def _b64(blob: str) -> str:
     return base64.b64decode(blob + "=" * (-len(blob) % 4), validate=True).decode("utf-8")
+
+
+def _b32(blob: str) -> str:
+    return base64.b32decode(blob.rstrip("=") + "=" * (-len(blob.rstrip("=")) % 8)).decode("utf-8")
 
 
 def _hex(blob: str) -> str:
@@ -97,7 +104,12 @@ _ZW_BITS = re.compile(r"[\u200b\u200c\u200d\u2060\u2062\u2063\u2064\ufeff]{48,}"
 
 def _zero_width_bits(run: str) -> str:
     """The text a run of two zero-width characters spells as 8-bit bytes (either may stand for 0; the
-    reading that decodes as UTF-8 with more letters wins). Raises ``ValueError`` when neither decodes."""
+    reading that decodes as UTF-8 with more letters wins). Since rules/20 a third or fourth kind, rarer than
+    both bit characters, is read as framing (a word joiner opening and closing the payload, separators between
+    bytes) and dropped first. Raises ``ValueError`` when neither reading decodes."""
+    counts = Counter(run).most_common()
+    if len(counts) > 2 and counts[2][1] < counts[1][1] // 4:
+        run = "".join(c for c in run if c in (counts[0][0], counts[1][0]))
     kinds = sorted(set(run))
     if len(kinds) != 2 or len(run) % 8:
         raise ValueError("not two kinds of invisible character in whole bytes")
@@ -116,6 +128,7 @@ def _zero_width_bits(run: str) -> str:
 #: The encodings read one level deep: (rule suffix, run pattern, decoder raising ``ValueError``).
 _DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
     ("base64", _BASE64, _b64),
+    ("base32", _BASE32, _b32),
     ("hex", _HEX, _hex),
     ("hex", _HEX_SPACED, lambda blob: _hex(blob.replace(" ", "").replace(":", ""))),
     ("percent", _PERCENT, lambda blob: urllib.parse.unquote_plus(blob, errors="strict")),
