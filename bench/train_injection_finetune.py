@@ -321,7 +321,8 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], screen: Any,
         return {"grid": grid, "threshold": None, "suspicion": None, "screen": cleared}
     decision = max(admissible, key=lambda g: (min(g["precision"], g["recall"]), -g["threshold"]))["threshold"]
     budget = [g for g in grid if g["threshold"] < decision and g["far_turns"] <= SUSPICION_BUDGET]
-    suspicion = min(g["threshold"] for g in budget)  # version 10 on: the lowest step within the budget
+    # version 10 on: the lowest step within the budget (none within it: no suspicion band below the decision)
+    suspicion = min((g["threshold"] for g in budget), default=decision)
     return {"grid": grid, "threshold": decision, "suspicion": suspicion, "screen": cleared}
 
 
