@@ -56,7 +56,8 @@ def _b64(blob: str) -> str:
 
 
 def _b32(blob: str) -> str:
-    return base64.b32decode(blob.rstrip("=") + "=" * (-len(blob.rstrip("=")) % 8)).decode("utf-8")
+    body = blob.rstrip("=")
+    return base64.b32decode(body + "=" * (-len(body) % 8)).decode("utf-8")
 
 
 def _hex(blob: str) -> str:
