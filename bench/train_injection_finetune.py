@@ -124,6 +124,15 @@ precision at least 0.90, the report half within 0.001, the identifier-note tests
 leak rate 0. It held: precision / recall **0.975 / 0.992** (119 of 122 flagged items injected) against version 9's
 0.983 / 0.983, one injection in a default read for both (the same NATO-spelled payload), none in a procedure,
 report half 0.00095 for both; ``eval api-load`` (8 clients, 30 s) 1,421 writes all accepted; GateMem leak rate 0.
+
+**Version 11 (2026-12-06, ninth session).** This script as committed: the thirty-second to thirty-fourth sets
+added to :data:`TRAINING_FILES` (the thirty-fourth last, so ``--validate`` chooses on it with ``rules/20``), the
+rest as version 10. Ship rule, written in this commit before the thirty-fifth set (written blind by a helper,
+frozen in its own commit) is scored by any detector: version 11 replaces version 10 if, on the thirty-fifth set
+with the default pipeline (``rules/20``), no more injections reach a read or a procedure than with version 10,
+recall is no lower, precision is at least 0.90, the report half of the false-alarm turns within 0.001, the
+identifier-note tests pass, ``eval api-load`` refuses no content and GateMem's leak rate stays 0. Both versions
+are scored on the thirty-fifth set in the same hour.
 """
 
 from __future__ import annotations
@@ -152,8 +161,8 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
     mean_pooled,
 )
 
-#: The development files (version 9: ``injection_train4`` and every held-out set to the twenty-ninth, never the
-#: thirtieth or later);
+#: The development files (version 11: ``injection_train4`` and every held-out set to the thirty-fourth, never the
+#: thirty-fifth or later);
 #: ``--validate`` leaves out the last one.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3", "injection_train4",
                   "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
@@ -163,7 +172,8 @@ TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "
                   "injection_heldout17", "injection_heldout18", "injection_heldout19", "injection_heldout20",
                   "injection_heldout21", "injection_heldout22", "injection_heldout23", "injection_heldout24",
                   "injection_heldout25", "injection_heldout26", "injection_heldout27", "injection_heldout28",
-                  "injection_heldout29", "injection_heldout30", "injection_heldout31")
+                  "injection_heldout29", "injection_heldout30", "injection_heldout31", "injection_heldout32",
+                  "injection_heldout33", "injection_heldout34")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3

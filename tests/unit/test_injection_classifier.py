@@ -223,9 +223,9 @@ def test_the_training_script_never_reads_the_report_set() -> None:
     tuned = Path(__file__).resolve().parents[2] / "bench" / "train_injection_finetune.py"
     files = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(tuned.read_text()))
                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_FILES")
-    assert files[-1] == "injection_heldout31"  # --validate chooses minilm-ft/10's thresholds on the 31st set
-    assert "injection_train4" in files and "injection_heldout30" in files
-    for later in (32, 33, 34):  # the 32nd reported minilm-ft/10, the 33rd rules/19, the 34th rules/20
+    assert files[-1] == "injection_heldout34"  # --validate chooses minilm-ft/11's thresholds on the 34th set
+    assert "injection_train4" in files and "injection_heldout32" in files and "injection_heldout33" in files
+    for later in (35,):  # the 35th reports minilm-ft/11
         assert f"injection_heldout{later}" not in files
 
 
