@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python bench/gatemem_offline.py --data ../shared/data/gatemem [--k 10] [--recency 0.3]
-        [--domains office education household] [--show-leaks] [--show-misses N] [--json]
+        [--domains office education household] [--split all|dev|heldout] [--show-leaks] [--show-misses N] [--json]
 
 For every utility and privacy checkpoint: plan the episode (memwarden.evals.gatemem_mapping), keep the
 records of the turns up to ``as_of_turn_id`` that ``may_read`` (memwarden.commands.access, the ABAC
@@ -34,7 +34,7 @@ from typing import Any
 
 from memwarden.commands.model import Sensitivity, StoreKind
 from memwarden.evals.gatemem_data import DOMAINS, Query
-from memwarden.evals.gatemem_loader import load_domain
+from memwarden.evals.gatemem_loader import SPLITS, load_domain, select_split
 from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
 from memwarden.evals.gatemem_plan import EpisodePlan, RecordSpec
 from memwarden.evals.gatemem_score import aggregate, pattern_hits, score_checkpoint
@@ -177,15 +177,17 @@ def recall(plan: EpisodePlan, query: Query, grants: tuple[Any, ...], k: int, rec
     return out
 
 
-def run(data: Path, domains: Sequence[str], k: int, recency: float) -> tuple[dict[str, Any], list[Any], dict]:
-    """Plan, recall and score every utility/privacy checkpoint; returns (summary, scores, details)."""
+def run(data: Path, domains: Sequence[str], k: int, recency: float,
+        split: str = "all") -> tuple[dict[str, Any], list[Any], dict]:
+    """Plan, recall and score every utility/privacy checkpoint of the episodes in ``split`` (``all``,
+    ``dev`` or ``heldout``, memwarden.evals.gatemem_loader); returns (summary, scores, details)."""
     oracle = _oracle()
     scores = []
     details: dict[str, Any] = {}
     mapping: Counter[str] = Counter()
     all_plans: list[EpisodePlan] = []
     for domain in domains:
-        dd = load_domain(data, domain)
+        dd = select_split(load_domain(data, domain), split)
         plans = {eid: plan_episode(ep) for eid, ep in dd.episodes.items()}
         grants = {eid: tuple(p.grants) for eid, p in plans.items()}
         all_plans.extend(plans.values())
@@ -208,7 +210,7 @@ def run(data: Path, domains: Sequence[str], k: int, recency: float) -> tuple[dic
     summary = aggregate(scores)
     summary["mapping"] = summarise_plans(all_plans)
     summary["diagnostics"] = dict(sorted(mapping.items()))
-    summary["retrieval"] = {"method": "bm25", "k": k, "recency": recency, "purpose": PURPOSE}
+    summary["retrieval"] = {"method": "bm25", "k": k, "recency": recency, "purpose": PURPOSE, "split": split}
     return summary, scores, details
 
 
@@ -233,11 +235,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--domains", nargs="+", default=list(DOMAINS))
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--recency", type=float, default=1.0)
+    ap.add_argument("--split", choices=SPLITS, default="all", help="episodes: all, dev (rules are changed on "
+                    "these) or heldout (changes are reported on these)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show-leaks", action="store_true", help="print each leaking checkpoint (debug)")
     ap.add_argument("--show-misses", type=int, default=0, help="print up to N utility misses (debug)")
     args = ap.parse_args(argv)
-    summary, scores, details = run(args.data, args.domains, args.k, args.recency)
+    summary, scores, details = run(args.data, args.domains, args.k, args.recency, args.split)
     if args.show_leaks or args.show_misses:
         misses = 0
         for s in scores:
