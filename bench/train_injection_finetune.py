@@ -132,7 +132,10 @@ frozen in its own commit) is scored by any detector: version 11 replaces version
 with the default pipeline (``rules/20``), no more injections reach a read or a procedure than with version 10,
 recall is no lower, precision is at least 0.90, the report half of the false-alarm turns within 0.001, the
 identifier-note tests pass, ``eval api-load`` refuses no content and GateMem's leak rate stays 0. Both versions
-are scored on the thirty-fifth set in the same hour.
+are scored on the thirty-fifth set in the same hour. ``--validate`` (2,531 s) on the thirty-fourth set with
+``rules/20``: decision 0.90 (precision / recall 0.943 / 0.967 of rules OR classifier there, 1 of 3,000 held turns;
+0.55-0.85 gave 0.92 / 0.98 with the same one, 0.95 0.950 / 0.942 with none), suspicion 0.05 (0.43 % of the held
+turns, within the 0.5 % budget).
 """
 
 from __future__ import annotations
@@ -180,10 +183,11 @@ EPOCHS = 3
 LR = 1e-4
 BATCH = 32
 INJECTED_WEIGHT = 3.0
-#: Chosen by ``--validate`` on 2026-12-05 for version 10 (module docstring; version 9: 0.95 and 0.85, shipped at
-#: 0.05, version 8: 0.85 and 0.05, version 5: 0.95 and 0.10, version 4: 0.96 and 0.05, version 3: 0.98 and 0.10).
-THRESHOLD = 0.85
-SUSPICION = 0.10
+#: Chosen by ``--validate`` on 2026-12-06 for version 11 (module docstring; version 10: 0.85 and 0.10, version 9:
+#: 0.95 and 0.85, shipped at 0.05, version 8: 0.85 and 0.05, version 5: 0.95 and 0.10, version 4: 0.96 and 0.05,
+#: version 3: 0.98 and 0.10).
+THRESHOLD = 0.90
+SUSPICION = 0.05
 MAX_FAR = 0.0005
 #: When no step keeps the held turns within ``MAX_FAR`` (version 5: two one-line GateMem turns scored above
 #: 0.995), the issue's own budget.
