@@ -93,9 +93,11 @@ class Container:
                 from memwarden.projections.injection_classifier import CombinedDetector
                 from memwarden.projections.injection_finetuned import FineTunedScorer
 
-                self._detector = CombinedDetector(FineTunedScorer(model_path=self.settings.model_path,
-                                                                  cache_dir=self.settings.data_dir / "onnx"))
-                if self.settings.instruction_detector == "rules+finetuned+multilingual":
+                multilingual = self.settings.instruction_detector == "rules+finetuned+multilingual"
+                self._detector = CombinedDetector(
+                    FineTunedScorer(model_path=self.settings.model_path, cache_dir=self.settings.data_dir / "onnx"),
+                    not_english_threshold=self.settings.finetuned_not_english_threshold if multilingual else None)
+                if multilingual:
                     from memwarden.projections.injection_multilingual import MultilingualScorer
 
                     self._detector = CombinedDetector(MultilingualScorer(), rules=self._detector)

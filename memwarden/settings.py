@@ -79,6 +79,10 @@ class Settings(BaseSettings):
             default read) or ``rules+classifier`` (the rules OR a logistic-regression classifier over
             all-MiniLM-L6-v2 embeddings and hashed n-grams, :mod:`memwarden.projections.injection_classifier`;
             the gate worker then loads the embedding model). Env: ``MEMWARDEN_INSTRUCTION_DETECTOR``.
+        finetuned_not_english_threshold: with ``rules+finetuned+multilingual``, the fine-tuned (English)
+            classifier's decision threshold on texts that are not English (it still raises suspicion at its
+            own suspicion threshold there); at or below the weights' own threshold (0, the default) it
+            changes nothing. Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_THRESHOLD``.
         ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
@@ -131,6 +135,7 @@ class Settings(BaseSettings):
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"
     instruction_detector: DetectorChoice = "rules+finetuned+multilingual"
+    finetuned_not_english_threshold: float = Field(default=0.0, ge=0.0, le=1.01)
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)

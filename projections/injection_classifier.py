@@ -249,16 +249,26 @@ class CombinedDetector:
 
     ``prime(texts)`` scores a batch in one call and keeps the scores until the next ``prime``;
     ``detect(text)`` adds a ``classifier.*`` finding when the text's probability reaches the threshold.
+
+    ``not_english_threshold``: the decision threshold for texts
+    :func:`~memwarden.projections.injection_multilingual.is_english` says are not English, when it is
+    above the weights' own (an English model's score on another language is weaker evidence: below it,
+    such a text is only suspect when it reaches the suspicion threshold); the version then reads
+    ``<model>@not-en<threshold>``. ``None`` (the default) keeps one threshold for every text.
     """
 
     version = DETECTOR_VERSION
 
-    def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES) -> None:
+    def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES,
+                 not_english_threshold: float | None = None) -> None:
         self._scorer = scorer
         self._rules = rules
+        raised = not_english_threshold is not None and not_english_threshold > scorer.weights.threshold
+        self._not_english = not_english_threshold if raised else None
         # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/3 (fine-tuned); over
         # another CombinedDetector (rules/20+minilm-ft/10+e5-lr/2) its version comes first
-        self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}"
+        suffix = f"@not-en{self._not_english:g}" if self._not_english is not None else ""
+        self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}"
         self._rule = f"classifier.{scorer.weights.version}"
         self._cache: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -267,6 +277,14 @@ class CombinedDetector:
     def threshold(self) -> float:
         """The decision threshold on the classifier's probability."""
         return self._scorer.weights.threshold
+
+    def _threshold_for(self, text: str) -> float:
+        """The decision threshold for ``text`` (``not_english_threshold`` above)."""
+        if self._not_english is None:
+            return self.threshold
+        from memwarden.projections.injection_multilingual import is_english
+
+        return self.threshold if is_english(text) else self._not_english
 
     def prime(self, texts: Iterable[str]) -> None:
         """Score ``texts`` (one embedding call) and keep only their scores for the following ``detect``
@@ -290,7 +308,7 @@ class CombinedDetector:
         ``suspect`` when the probability reaches the weights' suspicion threshold."""
         found = self._rules.detect(text)
         p = self.score(text) if text.strip() else 0.0
-        if p < self.threshold:
+        if p < self._threshold_for(text):
             return Detection(found.findings, suspect=found.suspect or p >= self._scorer.weights.suspicion)
         hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), self._rule)
         return Detection(tuple(sorted((*found.findings, hit), key=lambda f: (f.span, f.kind.value, f.rule))),
