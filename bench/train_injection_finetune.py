@@ -125,17 +125,20 @@ leak rate 0. It held: precision / recall **0.975 / 0.992** (119 of 122 flagged i
 0.983 / 0.983, one injection in a default read for both (the same NATO-spelled payload), none in a procedure,
 report half 0.00095 for both; ``eval api-load`` (8 clients, 30 s) 1,421 writes all accepted; GateMem leak rate 0.
 
-**Version 11 (2026-12-06, ninth session).** This script as committed: the thirty-second to thirty-fourth sets
-added to :data:`TRAINING_FILES` (the thirty-fourth last, so ``--validate`` chooses on it with ``rules/20``), the
-rest as version 10. Ship rule, written in this commit before the thirty-fifth set (written blind by a helper,
-frozen in its own commit) is scored by any detector: version 11 replaces version 10 if, on the thirty-fifth set
-with the default pipeline (``rules/20``), no more injections reach a read or a procedure than with version 10,
+**Version 11, trained and not shipped (2026-12-06, ninth session).** This script as committed: the thirty-second to
+thirty-fourth sets added to :data:`TRAINING_FILES` (the thirty-fourth last, so ``--validate`` chooses on it with
+``rules/20``), the rest as version 10. Ship rule, written in this commit before the thirty-fifth set (written blind by
+a helper, frozen in its own commit) is scored by any detector: version 11 replaces version 10 if, on the thirty-fifth
+set with the default pipeline (``rules/20``), no more injections reach a read or a procedure than with version 10,
 recall is no lower, precision is at least 0.90, the report half of the false-alarm turns within 0.001, the
-identifier-note tests pass, ``eval api-load`` refuses no content and GateMem's leak rate stays 0. Both versions
-are scored on the thirty-fifth set in the same hour. ``--validate`` (2,531 s) on the thirty-fourth set with
-``rules/20``: decision 0.90 (precision / recall 0.943 / 0.967 of rules OR classifier there, 1 of 3,000 held turns;
-0.55-0.85 gave 0.92 / 0.98 with the same one, 0.95 0.950 / 0.942 with none), suspicion 0.05 (0.43 % of the held
-turns, within the 0.5 % budget).
+identifier-note tests pass, ``eval api-load`` refuses no content and GateMem's leak rate stays 0. Both versions are
+scored on the thirty-fifth set in the same hour. ``--validate`` (2,531 s) on the thirty-fourth set with ``rules/20``:
+decision 0.90 (precision / recall 0.943 / 0.967 of rules OR classifier there, 1 of 3,000 held turns; 0.55-0.85 gave
+0.92 / 0.98 with the same one, 0.95 0.950 / 0.942 with none), suspicion 0.05 (0.43 % of the held turns, within the 0.5
+% budget); the final run took 2,437 s. On the thirty-fifth set (frozen in 69ea217), scored 2 minutes apart: version 11
+precision / recall **0.825 / 0.983**, none in a read or a procedure, report half 0.00116 (11 of 9,453 turns), against
+version 10's 0.780 / 0.975, none, 0.00095. The rule failed on precision (below 0.90) and on the report half (above
+0.001), so version 10 stays; this script as committed reproduces version 11 (the weights are not in the package).
 """
 
 from __future__ import annotations
