@@ -82,7 +82,9 @@ class Settings(BaseSettings):
         finetuned_not_english_threshold: with ``rules+finetuned+multilingual``, the fine-tuned (English)
             classifier's decision threshold on texts that are not English (it still raises suspicion at its
             own suspicion threshold there); at or below the weights' own threshold (0, the default) it
-            changes nothing. Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_THRESHOLD``.
+            changes nothing. 0.99, chosen on the 32nd-35th sets, failed its ship rule on the 36th (six false
+            positives fewer, one more injection in a default read; README, "Memory poisoning"), so it is off.
+            Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_THRESHOLD``.
         ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
