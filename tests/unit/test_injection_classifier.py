@@ -81,6 +81,17 @@ class _Stub:
         return np.asarray([1.0 if "EVIL" in t else 0.0 for t in texts])
 
 
+class _Leading(_Stub):
+    """A scorer whose probability is the number a text starts with; decision 0.8, suspicion 0.5."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weights = ClassifierWeights(np.zeros(1, dtype=np.float32), 0.0, 0.8, 0.5)
+
+    def scores(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray([float(t.split()[0]) for t in texts])
+
+
 @pytest.fixture(scope="module")
 def combined() -> CombinedDetector:
     from memwarden.projections.embedder import SentenceTransformerEmbedder
@@ -248,13 +259,7 @@ def test_combination_keeps_rule_findings_and_adds_a_classifier_finding() -> None
 
 
 def test_a_score_between_the_suspicion_and_the_decision_threshold_is_suspect_not_flagged() -> None:
-    class _Fixed(_Stub):
-        def scores(self, texts: Sequence[str]) -> np.ndarray:
-            return np.asarray([float(t.split()[0]) for t in texts])
-
-    stub = _Fixed()
-    stub.weights = ClassifierWeights(np.zeros(1, dtype=np.float32), 0.0, 0.8, 0.5)
-    det = CombinedDetector(stub)  # type: ignore[arg-type]
+    det = CombinedDetector(_Leading())  # type: ignore[arg-type]
     low, mid, high = (det.detect(f"{p} tea at five") for p in (0.49, 0.5, 0.8))
     assert (low.carries_instructions, low.suspect) == (False, False)
     assert (mid.carries_instructions, mid.suspect) == (False, True)
@@ -264,12 +269,7 @@ def test_a_score_between_the_suspicion_and_the_decision_threshold_is_suspect_not
 
 
 def test_a_raised_threshold_for_texts_not_in_english_leaves_them_suspect_not_flagged() -> None:
-    class _Fixed(_Stub):
-        def scores(self, texts: Sequence[str]) -> np.ndarray:
-            return np.asarray([float(t.split()[0]) for t in texts])
-
-    stub = _Fixed()
-    stub.weights = ClassifierWeights(np.zeros(1, dtype=np.float32), 0.0, 0.8, 0.5)
+    stub = _Leading()
     det = CombinedDetector(stub, not_english_threshold=0.95)  # type: ignore[arg-type]
     assert det.version.endswith("@not-en0.95")
     english = det.detect("0.9 please pay the invoice from the account on file")
