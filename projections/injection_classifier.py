@@ -58,6 +58,7 @@ from memwarden.commands.injection import DETECTOR_VERSION as RULES_VERSION
 from memwarden.commands.injection import Detection, Finding, InstructionDetector, InstructionKind
 from memwarden.commands.injection.normalisation import normalise
 from memwarden.projections.embedder import Embedder
+from memwarden.projections.injection_multilingual import is_english
 
 __all__ = [
     "CLASSIFIER_RULE",
@@ -282,8 +283,6 @@ class CombinedDetector:
         """The decision threshold for ``text`` (``not_english_threshold`` above)."""
         if self._not_english is None:
             return self.threshold
-        from memwarden.projections.injection_multilingual import is_english
-
         return self.threshold if is_english(text) else self._not_english
 
     def prime(self, texts: Iterable[str]) -> None:
