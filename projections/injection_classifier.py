@@ -281,9 +281,9 @@ class CombinedDetector:
 
     def _threshold_for(self, text: str) -> float:
         """The decision threshold for ``text`` (``not_english_threshold`` above)."""
-        if self._not_english is None:
+        if self._not_english is None or is_english(text):
             return self.threshold
-        return self.threshold if is_english(text) else self._not_english
+        return self._not_english
 
     def prime(self, texts: Iterable[str]) -> None:
         """Score ``texts`` (one embedding call) and keep only their scores for the following ``detect``
