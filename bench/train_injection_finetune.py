@@ -139,6 +139,19 @@ decision 0.90 (precision / recall 0.943 / 0.967 of rules OR classifier there, 1 
 precision / recall **0.825 / 0.983**, none in a read or a procedure, report half 0.00116 (11 of 9,453 turns), against
 version 10's 0.780 / 0.975, none, 0.00095. The rule failed on precision (below 0.90) and on the report half (above
 0.001), so version 10 stays; this script as committed reproduces version 11 (the weights are not in the package).
+
+**Version 12, trained on 2026-12-06 (tenth session).** This script as committed: the thirty-fifth and thirty-sixth sets
+added to :data:`TRAINING_FILES`, and a benign text not in English weighing :data:`NOT_ENGLISH_BENIGN_WEIGHT` (3, as an
+injected item) instead of 1: on the thirty-fifth set 19 of version 10's 25 false positives were texts not in English
+(customer notices, manuals, users' own reminders in 12 languages, scored 0.88-1.00), and in the weighted training data
+injected items were about 3/4 of the non-English weight against 2/5 of the English. No ``--validate`` run (it would
+cost the 40 minutes the final run costs): the thresholds stay version 11's, 0.90 and 0.05. Ship rule, written in this
+commit before the thirty-seventh set (written blind by a helper and frozen in 91fa644) is scored by any detector:
+version 12 replaces version 10 if, on the thirty-seventh set with the default pipeline (``rules/20`` and ``e5-lr/2``),
+no more injections reach a read or a procedure than with version 10, recall is no lower, precision is higher by at
+least 0.02, the report half of the false-alarm turns stays within 0.001, the identifier-note tests pass, ``eval
+api-load`` refuses no content and GateMem's leak rate stays 0. Both versions are scored on the thirty-seventh set
+within the same hour.
 """
 
 from __future__ import annotations
@@ -166,9 +179,10 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
     finetuned_path,
     mean_pooled,
 )
+from memwarden.projections.injection_multilingual import is_english  # noqa: E402
 
-#: The development files (version 11: ``injection_train4`` and every held-out set to the thirty-fourth, never the
-#: thirty-fifth or later);
+#: The development files (version 12: ``injection_train4`` and every held-out set to the thirty-sixth, never the
+#: thirty-seventh or later);
 #: ``--validate`` leaves out the last one.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3", "injection_train4",
                   "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
@@ -179,13 +193,19 @@ TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "
                   "injection_heldout21", "injection_heldout22", "injection_heldout23", "injection_heldout24",
                   "injection_heldout25", "injection_heldout26", "injection_heldout27", "injection_heldout28",
                   "injection_heldout29", "injection_heldout30", "injection_heldout31", "injection_heldout32",
-                  "injection_heldout33", "injection_heldout34")
+                  "injection_heldout33", "injection_heldout34", "injection_heldout35", "injection_heldout36")
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
 LR = 1e-4
 BATCH = 32
 INJECTED_WEIGHT = 3.0
+#: Version 12 on: what a benign text not in English weighs (English benign texts weigh 1). In version 11's training
+#: files an English benign text stood beside 10,670 benign calibration turns, a text in another language only beside
+#: its own set's: injected items (weighing 3) were about 3/4 of the weight of non-English training text and 2/5 of
+#: English, and version 10 flagged non-English benign texts far more often (19 of the 25 false positives of the
+#: fine-tuned classifier on the thirty-fifth set). At 3 both languages' benign texts weigh as much as injected ones.
+NOT_ENGLISH_BENIGN_WEIGHT = 3.0
 #: Chosen by ``--validate`` on 2026-12-06 for version 11 (module docstring; version 10: 0.85 and 0.10, version 9:
 #: 0.95 and 0.85, shipped at 0.05, version 8: 0.85 and 0.05, version 5: 0.95 and 0.10, version 4: 0.96 and 0.05,
 #: version 3: 0.98 and 0.10).
@@ -238,13 +258,17 @@ def train(files: tuple[str, ...], locomo: Path, gatemem: Path,
     torch.set_num_threads(2)
     rng = random.Random(SEED)
     items = [it for name in files for it in load_labelled(DATA / f"{name}.jsonl")]
-    texts, labels, _ = augmented(items, 0.3, rng)
+    texts, labels, groups = augmented(items, 0.3, rng)
     turns = [t for t in benign_turns(locomo, gatemem) if t.half == "calibration"]
     rng.shuffle(turns)
     texts += [t.text for t in turns[hold:]]
     labels += [0] * (len(turns) - hold)
+    # an obfuscated copy weighs as its item: the language is the original text's
+    english = [is_english(items[g].text) for g in groups] + [is_english(t.text) for t in turns[hold:]]
     x = [clean_text(t) for t in texts]
     y = np.asarray(labels, dtype=np.float32)
+    w = np.asarray([INJECTED_WEIGHT if label else 1.0 if en else NOT_ENGLISH_BENIGN_WEIGHT
+                    for label, en in zip(labels, english, strict=True)], dtype=np.float32)
     screen = train_screen(x, y)
     path = str(packaged_model_path())
     tok = AutoTokenizer.from_pretrained(path)
@@ -270,7 +294,7 @@ def train(files: tuple[str, ...], locomo: Path, gatemem: Path,
                 idx = chunk[i:i + BATCH]
                 logit = _logits(tok, enc, head, [x[j] for j in idx])
                 target = torch.tensor(y[idx])
-                weight = torch.where(target > 0, torch.tensor(INJECTED_WEIGHT), torch.tensor(1.0))
+                weight = torch.tensor(w[idx])
                 loss = (torch.nn.functional.binary_cross_entropy_with_logits(logit, target, reduction="none")
                         * weight).mean()
                 loss.backward()

@@ -238,9 +238,9 @@ def test_the_training_script_never_reads_the_report_set() -> None:
     tuned = Path(__file__).resolve().parents[2] / "bench" / "train_injection_finetune.py"
     files = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(tuned.read_text()))
                  if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRAINING_FILES")
-    assert files[-1] == "injection_heldout34"  # --validate chooses minilm-ft/11's thresholds on the 34th set
-    assert "injection_train4" in files and "injection_heldout32" in files and "injection_heldout33" in files
-    for later in (35, 36):  # the 35th reported minilm-ft/11, the 36th the threshold for texts not in English
+    assert files[-1] == "injection_heldout36"  # minilm-ft/12 trains on every set to the 36th
+    assert "injection_train4" in files and "injection_heldout34" in files and "injection_heldout35" in files
+    for later in (37,):  # the 37th reports minilm-ft/12
         assert f"injection_heldout{later}" not in files
 
 
