@@ -83,7 +83,8 @@ class Container:
         """The gate's instruction detector (``settings.instruction_detector``): the rules alone, or the
         rules combined with the trained classifier, which loads the embedder (built once), or with the
         fine-tuned classifier (``rules+finetuned``, its own copy of the model), and with the multilingual
-        classifier for texts not in English (``rules+finetuned+multilingual``)."""
+        classifier for texts not in English (``rules+finetuned+multilingual``; ``multilingual_agreement``: the
+        two classifiers agreeing decide too)."""
         if self._detector is None:
             from memwarden.commands.injection import DEFAULT_DETECTOR
 
@@ -100,7 +101,8 @@ class Container:
                 if multilingual:
                     from memwarden.projections.injection_multilingual import MultilingualScorer
 
-                    self._detector = CombinedDetector(MultilingualScorer(), rules=self._detector)
+                    self._detector = CombinedDetector(MultilingualScorer(), rules=self._detector,
+                                                      agreement=self.settings.multilingual_agreement or None)
             else:
                 from memwarden.projections.injection_classifier import CombinedDetector, InjectionScorer
 

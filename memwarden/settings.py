@@ -85,6 +85,11 @@ class Settings(BaseSettings):
             changes nothing. 0.99, chosen on the 32nd-35th sets, failed its ship rule on the 36th (six false
             positives fewer, one more injection in a default read; README, "Memory poisoning"), so it is off.
             Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_THRESHOLD``.
+        multilingual_agreement: with ``rules+finetuned+multilingual``, the multilingual head's probability at
+            which it also decides a text not in English that the fine-tuned classifier scores between its own
+            threshold and ``finetuned_not_english_threshold`` (two classifiers agreeing,
+            :class:`~memwarden.projections.injection_classifier.CombinedDetector` ``agreement``); 0 (the
+            default) turns it off. Env: ``MEMWARDEN_MULTILINGUAL_AGREEMENT``.
         ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
@@ -138,6 +143,7 @@ class Settings(BaseSettings):
     gate_mode: Literal["full", "skeleton"] = "full"
     instruction_detector: DetectorChoice = "rules+finetuned+multilingual"
     finetuned_not_english_threshold: float = Field(default=0.0, ge=0.0, le=1.01)
+    multilingual_agreement: float = Field(default=0.0, ge=0.0, le=1.0)
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)

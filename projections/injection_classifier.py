@@ -256,21 +256,37 @@ class CombinedDetector:
     above the weights' own (an English model's score on another language is weaker evidence: below it,
     such a text is only suspect when it reaches the suspicion threshold); the version then reads
     ``<model>@not-en<threshold>``. ``None`` (the default) keeps one threshold for every text.
+
+    ``agreement``: over an inner :class:`CombinedDetector` (``rules``), a probability of this detector's
+    scorer at or above ``agreement`` (below its own threshold) also decides when the inner classifier's
+    probability for the same text reaches the inner's own threshold: two classifiers that agree decide where
+    neither alone would (with the multilingual head outside and the English classifier at a raised
+    ``not_english_threshold`` inside, a text not in English between the two thresholds of the English
+    classifier is flagged when the multilingual head gives it ``agreement`` or more). The finding's rule is
+    ``classifier.<inner model>&<model>``; the version reads ``<inner>+<model>&<agreement>``. ``None`` (the
+    default), or a value at or above the threshold, adds nothing.
     """
 
     version = DETECTOR_VERSION
 
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES,
-                 not_english_threshold: float | None = None) -> None:
+                 not_english_threshold: float | None = None, agreement: float | None = None) -> None:
         self._scorer = scorer
         self._rules = rules
         raised = not_english_threshold is not None and not_english_threshold > scorer.weights.threshold
         self._not_english = not_english_threshold if raised else None
+        below = agreement is not None and agreement < scorer.weights.threshold
+        if below and not isinstance(rules, CombinedDetector):
+            raise ValueError("agreement: needs an inner CombinedDetector (a second classifier) as rules")
+        self._agreement = agreement if below else None
         # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/3 (fine-tuned); over
         # another CombinedDetector (rules/20+minilm-ft/10+e5-lr/2) its version comes first
         suffix = f"@not-en{self._not_english:g}" if self._not_english is not None else ""
+        suffix += f"&{self._agreement:g}" if self._agreement is not None else ""
         self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}"
         self._rule = f"classifier.{scorer.weights.version}"
+        self._agreed_rule = (f"classifier.{rules._scorer.weights.version}&{scorer.weights.version}"
+                             if isinstance(rules, CombinedDetector) else self._rule)
         self._cache: dict[str, float] = {}
         self._lock = threading.Lock()
 
@@ -284,6 +300,13 @@ class CombinedDetector:
         if self._not_english is None or is_english(text):
             return self.threshold
         return self._not_english
+
+    def _agreed(self, text: str, p: float) -> bool:
+        """Whether ``p`` reaches ``agreement`` and the inner classifier's probability for ``text`` its own
+        threshold (``agreement`` above)."""
+        inner = self._rules
+        return (self._agreement is not None and p >= self._agreement and isinstance(inner, CombinedDetector)
+                and inner.score(text) >= inner.threshold)
 
     def prime(self, texts: Iterable[str]) -> None:
         """Score ``texts`` (one embedding call) and keep only their scores for the following ``detect``
@@ -303,12 +326,15 @@ class CombinedDetector:
         return hit if hit is not None else float(self._scorer.scores([text])[0])
 
     def detect(self, text: str) -> Detection:
-        """The rules' findings, plus one whole-text ``classifier.*`` finding on a classifier hit;
-        ``suspect`` when the probability reaches the weights' suspicion threshold."""
+        """The rules' findings, plus one whole-text ``classifier.*`` finding on a classifier hit (or on two
+        classifiers' ``agreement``); ``suspect`` when the probability reaches the weights' suspicion threshold."""
         found = self._rules.detect(text)
         p = self.score(text) if text.strip() else 0.0
+        rule = self._rule
         if p < self._threshold_for(text):
-            return Detection(found.findings, suspect=found.suspect or p >= self._scorer.weights.suspicion)
-        hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), self._rule)
+            if not self._agreed(text, p):
+                return Detection(found.findings, suspect=found.suspect or p >= self._scorer.weights.suspicion)
+            rule = self._agreed_rule
+        hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), rule)
         return Detection(tuple(sorted((*found.findings, hit), key=lambda f: (f.span, f.kind.value, f.rule))),
                          suspect=True)
