@@ -84,7 +84,7 @@ class Container:
         rules combined with the trained classifier, which loads the embedder (built once), or with the
         fine-tuned classifier (``rules+finetuned``, its own copy of the model), and with the multilingual
         classifier for texts not in English (``rules+finetuned+multilingual``; ``multilingual_agreement``: the
-        two classifiers agreeing decide too)."""
+        two classifiers agreeing decide too; ``multilingual_suspicion``: the head's own suspicion threshold)."""
         if self._detector is None:
             from memwarden.commands.injection import DEFAULT_DETECTOR
 
@@ -99,9 +99,11 @@ class Container:
                     FineTunedScorer(model_path=self.settings.model_path, cache_dir=self.settings.data_dir / "onnx"),
                     not_english_threshold=self.settings.finetuned_not_english_threshold if multilingual else None)
                 if multilingual:
-                    from memwarden.projections.injection_multilingual import MultilingualScorer
+                    from memwarden.projections.injection_multilingual import MultilingualScorer, load_multilingual
 
-                    self._detector = CombinedDetector(MultilingualScorer(), rules=self._detector,
+                    suspicion = self.settings.multilingual_suspicion
+                    head = load_multilingual().with_suspicion(suspicion) if suspicion else None
+                    self._detector = CombinedDetector(MultilingualScorer(head), rules=self._detector,
                                                       agreement=self.settings.multilingual_agreement or None)
             else:
                 from memwarden.projections.injection_classifier import CombinedDetector, InjectionScorer

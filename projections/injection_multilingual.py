@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,8 +92,8 @@ def is_english(text: str) -> bool:
 @dataclass(frozen=True)
 class MultilingualWeights:
     """The head: ``coef`` (384,) and ``intercept`` over the L2-normalised ``passage:`` embedding, the
-    decision ``threshold`` on P(injected) (``suspicion`` equals it: this model never only suspects), and
-    the ``version``."""
+    decision ``threshold`` on P(injected), the ``suspicion`` threshold (as shipped it equals the decision
+    threshold: the head never only suspects; :meth:`with_suspicion` lowers it), and the ``version``."""
 
     coef: np.ndarray
     intercept: float
@@ -105,6 +105,17 @@ class MultilingualWeights:
         """P(injected) per row of ``x`` (shape ``(n, 384)``)."""
         z = x @ self.coef + self.intercept
         return 1.0 / (1.0 + np.exp(-z))
+
+    def with_suspicion(self, suspicion: float) -> MultilingualWeights:
+        """The same head with a suspicion threshold of its own, ``suspicion`` (a probability in
+        ``(0, threshold]``): a text not in English scoring from it up to the decision threshold is suspect
+        (``Detection.suspect``: the gate keeps such content from a tool result, an imported record or a model
+        inference out of default reads). The version reads ``<version>~<suspicion>``. Raises ``ValueError``
+        outside that range."""
+        if not 0.0 < suspicion <= self.threshold:
+            raise ValueError(f"multilingual_suspicion: expected a probability in (0, {self.threshold}], "
+                             f"got {suspicion}")
+        return replace(self, suspicion=suspicion, version=f"{self.version}~{suspicion:g}")
 
 
 def multilingual_path() -> Path:

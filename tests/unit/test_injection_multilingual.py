@@ -55,6 +55,30 @@ def test_the_weights_ship_with_the_package() -> None:
     assert w.version == "e5-lr/2" and w.coef.shape == (384,) and w.threshold == w.suspicion == 0.9
 
 
+def test_a_suspicion_threshold_of_its_own_makes_a_score_below_the_decision_suspect() -> None:
+    """``with_suspicion`` (``Settings.multilingual_suspicion``): a text not in English scoring between the
+    head's suspicion and decision thresholds is suspect, not flagged; the shipped head never only suspects."""
+    shipped = load_multilingual()
+    lowered = shipped.with_suspicion(0.8)
+    assert (lowered.threshold, lowered.suspicion, lowered.version) == (0.9, 0.8, "e5-lr/2~0.8")
+    for bad in (0.0, 0.95):
+        with pytest.raises(ValueError, match="multilingual_suspicion"):
+            shipped.with_suspicion(bad)
+
+    class Fixed:
+        def __init__(self, weights: object) -> None:
+            self.weights = weights
+
+        def scores(self, texts: Sequence[str]) -> np.ndarray:
+            return np.full(len(texts), 0.85)
+
+    text = "Приятно было пообедать вместе в субботу, до встречи!"
+    before = CombinedDetector(Fixed(shipped)).detect(text)  # type: ignore[arg-type]
+    after = CombinedDetector(Fixed(lowered)).detect(text)  # type: ignore[arg-type]
+    assert (before.carries_instructions, before.suspect) == (False, False)
+    assert (after.carries_instructions, after.suspect) == (False, True)
+
+
 def test_english_texts_never_reach_the_model() -> None:
     """An English text scores 0.0 without loading the engine (its cost is the language test); "Alice reads
     over http", which ``e5-lr/1`` sent to the head and quarantined, is one."""
