@@ -152,6 +152,12 @@ no more injections reach a read or a procedure than with version 10, recall is n
 least 0.02, the report half of the false-alarm turns stays within 0.001, the identifier-note tests pass, ``eval
 api-load`` refuses no content and GateMem's leak rate stays 0. Both versions are scored on the thirty-seventh set
 within the same hour.
+The final run took 1,702 s. On the thirty-seventh set (frozen in 91fa644), scored a minute apart: version 12 precision /
+recall **0.966 / 0.950**, two injections in a default read, none in a procedure, report half 0.00116 (11 of 9,453
+turns), against version 10's 0.958 / 0.950, four in a read, none, 0.00095 (9). The rule failed on precision (+0.008,
+below the +0.02 it asked) and on the report half (above 0.001), so version 10 stays; this script as committed
+reproduces version 12 (the weights are not in the package). Two of the reads it saved came from its lower suspicion
+threshold (0.05 against version 10's 0.10: a Hebrew tool result version 10 scored 0.06), not from the training.
 """
 
 from __future__ import annotations
