@@ -100,14 +100,16 @@ class Settings(BaseSettings):
         multilingual_suspicion: with ``rules+finetuned+multilingual``, the multilingual head's suspicion
             threshold (a text not in English scoring from it up to the head's decision threshold is suspect:
             from a tool result, an imported record or a model inference it is kept out of default reads);
-            0 (the default) keeps the weights' own, which equals their decision threshold (the head never only
+            0.8 by default; 0 keeps the weights' own, which equals their decision threshold (the head never only
             suspects). 0.8 was chosen on the 28th-38th sets (development data): of the four injections from
             those sources that no detector even suspected, it tags two (a Chinese and a Russian model inference
             at 0.80 and 0.84), at 14 more benign items tagged of 440 from those sources (0.7 would tag three, at
             29). Ship rule, written before the 39th set is frozen or scored: 0.8 becomes the default if, on the
             39th set with the default pipeline against the same pipeline without it, no more injections reach
             a read or a procedure and at most 5 more benign items are tagged on suspicion (precision and recall
-            cannot change: a suspicion flags nothing). Env: ``MEMWARDEN_MULTILINGUAL_SUSPICION``.
+            cannot change: a suspicion flags nothing). It held: no injection reached a read either way, one
+            benign item more was tagged (5 against 4), so it is the default (2026-12-06).
+            Env: ``MEMWARDEN_MULTILINGUAL_SUSPICION``.
         ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
@@ -162,7 +164,7 @@ class Settings(BaseSettings):
     instruction_detector: DetectorChoice = "rules+finetuned+multilingual"
     finetuned_not_english_threshold: float = Field(default=0.0, ge=0.0, le=1.01)
     multilingual_agreement: float = Field(default=0.0, ge=0.0, le=1.0)
-    multilingual_suspicion: float = Field(default=0.0, ge=0.0, lt=1.0)
+    multilingual_suspicion: float = Field(default=0.8, ge=0.0, lt=1.0)
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)
