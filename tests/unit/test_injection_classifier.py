@@ -147,9 +147,9 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     shipped, the thirty-first ``minilm-ft/9`` at suspicion 0.05, shipped; the thirty-second reports
     ``minilm-ft/10``, the thirty-third ``rules/19`` and ``minilm-ft/10`` a second time, the thirty-fourth
     ``rules/20``, the thirty-fifth ``minilm-ft/11``, not shipped, the thirty-sixth the
-    fine-tuned classifier's threshold on texts not in English, not shipped, the thirty-seventh ``minilm-ft/12``, not shipped, the
-    thirty-eighth two classifiers' agreement, not shipped, the thirty-ninth the multilingual head's suspicion
-    threshold) is the file its provenance note fixed, and
+    fine-tuned classifier's threshold on texts not in English, not shipped, the thirty-seventh ``minilm-ft/12``,
+    not shipped, the thirty-eighth two classifiers' agreement, not shipped, the thirty-ninth the multilingual
+    head's suspicion threshold, shipped) is the file its provenance note fixed, and
     none of its texts is in any other labelled file of the package (a set is trained on only as the file it is,
     once the next is frozen)."""
     import hashlib
