@@ -67,10 +67,10 @@ def topic_specs(settings: Settings | None = None) -> tuple[TopicSpec, ...]:
     )
 
 
-def _admin(settings: Settings) -> AdminClient:
-    """An admin client that logs warnings and errors only: librdkafka's informational lines ("Purging 1
-    unserved events from background queue" as it closes) would land on a CLI's stderr, whose refusals are
-    one line."""
+def admin_client(settings: Settings) -> AdminClient:
+    """An admin client of ``settings.bootstrap_servers`` that logs warnings and errors only: librdkafka's
+    informational lines ("Purging 1 unserved events from background queue" as it closes) would land on a
+    CLI's stderr, whose refusals are one line, or in a worker's log."""
     return AdminClient({"bootstrap.servers": settings.bootstrap_servers, "log_level": 4})
 
 
@@ -79,7 +79,7 @@ def ensure_topics(settings: Settings, timeout_s: float = 30.0) -> list[str]:
 
     Raises ``StackUnavailable`` if the broker does not answer within ``timeout_s`` seconds.
     """
-    admin = _admin(settings)
+    admin = admin_client(settings)
     try:
         existing = set(admin.list_topics(timeout=timeout_s).topics)
     except Exception as exc:
@@ -123,7 +123,7 @@ def delete_topics(settings: Settings, timeout_s: float = 30.0) -> None:
     another's ledger (a replay) owns no topics: nothing is deleted."""
     if not settings.owns_ledger:
         return
-    admin = _admin(settings)
+    admin = admin_client(settings)
     own = {settings.topic(spec.name) for spec in topic_specs(settings)}
     names = [t for t in admin.list_topics(timeout=timeout_s).topics if t in own]
     if names:

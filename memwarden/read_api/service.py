@@ -356,14 +356,15 @@ async def _database_answers(settings: Any) -> bool | str:
 
 
 async def _broker_answers(settings: Any) -> bool | str:
-    """``True``, or why not (the cluster's metadata within 2 s; the probe's client logs warnings and errors only,
-    as the topic admin client of :mod:`memwarden.ops.topics` does)."""
+    """``True``, or why not (the cluster's metadata within 2 s, through
+    :func:`memwarden.ops.topics.admin_client`)."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
+
+    from memwarden.ops.topics import admin_client
 
     def probe() -> bool | str:
         try:
-            AdminClient({"bootstrap.servers": settings.bootstrap_servers, "log_level": 4}).list_topics(timeout=2)
+            admin_client(settings).list_topics(timeout=2)
             return True
         except KafkaException as exc:
             return str(exc)
