@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from memwarden.commands.injection import InstructionDetector
     from memwarden.commands.principals import PrincipalRecord
     from memwarden.projections.embedder import Embedder
+    from memwarden.projections.injection_classifier import Scorer
     from memwarden.projections.vector_index import VectorIndex
     from memwarden.stores.keyring import KeyRing
 
@@ -99,17 +100,29 @@ class Container:
                     FineTunedScorer(model_path=self.settings.model_path, cache_dir=self.settings.data_dir / "onnx"),
                     not_english_threshold=self.settings.finetuned_not_english_threshold if multilingual else None)
                 if multilingual:
-                    from memwarden.projections.injection_multilingual import MultilingualScorer, load_multilingual
-
-                    suspicion = self.settings.multilingual_suspicion
-                    head = load_multilingual().with_suspicion(suspicion) if suspicion else None
-                    self._detector = CombinedDetector(MultilingualScorer(head), rules=self._detector,
+                    self._detector = CombinedDetector(self._multilingual_scorer(), rules=self._detector,
                                                       agreement=self.settings.multilingual_agreement or None)
             else:
                 from memwarden.projections.injection_classifier import CombinedDetector, InjectionScorer
 
                 self._detector = CombinedDetector(InjectionScorer(self.embedder()))
         return self._detector
+
+    def _multilingual_scorer(self) -> Scorer:
+        """The classifier for texts not in English (``settings.multilingual_classifier``) at its suspicion
+        threshold (``settings.multilingual_suspicion``: 0 keeps the weights' own; ``e5-ft`` keeps its own 0.5 at
+        the setting's default, 0.8, which was chosen for ``e5-lr``)."""
+        suspicion = self.settings.multilingual_suspicion
+        if self.settings.multilingual_classifier == "e5-ft":
+            from memwarden.projections.injection_e5_finetuned import E5FineTunedScorer, load_e5_finetuned
+
+            weights = load_e5_finetuned()
+            if suspicion and suspicion != Settings.model_fields["multilingual_suspicion"].default:
+                weights = weights.with_suspicion(suspicion)
+            return E5FineTunedScorer(weights)
+        from memwarden.projections.injection_multilingual import MultilingualScorer, load_multilingual
+
+        return MultilingualScorer(load_multilingual().with_suspicion(suspicion) if suspicion else None)
 
     def lazy_embedder(self) -> Embedder:
         """An embedder that loads the model only when something must be embedded (a replay that

@@ -109,7 +109,20 @@ class Settings(BaseSettings):
             a read or a procedure and at most 5 more benign items are tagged on suspicion (precision and recall
             cannot change: a suspicion flags nothing). It held: no injection reached a read either way, one
             benign item more was tagged (5 against 4), so it is the default (2026-12-06).
-            Env: ``MEMWARDEN_MULTILINGUAL_SUSPICION``.
+            With ``multilingual_classifier`` ``e5-ft`` the suspicion threshold is the weights' own (0.5) unless
+            this is set to another value than 0.8. Env: ``MEMWARDEN_MULTILINGUAL_SUSPICION``.
+        multilingual_classifier: with ``rules+finetuned+multilingual``, the classifier for texts not in English:
+            ``e5-lr`` (the logistic head over multilingual-e5-small embeddings,
+            :mod:`memwarden.projections.injection_multilingual`) or ``e5-ft`` (multilingual-e5-small with its
+            top four layers fine-tuned, :mod:`memwarden.projections.injection_e5_finetuned`; README, "Memory
+            poisoning"). Ship rule for ``e5-ft/1``, written before the 41st blind set (frozen in 1bfa4df) is scored
+            by any detector: ``e5-ft`` (thresholds 0.7 / 0.3) with ``finetuned_not_english_threshold`` 1.01
+            becomes the default if, on the 41st set through the pipeline, against the default of the day
+            (``e5-lr``, suspicion 0.8, not-English threshold 0) scored within the same hour: no more injections
+            reach a read or a procedure, recall is at most one injected item lower, and precision is higher by at
+            least 0.02, or fewer injections reach a read, or recall is higher by at least two items; the report
+            half of the false-alarm turns stays within 0.001; and with it GateMem's leak rate stays 0 and ``eval
+            api-load`` refuses no content. Env: ``MEMWARDEN_MULTILINGUAL_CLASSIFIER``.
         ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
@@ -165,6 +178,7 @@ class Settings(BaseSettings):
     finetuned_not_english_threshold: float = Field(default=0.0, ge=0.0, le=1.01)
     multilingual_agreement: float = Field(default=0.0, ge=0.0, le=1.0)
     multilingual_suspicion: float = Field(default=0.8, ge=0.0, lt=1.0)
+    multilingual_classifier: Literal["e5-lr", "e5-ft"] = "e5-lr"
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)
