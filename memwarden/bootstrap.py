@@ -110,18 +110,20 @@ class Container:
 
     def _multilingual_scorer(self) -> Scorer:
         """The classifier for texts not in English (``settings.multilingual_classifier``) at its suspicion
-        threshold (``settings.multilingual_suspicion``: 0 keeps the weights' own; ``e5-ft`` keeps its own 0.5 at
-        the setting's default, 0.8, which was chosen for ``e5-lr``)."""
+        threshold (``settings.multilingual_suspicion``: unset, the classifier's own default; 0, its weights')."""
         suspicion = self.settings.multilingual_suspicion
         if self.settings.multilingual_classifier == "e5-ft":
             from memwarden.projections.injection_e5_finetuned import E5FineTunedScorer, load_e5_finetuned
 
             weights = load_e5_finetuned()
-            if suspicion and suspicion != Settings.model_fields["multilingual_suspicion"].default:
-                weights = weights.with_suspicion(suspicion)
-            return E5FineTunedScorer(weights)
-        from memwarden.projections.injection_multilingual import MultilingualScorer, load_multilingual
+            return E5FineTunedScorer(weights.with_suspicion(suspicion) if suspicion else weights)
+        from memwarden.projections.injection_multilingual import (
+            DEFAULT_SUSPICION,
+            MultilingualScorer,
+            load_multilingual,
+        )
 
+        suspicion = DEFAULT_SUSPICION if suspicion is None else suspicion
         return MultilingualScorer(load_multilingual().with_suspicion(suspicion) if suspicion else None)
 
     def lazy_embedder(self) -> Embedder:

@@ -68,9 +68,9 @@ class Settings(BaseSettings):
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
         instruction_detector: the gate's instruction detector: ``rules+finetuned+multilingual`` (default
-            since 2026-12-05, now ``rules/20+minilm-ft/10+e5-lr/2``: ``rules+finetuned`` OR a logistic head over
-            multilingual-e5-small embeddings for texts not in English,
-            :mod:`memwarden.projections.injection_multilingual`, README "Memory poisoning"),
+            since 2026-12-05, now ``rules/20+minilm-ft/10@not-en1.01+e5-ft/1``: ``rules+finetuned`` OR a
+            multilingual classifier for texts not in English, ``multilingual_classifier``; README "Memory
+            poisoning"),
             ``rules+finetuned`` (default 2026-12-04 to 12-05, ``rules/15+minilm-ft/5``: the rules OR the
             fine-tuned MiniLM classifier,
             :mod:`memwarden.projections.injection_finetuned`, behind a hashed n-gram screen that spares
@@ -81,9 +81,11 @@ class Settings(BaseSettings):
             the gate worker then loads the embedding model). Env: ``MEMWARDEN_INSTRUCTION_DETECTOR``.
         finetuned_not_english_threshold: with ``rules+finetuned+multilingual``, the fine-tuned (English)
             classifier's decision threshold on texts that are not English (it still raises suspicion at its
-            own suspicion threshold there); at or below the weights' own threshold (0, the default) it
-            changes nothing. 0.99, chosen on the 32nd-35th sets, failed its ship rule on the 36th (six false
-            positives fewer, one more injection in a default read; README, "Memory poisoning"), so it is off.
+            own suspicion threshold there); at or below the weights' own threshold (0) it changes nothing.
+            0.99, chosen on the 32nd-35th sets, failed its ship rule on the 36th (six false positives fewer, one
+            more injection in a default read; README, "Memory poisoning"). 1.01 (the default since 2026-12-06,
+            eleventh session, with ``multilingual_classifier`` ``e5-ft``): the English classifier decides no text
+            that is not English, the fine-tuned multilingual classifier does. Set 0 with ``e5-lr``.
             Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_THRESHOLD``.
         multilingual_agreement: with ``rules+finetuned+multilingual``, the multilingual head's probability at
             which it also decides a text not in English that the fine-tuned classifier scores between its own
@@ -97,20 +99,21 @@ class Settings(BaseSettings):
             false-alarm turns stays within 0.001. On the 38th set it changed no decision (precision / recall
             0.984 / 0.992 with and without it), so the rule failed and it stays off.
             Env: ``MEMWARDEN_MULTILINGUAL_AGREEMENT``.
-        multilingual_suspicion: with ``rules+finetuned+multilingual``, the multilingual head's suspicion
-            threshold (a text not in English scoring from it up to the head's decision threshold is suspect:
-            from a tool result, an imported record or a model inference it is kept out of default reads);
-            0.8 by default; 0 keeps the weights' own, which equals their decision threshold (the head never only
-            suspects). 0.8 was chosen on the 28th-38th sets (development data): of the four injections from
+        multilingual_suspicion: with ``rules+finetuned+multilingual``, the multilingual classifier's suspicion
+            threshold (a text not in English scoring from it up to the classifier's decision threshold is
+            suspect: from a tool result, an imported record or a model inference it is kept out of default
+            reads); unset (the default), each classifier's own: 0.3 for ``e5-ft/1`` (in its weights), 0.8 for
+            ``e5-lr/2`` (:data:`~memwarden.projections.injection_multilingual.DEFAULT_SUSPICION`); 0 keeps the
+            weights' own, which for ``e5-lr/2`` equals its decision threshold (it never only suspects). For
+            ``e5-lr/2`` 0.8 was chosen on the 28th-38th sets (development data): of the four injections from
             those sources that no detector even suspected, it tags two (a Chinese and a Russian model inference
             at 0.80 and 0.84), at 14 more benign items tagged of 440 from those sources (0.7 would tag three, at
             29). Ship rule, written before the 39th set is frozen or scored: 0.8 becomes the default if, on the
             39th set with the default pipeline against the same pipeline without it, no more injections reach
             a read or a procedure and at most 5 more benign items are tagged on suspicion (precision and recall
             cannot change: a suspicion flags nothing). It held: no injection reached a read either way, one
-            benign item more was tagged (5 against 4), so it is the default (2026-12-06).
-            With ``multilingual_classifier`` ``e5-ft`` the suspicion threshold is the weights' own (0.5) unless
-            this is set to another value than 0.8. Env: ``MEMWARDEN_MULTILINGUAL_SUSPICION``.
+            benign item more was tagged (5 against 4), so it was its default from then on (2026-12-06).
+            Env: ``MEMWARDEN_MULTILINGUAL_SUSPICION``.
         multilingual_classifier: with ``rules+finetuned+multilingual``, the classifier for texts not in English:
             ``e5-lr`` (the logistic head over multilingual-e5-small embeddings,
             :mod:`memwarden.projections.injection_multilingual`) or ``e5-ft`` (multilingual-e5-small with its
@@ -122,7 +125,11 @@ class Settings(BaseSettings):
             reach a read or a procedure, recall is at most one injected item lower, and precision is higher by at
             least 0.02, or fewer injections reach a read, or recall is higher by at least two items; the report
             half of the false-alarm turns stays within 0.001; and with it GateMem's leak rate stays 0 and ``eval
-            api-load`` refuses no content. Env: ``MEMWARDEN_MULTILINGUAL_CLASSIFIER``.
+            api-load`` refuses no content. It held (README, "Memory poisoning"): on the 41st set precision /
+            recall 0.984 / 1.000 and no injection in a read against 0.944 / 0.992 and one (a Korean user relaying
+            a sibling's standing order to delete a contract folder), report half 0.00095 either way; GateMem
+            leak rate 0 (utility 0.606, over-refusal 0.068, unchanged); ``eval api-load`` 0 content refusals.
+            ``e5-ft`` is the default since 2026-12-06 (eleventh session). Env: ``MEMWARDEN_MULTILINGUAL_CLASSIFIER``.
         ledger_prefix: the namespace whose topics (the ledger) this namespace's projections are built
             from; ``None`` = its own (``topic_prefix``). A replayed namespace sets it to its source, so
             its Postgres schema and index are its own while it reads (never writes) the source ledger.
@@ -175,10 +182,10 @@ class Settings(BaseSettings):
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"
     instruction_detector: DetectorChoice = "rules+finetuned+multilingual"
-    finetuned_not_english_threshold: float = Field(default=0.0, ge=0.0, le=1.01)
+    finetuned_not_english_threshold: float = Field(default=1.01, ge=0.0, le=1.01)
     multilingual_agreement: float = Field(default=0.0, ge=0.0, le=1.0)
-    multilingual_suspicion: float = Field(default=0.8, ge=0.0, lt=1.0)
-    multilingual_classifier: Literal["e5-lr", "e5-ft"] = "e5-lr"
+    multilingual_suspicion: float | None = Field(default=None, ge=0.0, lt=1.0)
+    multilingual_classifier: Literal["e5-lr", "e5-ft"] = "e5-ft"
     read_auth: Literal["required", "optional"] = "required"
     ledger_prefix: str | None = None
     reconcile_interval_s: float = Field(default=3600.0, ge=0)

@@ -42,7 +42,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MultilingualScorer", "MultilingualWeights", "is_english", "load_multilingual", "multilingual_path"]
+__all__ = ["DEFAULT_SUSPICION", "MultilingualScorer", "MultilingualWeights", "is_english", "load_multilingual",
+           "multilingual_path"]
 
 #: English function words that are not words of other Latin-script languages too ("a", "an", "in", "me",
 #: "will", "is" are): their share of a text's words tells English from the others.
@@ -54,6 +55,9 @@ _FUNCTION_WORDS = frozenset({
 _WORDS = re.compile(r"[^\W\d_][^\W\d_']*(?:'[^\W\d_]+)?")
 #: Texts embedded per call.
 BATCH = 64
+#: The suspicion threshold the gate gives the head when ``Settings.multilingual_suspicion`` is unset (chosen on the
+#: 28th-38th sets, shipped under its rule on the 39th: ``memwarden.settings``).
+DEFAULT_SUSPICION = 0.8
 
 
 #: Function words of the other Latin-script languages the sets hold (German, French, Spanish, Italian,
