@@ -94,3 +94,22 @@ def test_the_detector_flags_an_order_the_rules_do_not_read(scorer: E5FineTunedSc
     assert order.carries_instructions and order.suspect
     assert any(f.rule == f"classifier.{E5FT_VERSION}" for f in order.findings)
     assert not det.detect(ORDINARY[2]).carries_instructions
+
+
+def test_the_onnx_export_scores_as_pytorch_does_and_is_reused(tmp_path: Path) -> None:
+    weights = load_e5_finetuned()
+    onnx = E5FineTunedScorer(weights, cache_dir=tmp_path)
+    torch_scorer = E5FineTunedScorer(weights, backend="torch")
+    texts = [*ORDERS, *ORDINARY]
+    got, reference = onnx.scores(texts), torch_scorer.scores(texts)
+    assert onnx.backend == "onnx" and torch_scorer.backend == "torch"
+    assert np.abs(got - reference).max() < 1e-4
+    exports = list(tmp_path.glob("injection-e5-*.onnx"))
+    assert len(exports) == 1
+    again = E5FineTunedScorer(weights, cache_dir=tmp_path)
+    assert np.allclose(again.scores(texts[:2]), got[:2]) and list(tmp_path.glob("injection-e5-*.onnx")) == exports
+
+
+def test_an_unknown_backend_is_refused() -> None:
+    with pytest.raises(ValueError, match="backend"):
+        E5FineTunedScorer(load_e5_finetuned(), backend="gpu")  # type: ignore[arg-type]
