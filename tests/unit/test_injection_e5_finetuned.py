@@ -113,3 +113,19 @@ def test_the_onnx_export_scores_as_pytorch_does_and_is_reused(tmp_path: Path) ->
 def test_an_unknown_backend_is_refused() -> None:
     with pytest.raises(ValueError, match="backend"):
         E5FineTunedScorer(load_e5_finetuned(), backend="gpu")  # type: ignore[arg-type]
+
+
+def test_the_training_script_never_reads_a_report_set() -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "train_injection_e5_finetune.py"
+    spec = importlib.util.spec_from_file_location("train_injection_e5_finetune", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.TRAINING_FILES[-1] == "injection_heldout40"  # e5-ft/1 trains on every set to the 40th
+    assert set(script.VALIDATION_FILES) <= set(script.TRAINING_FILES)
+    for later in (41, 42):  # the 41st reported e5-ft/1, the 42nd the default after it
+        assert f"injection_heldout{later}" not in script.TRAINING_FILES
+    shipped = load_e5_finetuned()
+    assert shipped.threshold == script.THRESHOLD and shipped.suspicion == script.SUSPICION
