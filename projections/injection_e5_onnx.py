@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
-import uuid
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memwarden.errors import MemwardenError
-
 from .e5_packed import PackedE5
-from .embed_onnx import _file_lock, ort_session
+from .embed_onnx import ort_session
+from .injection_onnx import MAX_EXPORT_DIFF, export_checked, export_folder, hash_tensors
 
 if TYPE_CHECKING:
     from .injection_e5_finetuned import E5Classifier, E5FineTunedWeights
@@ -37,8 +34,6 @@ __all__ = ["EXPORT_FORMAT", "MAX_EXPORT_DIFF", "E5OnnxClassifier", "e5_export_pa
 
 #: Bump when the exported graph changes (inputs, pooling, head, opset): old cache files are then ignored.
 EXPORT_FORMAT = "e5ft-words-meanpool-sigmoid-opset17-v1"
-#: An export is used only if no probe's probability differs from PyTorch's by more than this.
-MAX_EXPORT_DIFF = 1e-4
 #: Texts the export is checked on: several scripts and lengths (one batch exercises padding), one past the
 #: 128-piece window.
 _PROBES = (
@@ -57,69 +52,57 @@ def e5_export_path(weights: E5FineTunedWeights, image: Path, cache_dir: Path | N
     h = hashlib.sha256(EXPORT_FORMAT.encode())
     with image.open("rb") as fh:
         h.update(str(image.stat().st_size).encode() + fh.read(1 << 20))
-    for name in sorted(weights.tensors):
-        value = np.ascontiguousarray(weights.tensors[name], dtype=np.float32)
-        h.update(name.encode() + b"\0" + repr(value.shape).encode() + value.tobytes())
-    folder = cache_dir if cache_dir is not None else Path(tempfile.gettempdir()) / "memwarden-onnx"
-    return folder / f"injection-e5-{h.hexdigest()[:16]}.onnx"
+    hash_tensors(h, weights.tensors)
+    return export_folder(cache_dir) / f"injection-e5-{h.hexdigest()[:16]}.onnx"
 
 
 def export_e5_classifier(model: E5Classifier, target: Path) -> Path:
-    """Export ``model`` (after the word lookup, as the module docstring says) to ONNX at ``target``, once.
-
-    Concurrency as :func:`~memwarden.projections.embed_onnx.export_onnx`: an advisory lock (``<target>.lock``), a
-    unique temporary name in the same folder, an atomic rename. Returns ``target``.
+    """Export ``model`` (after the word lookup, as the module docstring says) to ONNX at ``target``, once
+    (:func:`~memwarden.projections.injection_onnx.export_checked`: lock, temporary name, check on :data:`_PROBES`,
+    atomic rename). Returns ``target``.
 
     Raises:
         MemwardenError: the export's probabilities differ from PyTorch's by more than :data:`MAX_EXPORT_DIFF`.
         Exception: whatever torch, onnx or onnxruntime raise when exporting or loading.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(target.with_name(target.name + ".lock")):
-        if target.is_file():
-            return target
-        torch = model.torch
+    torch = model.torch
 
-        class _Graph(torch.nn.Module):  # type: ignore[misc,name-defined]
-            def __init__(self) -> None:
-                super().__init__()
-                self.layers = model.layers
-                self.eln = model.eln
-                self.register_buffer("pos", model.pos.clone())
-                self.register_buffer("token_type", model.token_type.clone())
-                self.register_buffer("w", model.head_w.clone())
-                self.b = model.head_b
+    class _Graph(torch.nn.Module):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = model.layers
+            self.eln = model.eln
+            self.register_buffer("pos", model.pos.clone())
+            self.register_buffer("token_type", model.token_type.clone())
+            self.register_buffer("w", model.head_w.clone())
+            self.b = model.head_b
 
-            def forward(self, words: Any, mask: Any) -> Any:
-                keep = mask > 0
-                x = self.eln(words + self.pos[:words.shape[1]].unsqueeze(0) + self.token_type)
-                for layer in self.layers:
-                    x = layer(x, keep)
-                m = keep.unsqueeze(-1).to(x.dtype)
-                pooled = (x * m).sum(1) / m.sum(1).clamp(min=1.0)
-                return torch.sigmoid(pooled @ self.w + self.b)
+        def forward(self, words: Any, mask: Any) -> Any:
+            keep = mask > 0
+            x = self.eln(words + self.pos[:words.shape[1]].unsqueeze(0) + self.token_type)
+            for layer in self.layers:
+                x = layer(x, keep)
+            m = keep.unsqueeze(-1).to(x.dtype)
+            pooled = (x * m).sum(1) / m.sum(1).clamp(min=1.0)
+            return torch.sigmoid(pooled @ self.w + self.b)
 
+    def write(tmp: Path) -> None:
         tokens, mask = model.batch(list(_PROBES))
         words = torch.from_numpy(model.packed.word_rows(tokens.numpy()))
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-        try:
-            with torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # tracer notes on shapes that are constant for this graph
-                torch.onnx.export(_Graph().eval(), (words, mask.to(torch.int64)), str(tmp), dynamo=False,
-                                  input_names=["words", "mask"], output_names=["p"], opset_version=17,
-                                  dynamic_axes={"words": {0: "batch", 1: "tokens"}, "mask": {0: "batch", 1: "tokens"},
-                                                "p": {0: "batch"}})
-            reference = np.concatenate([model.forward(list(_PROBES)), model.forward([_PROBES[1]])])
-            check = _Session(tmp, model.packed, threads=1)
-            got = np.concatenate([check.forward(list(_PROBES)), check.forward([_PROBES[1]])])
-            diff = float(np.abs(got - reference).max())
-            if got.shape != reference.shape or not diff <= MAX_EXPORT_DIFF:
-                raise MemwardenError(f"the multilingual classifier's ONNX export disagrees with PyTorch: largest "
-                                     f"difference {diff:.2e} > {MAX_EXPORT_DIFF:.0e}")
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-    return target
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer notes on shapes that are constant for this graph
+            torch.onnx.export(_Graph().eval(), (words, mask.to(torch.int64)), str(tmp), dynamo=False,
+                              input_names=["words", "mask"], output_names=["p"], opset_version=17,
+                              dynamic_axes={"words": {0: "batch", 1: "tokens"}, "mask": {0: "batch", 1: "tokens"},
+                                            "p": {0: "batch"}})
+
+    def disagreement(tmp: Path) -> float:
+        reference = np.concatenate([model.forward(list(_PROBES)), model.forward([_PROBES[1]])])
+        check = _Session(tmp, model.packed, threads=1)
+        got = np.concatenate([check.forward(list(_PROBES)), check.forward([_PROBES[1]])])
+        return float(np.abs(got - reference).max()) if got.shape == reference.shape else float("inf")
+
+    return export_checked(target, write, disagreement, "multilingual classifier")
 
 
 class _Session:

@@ -21,6 +21,7 @@ import hashlib
 import os
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,8 @@ from .embed_onnx import ONNX_INPUTS, _file_lock, hub_offline, model_digest, ort_
 if TYPE_CHECKING:
     from .injection_finetuned import FineTunedWeights, TorchClassifier
 
-__all__ = ["EXPORT_FORMAT", "MAX_EXPORT_DIFF", "OnnxClassifier", "classifier_export_path", "export_classifier"]
+__all__ = ["EXPORT_FORMAT", "MAX_EXPORT_DIFF", "OnnxClassifier", "classifier_export_path", "export_checked",
+           "export_classifier", "export_folder", "hash_tensors"]
 
 #: Bump when the exported graph changes (inputs, pooling, head, opset): old cache files are then ignored.
 EXPORT_FORMAT = "ft-meanpool-sigmoid-opset17-v1"
@@ -51,6 +53,19 @@ _PROBES = (
 )
 
 
+def hash_tensors(h: Any, tensors: dict[str, np.ndarray]) -> None:
+    """Feed every tensor of ``tensors`` (name, shape and float32 bytes, by name) to the hash ``h`` (a ``hashlib``
+    object): the shipped weights' part of an export's cache key."""
+    for name in sorted(tensors):
+        value = np.ascontiguousarray(tensors[name], dtype=np.float32)
+        h.update(name.encode() + b"\0" + repr(value.shape).encode() + value.tobytes())
+
+
+def export_folder(cache_dir: Path | None) -> Path:
+    """Where exports are cached: ``cache_dir``, else ``<system temp>/memwarden-onnx``."""
+    return cache_dir if cache_dir is not None else Path(tempfile.gettempdir()) / "memwarden-onnx"
+
+
 def classifier_export_path(weights: FineTunedWeights, model_path: Path, cache_dir: Path | None = None) -> Path:
     """Where the export of ``weights`` on the model at ``model_path`` is cached:
     ``<cache_dir>/injection-<digest>.onnx`` (``cache_dir`` defaults to ``<system temp>/memwarden-onnx``);
@@ -58,61 +73,73 @@ def classifier_export_path(weights: FineTunedWeights, model_path: Path, cache_di
     (name, shape and bytes)."""
     h = hashlib.sha256(EXPORT_FORMAT.encode())
     h.update(model_digest(model_path).encode())
-    for name in sorted(weights.tensors):
-        value = np.ascontiguousarray(weights.tensors[name], dtype=np.float32)
-        h.update(name.encode() + b"\0" + repr(value.shape).encode() + value.tobytes())
-    folder = cache_dir if cache_dir is not None else Path(tempfile.gettempdir()) / "memwarden-onnx"
-    return folder / f"injection-{h.hexdigest()[:16]}.onnx"
+    hash_tensors(h, weights.tensors)
+    return export_folder(cache_dir) / f"injection-{h.hexdigest()[:16]}.onnx"
+
+
+def export_checked(target: Path, write: Callable[[Path], None], disagreement: Callable[[Path], float],
+                   what: str) -> Path:
+    """Make the export at ``target`` once: ``write(tmp)`` writes it under a unique temporary name in the same
+    folder, ``disagreement(tmp)`` is its largest difference in probability from PyTorch's on the probes, and the
+    file is renamed into place (atomic) only when that is at most :data:`MAX_EXPORT_DIFF`; an advisory lock
+    (``<target>.lock``) makes concurrent workers export once. Returns ``target``.
+
+    Raises:
+        MemwardenError: the export disagrees (``what`` names the model in the message).
+        Exception: whatever ``write`` and ``disagreement`` raise.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _file_lock(target.with_name(target.name + ".lock")):
+        if target.is_file():
+            return target
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        try:
+            write(tmp)
+            diff = disagreement(tmp)
+            if not diff <= MAX_EXPORT_DIFF:
+                raise MemwardenError(f"the {what}'s ONNX export disagrees with PyTorch: largest difference "
+                                     f"{diff:.2e} > {MAX_EXPORT_DIFF:.0e}")
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return target
 
 
 def export_classifier(model: TorchClassifier, target: Path, max_tokens: int) -> Path:
-    """Export ``model`` (encoder, mean pooling, head, sigmoid) to ONNX at ``target``, once.
-
-    Concurrency as :func:`~memwarden.projections.embed_onnx.export_onnx`: an advisory lock
-    (``<target>.lock``), a unique temporary name in the same folder, an atomic rename. Returns ``target``.
+    """Export ``model`` (encoder, mean pooling, head, sigmoid) to ONNX at ``target``, once
+    (:func:`export_checked`: lock, temporary name, check on :data:`_PROBES`, atomic rename). Returns ``target``.
 
     Raises:
         MemwardenError: the export's probabilities differ from PyTorch's by more than
             :data:`MAX_EXPORT_DIFF` on a probe.
         Exception: whatever torch, onnx or onnxruntime raise when exporting or loading.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(target.with_name(target.name + ".lock")):
-        if target.is_file():
-            return target
-        torch = model.torch
-        with contextlib.suppress(AttributeError, ValueError):
-            model.enc.set_attn_implementation("eager")  # an explicit masked softmax: exports on any opset
+    torch = model.torch
+    with contextlib.suppress(AttributeError, ValueError):
+        model.enc.set_attn_implementation("eager")  # an explicit masked softmax: exports on any opset
 
-        class _Graph(torch.nn.Module):  # type: ignore[misc,name-defined]
-            def __init__(self) -> None:
-                super().__init__()
-                self.encoder = model.enc
-                self.register_buffer("w", model.head_w.clone())
-                self.b = model.head_b
+    class _Graph(torch.nn.Module):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = model.enc
+            self.register_buffer("w", model.head_w.clone())
+            self.b = model.head_b
 
-            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-                hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
-                                      token_type_ids=token_type_ids).last_hidden_state
-                mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-                return torch.sigmoid(pooled @ self.w + self.b)
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                                  token_type_ids=token_type_ids).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+            return torch.sigmoid(pooled @ self.w + self.b)
 
-        sample = model.tok(list(_PROBES), padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
-        try:
-            trace_onnx(_Graph(), sample, tmp, "p")
-            reference = np.concatenate([model.forward(list(_PROBES)), model.forward([_PROBES[1]])])
-            check = OnnxSession(tmp, model.tok, max_tokens, threads=1)
-            got = np.concatenate([check.forward(list(_PROBES)), check.forward([_PROBES[1]])])
-            diff = float(np.abs(got - reference).max())
-            if got.shape != reference.shape or not diff <= MAX_EXPORT_DIFF:
-                raise MemwardenError(f"the classifier's ONNX export disagrees with PyTorch: largest difference "
-                                     f"{diff:.2e} > {MAX_EXPORT_DIFF:.0e}")
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-    return target
+    def disagreement(tmp: Path) -> float:
+        reference = np.concatenate([model.forward(list(_PROBES)), model.forward([_PROBES[1]])])
+        check = OnnxSession(tmp, model.tok, max_tokens, threads=1)
+        got = np.concatenate([check.forward(list(_PROBES)), check.forward([_PROBES[1]])])
+        return float(np.abs(got - reference).max()) if got.shape == reference.shape else float("inf")
+
+    sample = model.tok(list(_PROBES), padding=True, truncation=True, max_length=max_tokens, return_tensors="pt")
+    return export_checked(target, lambda tmp: trace_onnx(_Graph(), sample, tmp, "p"), disagreement, "classifier")
 
 
 class OnnxSession:
