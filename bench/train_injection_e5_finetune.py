@@ -17,8 +17,8 @@ would count for less than an English one).
 the bottom :data:`~memwarden.projections.injection_e5_finetuned.FROZEN_LAYERS` (8) layers frozen: their output is
 computed once per text and kept (float16); the top four layers and a linear head on the mean-pooled output are
 trained with binary cross-entropy, AdamW (lr 1e-4, weight decay 0.01, linear warm-up over the first 6 % of steps
-times a linear decay; gradient norm clipped at 1), batches of 32 of similar length, 3 epochs, 2 CPU threads (about
-7 minutes here, 2 more for the frozen layers).
+times a linear decay; gradient norm clipped at 1), batches of 32 of similar length, 3 epochs, 2 CPU threads (the
+run that wrote ``e5-ft/1`` took 886 s with the local stack up; the frozen layers' pass is about 2 minutes of it).
 
 **Thresholds** (``--validate``): the same training on the files to the thirty-sixth set, scored on the
 thirty-seventh to fortieth (:data:`VALIDATION_FILES`, four writers it never saw). Printed: for each set, the
