@@ -171,6 +171,18 @@ class PackedE5:
         return [[bos, *ids[:max_tokens - 2], eos] for ids in out]
 
 
+    def padded(self, texts: list[str], max_tokens: int = 128) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`encode` as one batch: token ids ``(n, t)`` int64, padded with ``<pad>``, and the mask ``(n, t)``
+        bool (``True`` on real tokens)."""
+        ids = self.encode(texts, max_tokens=max_tokens)
+        width = max(len(i) for i in ids)
+        tokens = np.full((len(ids), width), self.config["pad"], dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=bool)
+        for row, seq in enumerate(ids):
+            tokens[row, :len(seq)] = seq
+            mask[row, :len(seq)] = True
+        return tokens, mask
+
 def read_packed_e5(path: Path | None = None) -> PackedE5:
     """The image at ``path`` (default :func:`packed_e5_path`). Raises ``ValueError``/``OSError`` as
     :class:`PackedE5` does."""

@@ -191,15 +191,8 @@ class E5Classifier:
 
     def batch(self, texts: list[str]) -> tuple[Any, Any]:
         """Token ids ``(n, t)`` (padded with ``<pad>``) and their mask (``bool``) for ``texts``."""
-        torch = self.torch
-        ids = self.packed.encode(texts, max_tokens=MAX_TOKENS)
-        width = max(len(i) for i in ids)
-        tokens = torch.full((len(ids), width), self.packed.config["pad"], dtype=torch.long)
-        mask = torch.zeros((len(ids), width), dtype=torch.bool)
-        for row, seq in enumerate(ids):
-            tokens[row, :len(seq)] = torch.tensor(seq)
-            mask[row, :len(seq)] = True
-        return tokens, mask
+        tokens, mask = self.packed.padded(texts, MAX_TOKENS)
+        return self.torch.from_numpy(tokens), self.torch.from_numpy(mask)
 
     def frozen_states(self, tokens: Any, mask: Any) -> Any:
         """Hidden states ``(n, t, hidden)`` after the embeddings and the frozen layers."""

@@ -116,14 +116,8 @@ class _Session:
         """P(injected) of each text (one batch), float64 ``(len(texts),)``."""
         from .injection_e5_finetuned import MAX_TOKENS
 
-        ids = self.packed.encode(texts, max_tokens=MAX_TOKENS)
-        width = max(len(i) for i in ids)
-        tokens = np.full((len(ids), width), self.packed.config["pad"], dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, seq in enumerate(ids):
-            tokens[row, :len(seq)] = seq
-            mask[row, :len(seq)] = 1
-        out = self.session.run(None, {"words": self.packed.word_rows(tokens), "mask": mask})[0]
+        tokens, mask = self.packed.padded(texts, MAX_TOKENS)
+        out = self.session.run(None, {"words": self.packed.word_rows(tokens), "mask": mask.astype(np.int64)})[0]
         return np.asarray(out, dtype=np.float64).reshape(-1)
 
 
