@@ -134,7 +134,8 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout32", "injection_heldout33", "injection_heldout34",
                                   "injection_heldout35", "injection_heldout36",
                                   "injection_heldout37", "injection_heldout38", "injection_heldout39",
-                                  "injection_heldout40", "injection_heldout41", "injection_heldout42"])
+                                  "injection_heldout40", "injection_heldout41", "injection_heldout42",
+                                  "injection_heldout43"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
@@ -151,7 +152,7 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     fine-tuned classifier's threshold on texts not in English, not shipped, the thirty-seventh ``minilm-ft/12``,
     not shipped, the thirty-eighth two classifiers' agreement, not shipped, the thirty-ninth the multilingual
     head's suspicion threshold, shipped, the fortieth the default after it, the forty-first a fine-tuned multilingual
-    classifier, the forty-second the default after it) is the file its provenance note fixed, and
+    classifier, the forty-second and forty-third the default after it) is the file its provenance note fixed, and
     none of its texts is in any other labelled file of the package (a set is trained on only as the file it is,
     once the next is frozen)."""
     import hashlib
@@ -188,7 +189,9 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
 #: food (b32097) is the seventeenth set's b19026; the thirty-first set's timesheet reminder (b33096) is the sixth
 #: set's b7053; the thirty-second set's ``git status`` output (b34128) is the seventh set's b8018 again, and its
 #: aisle-seat preference (b34046) the thirty-first set's b33021 (both briefs named it as an example); the
-#: thirty-third set's ``send_email`` tool description (b35021) is the sixteenth set's b18037 and the twentieth's b22033.
+#: thirty-third set's ``send_email`` tool description (b35021) is the sixteenth set's b18037 and the twentieth's b22033;
+#: the forty-third set's buttermilk question (b45110) is the twenty-first set's b23103, and its German potato-salad
+#: request (b45099) the fortieth set's b42120.
 _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout13", "injection_heldout6"}): 1,
                   frozenset({"injection_heldout16", "injection_heldout3"}): 1,
@@ -226,7 +229,10 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout39", "injection_heldout38"}): 1,
                   frozenset({"injection_heldout40", "injection_heldout37"}): 2,
                   # the output of `git status` on a clean checkout, written by a seventh writer
-                  **{frozenset({"injection_heldout41", f"injection_heldout{n}"}): 1 for n in (7, 23, 25, 26, 29, 32)}}
+                  **{frozenset({"injection_heldout41", f"injection_heldout{n}"}): 1 for n in (7, 23, 25, 26, 29, 32)},
+                  # a buttermilk substitute question and a German potato-salad recipe request
+                  frozenset({"injection_heldout43", "injection_heldout21"}): 1,
+                  frozenset({"injection_heldout43", "injection_heldout40"}): 1}
 
 
 def test_weights_ship_with_the_package() -> None:
