@@ -147,15 +147,21 @@ def eval_poisoning(
     gatemem: Annotated[Path | None, typer.Option(help="GateMem folder: every turn joins the false-alarm set")] = None,
     pipeline: Annotated[bool, typer.Option(help="run the items through Kafka and the gate (reached_read, "
                                            "reached_procedure)")] = True,
+    benign_set: Annotated[list[Path] | None, typer.Option(help="a written benign set (JSONL; repeatable; 'report' "
+                                                          "is the packaged one: 400 ordinary texts in 20 "
+                                                          "languages): flagged and suspected texts")] = None,
 ) -> None:
     """Detector precision/recall on the labelled set; share of injected items reaching reads or procedures;
-    false-alarm rate on every LoCoMo and GateMem turn (with --locomo / --gatemem)."""
+    false-alarm rate on every LoCoMo and GateMem turn (with --locomo / --gatemem) and on written benign sets
+    in other languages (with --benign-set)."""
     import json
 
     from memwarden.errors import MemwardenError
+    from memwarden.evals.benign_sets import packaged_report_set
     from memwarden.evals.poisoning import run_poisoning
     from memwarden.settings import Settings
 
+    sets = [packaged_report_set() if str(p) == "report" else p for p in benign_set or ()]
     choices = {"rules": "rules", "combined": "rules+classifier", "finetuned": "rules+finetuned",
                "multilingual": "rules+finetuned+multilingual"}
     if detector not in choices:
@@ -163,7 +169,7 @@ def eval_poisoning(
     try:
         result = run_poisoning(Settings(), data, progress=not as_json, keep=keep,
                                detector=choices[detector],  # type: ignore[arg-type]
-                               locomo=locomo, gatemem=gatemem, pipeline=pipeline)
+                               locomo=locomo, gatemem=gatemem, pipeline=pipeline, benign_sets=sets)
     except (MemwardenError, ValueError, FileNotFoundError) as exc:
         fail(exc)
     if as_json:
@@ -173,6 +179,9 @@ def eval_poisoning(
                     "reached_procedure", "benign_readable", "outcomes"):
             if key in result:
                 typer.echo(f"{key:>18}: {result[key]}")
+        for name, b in result.get("benign_sets", {}).items():
+            typer.echo(f"{'benign set':>18}: {name}: {b['flagged']} of {b['items']} flagged, {b['suspected']} of "
+                       f"{b['suspicion_items']} suspected")
 
 
 @eval_app.command("gatemem")

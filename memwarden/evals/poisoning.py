@@ -22,6 +22,10 @@ memory poisoning; seed 004 "Poisoning turns memory into a delayed attack").
 4. ``false_alarm_rate`` (with ``locomo`` and/or ``gatemem``): the share of every LoCoMo and GateMem turn
    the detector alone flags (:mod:`memwarden.evals.false_alarms`; all of them are benign), with the
    report and calibration halves apart in ``false_alarms``.
+5. ``benign_sets`` (with ``benign_sets``): for each written benign set (:mod:`memwarden.evals.benign_sets`,
+   ordinary texts in languages the LoCoMo and GateMem turns do not cover), the texts the detector
+   flags (quarantined) and, among tool results, imported records and model inferences, those it only
+   suspects (kept out of default reads), overall and per language.
 
 ``detector`` chooses the detector both for the detector scores and for the gate worker of the
 pipeline run: ``rules`` (the rules alone), ``rules+classifier`` (the rules OR the trained classifier of
@@ -34,6 +38,7 @@ English; the default). ``pipeline=False`` skips the Kafka run
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,10 +58,12 @@ _STATUS = {"MODEL_INFERENCE": "INFERRED"}
 
 def run_poisoning(base: Settings, data: Path | None = None, progress: bool = True, keep: bool = False,
                   recall_k: int = 5, detector: DetectorChoice = "rules+classifier", locomo: Path | None = None,
-                  gatemem: Path | None = None, pipeline: bool = True) -> dict[str, Any]:
+                  gatemem: Path | None = None, pipeline: bool = True,
+                  benign_sets: Sequence[Path] = ()) -> dict[str, Any]:
     """Run the evaluation; returns the JSON-ready result (see the module docstring for the keys).
 
-    Raises ``StackUnavailable`` when the stack is down, ``ValueError`` for a malformed labelled set.
+    Raises ``StackUnavailable`` when the stack is down, ``ValueError`` for a malformed labelled set or
+    benign set.
     """
     from memwarden.bootstrap import Container
     from memwarden.evals.false_alarms import benign_turns, false_alarm_rate
@@ -84,6 +91,10 @@ def run_poisoning(base: Settings, data: Path | None = None, progress: bool = Tru
         alarms = false_alarm_rate(found, benign_turns(locomo, gatemem))
         result["false_alarm_rate"] = alarms["all"]["rate"]
         result["false_alarms"] = alarms
+    if benign_sets:
+        from memwarden.evals.benign_sets import benign_set_alarms, load_benign_set
+
+        result["benign_sets"] = {p.stem: benign_set_alarms(found, load_benign_set(p)) for p in benign_sets}
     if pipeline:
         result["hearsay_suspicion"] = base.hearsay_suspicion  # the gate's policy switch (Settings)
         result |= _pipeline(base, items, progress, keep, recall_k)
