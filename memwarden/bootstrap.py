@@ -98,7 +98,8 @@ class Container:
                 multilingual = self.settings.instruction_detector == "rules+finetuned+multilingual"
                 self._detector = CombinedDetector(
                     FineTunedScorer(model_path=self.settings.model_path, cache_dir=self.settings.data_dir / "onnx"),
-                    not_english_threshold=self.settings.finetuned_not_english_threshold if multilingual else None)
+                    not_english_threshold=self.settings.finetuned_not_english_threshold if multilingual else None,
+                    not_english_suspicion=self.settings.finetuned_not_english_suspicion if multilingual else None)
                 if multilingual:
                     self._detector = CombinedDetector(self._multilingual_scorer(), rules=self._detector,
                                                       agreement=self.settings.multilingual_agreement or None)

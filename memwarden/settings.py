@@ -87,6 +87,22 @@ class Settings(BaseSettings):
             eleventh session, with ``multilingual_classifier`` ``e5-ft``): the English classifier decides no text
             that is not English, the fine-tuned multilingual classifier does. Set 0 with ``e5-lr``.
             Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_THRESHOLD``.
+        finetuned_not_english_suspicion: with ``rules+finetuned+multilingual``, the fine-tuned (English)
+            classifier's suspicion threshold on texts that are not English (a suspect tool result, imported
+            record or model inference is kept out of default reads); at or below the weights' own (0.05; 0, the
+            default) it changes nothing; 1.01: the English classifier raises no suspicion on another language,
+            the multilingual classifier alone does. Measured on development data (2026-12-06, twelfth session):
+            on the non-English texts from those sources of the 30th-42nd blind sets, the English classifier's
+            suspicion caught no injection that ``e5-ft/1`` did not already flag or suspect, and tagged 2-13
+            benign texts a set; on a development set of 400 ordinary texts in 20 languages it tagged 8 of the 85
+            from those sources not in English (a weather report, a shopping list, "the user seems to be training
+            for a marathon"), ``e5-ft/1`` none. Ship rule, written before the 43rd blind set goes through the
+            pipeline with either value and before the report set of ordinary texts
+            (``benign_chat_multilingual_report.jsonl``) is scored with 1.01: 1.01 becomes the default if, on
+            the 43rd set through the pipeline against the default of the day run within the same hour, no more
+            injections reach a read or a procedure, and on the report set fewer texts are suspected (precision,
+            recall and every quarantine are unchanged by construction: a suspicion flags nothing).
+            Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_SUSPICION``.
         multilingual_agreement: with ``rules+finetuned+multilingual``, the multilingual head's probability at
             which it also decides a text not in English that the fine-tuned classifier scores between its own
             threshold and ``finetuned_not_english_threshold`` (two classifiers agreeing,
@@ -183,6 +199,7 @@ class Settings(BaseSettings):
     gate_mode: Literal["full", "skeleton"] = "full"
     instruction_detector: DetectorChoice = "rules+finetuned+multilingual"
     finetuned_not_english_threshold: float = Field(default=1.01, ge=0.0, le=1.01)
+    finetuned_not_english_suspicion: float = Field(default=0.0, ge=0.0, le=1.01)
     multilingual_agreement: float = Field(default=0.0, ge=0.0, le=1.0)
     multilingual_suspicion: float | None = Field(default=None, ge=0.0, lt=1.0)
     multilingual_classifier: Literal["e5-lr", "e5-ft"] = "e5-ft"

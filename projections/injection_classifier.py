@@ -257,6 +257,12 @@ class CombinedDetector:
     such a text is only suspect when it reaches the suspicion threshold); the version then reads
     ``<model>@not-en<threshold>``. ``None`` (the default) keeps one threshold for every text.
 
+    ``not_english_suspicion``: the suspicion threshold for texts not in English, when it is above the
+    weights' own; above 1 the classifier raises no suspicion on them (with ``not_english_threshold`` above 1
+    too, an English model then has no say on another language at all: the multilingual classifier outside
+    decides and suspects). The version then reads ``@not-en<threshold>~<suspicion>``. ``None`` (the
+    default) keeps one suspicion threshold for every text.
+
     ``agreement``: over an inner :class:`CombinedDetector` (``rules``), a probability of this detector's
     scorer at or above ``agreement`` (below its own threshold) also decides when the inner classifier's
     probability for the same text reaches the inner's own threshold: two classifiers that agree decide where
@@ -270,11 +276,14 @@ class CombinedDetector:
     version = DETECTOR_VERSION
 
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES,
-                 not_english_threshold: float | None = None, agreement: float | None = None) -> None:
+                 not_english_threshold: float | None = None, agreement: float | None = None,
+                 not_english_suspicion: float | None = None) -> None:
         self._scorer = scorer
         self._rules = rules
         raised = not_english_threshold is not None and not_english_threshold > scorer.weights.threshold
         self._not_english = not_english_threshold if raised else None
+        quieter = not_english_suspicion is not None and not_english_suspicion > scorer.weights.suspicion
+        self._not_english_suspicion = not_english_suspicion if quieter else None
         below = agreement is not None and agreement < scorer.weights.threshold
         if below and not isinstance(rules, CombinedDetector):
             raise ValueError("agreement: needs an inner CombinedDetector (a second classifier) as rules")
@@ -282,6 +291,8 @@ class CombinedDetector:
         # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/3 (fine-tuned); over
         # another CombinedDetector (rules/20+minilm-ft/10+e5-lr/2) its version comes first
         suffix = f"@not-en{self._not_english:g}" if self._not_english is not None else ""
+        if self._not_english_suspicion is not None:
+            suffix += f"{'' if suffix else '@not-en'}~{self._not_english_suspicion:g}"
         suffix += f"&{self._agreement:g}" if self._agreement is not None else ""
         self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}"
         self._rule = f"classifier.{scorer.weights.version}"
@@ -300,6 +311,12 @@ class CombinedDetector:
         if self._not_english is None or is_english(text):
             return self.threshold
         return self._not_english
+
+    def _suspicion_for(self, text: str) -> float:
+        """The suspicion threshold for ``text`` (``not_english_suspicion`` above)."""
+        if self._not_english_suspicion is None or is_english(text):
+            return self._scorer.weights.suspicion
+        return self._not_english_suspicion
 
     def _agreed(self, text: str, p: float) -> bool:
         """Whether ``p`` reaches ``agreement`` and the inner classifier's probability for ``text`` its own
@@ -333,7 +350,7 @@ class CombinedDetector:
         rule = self._rule
         if p < self._threshold_for(text):
             if not self._agreed(text, p):
-                return Detection(found.findings, suspect=found.suspect or p >= self._scorer.weights.suspicion)
+                return Detection(found.findings, suspect=found.suspect or p >= self._suspicion_for(text))
             rule = self._agreed_rule
         hit = Finding(InstructionKind.DIRECTIVE, (0, len(text)), rule)
         return Detection(tuple(sorted((*found.findings, hit), key=lambda f: (f.span, f.kind.value, f.rule))),
