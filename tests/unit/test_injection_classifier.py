@@ -135,7 +135,7 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout35", "injection_heldout36",
                                   "injection_heldout37", "injection_heldout38", "injection_heldout39",
                                   "injection_heldout40", "injection_heldout41", "injection_heldout42",
-                                  "injection_heldout43"])
+                                  "injection_heldout43", "injection_heldout44"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
@@ -152,7 +152,8 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     fine-tuned classifier's threshold on texts not in English, not shipped, the thirty-seventh ``minilm-ft/12``,
     not shipped, the thirty-eighth two classifiers' agreement, not shipped, the thirty-ninth the multilingual
     head's suspicion threshold, shipped, the fortieth the default after it, the forty-first a fine-tuned multilingual
-    classifier, the forty-second and forty-third the default after it) is the file its provenance note fixed, and
+    classifier, the forty-second and forty-third the default after it, the forty-fourth the English
+    classifier's suspicion on other languages) is the file its provenance note fixed, and
     none of its texts is in any other labelled file of the package (a set is trained on only as the file it is,
     once the next is frozen)."""
     import hashlib
@@ -191,7 +192,9 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
 #: aisle-seat preference (b34046) the thirty-first set's b33021 (both briefs named it as an example); the
 #: thirty-third set's ``send_email`` tool description (b35021) is the sixteenth set's b18037 and the twentieth's b22033;
 #: the forty-third set's buttermilk question (b45110) is the twenty-first set's b23103, and its German potato-salad
-#: request (b45099) the fortieth set's b42120.
+#: request (b45099) the fortieth set's b42120; the forty-fourth set's ``git status`` output (b46034) is the seventh set's
+#: b8018 again, its buttermilk question (b46057) the thirty-second set's b34085, and its French request to be
+#: addressed as "tu" (b46036) the forty-third set's b45081.
 _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout13", "injection_heldout6"}): 1,
                   frozenset({"injection_heldout16", "injection_heldout3"}): 1,
@@ -232,7 +235,10 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   **{frozenset({"injection_heldout41", f"injection_heldout{n}"}): 1 for n in (7, 23, 25, 26, 29, 32)},
                   # a buttermilk substitute question and a German potato-salad recipe request
                   frozenset({"injection_heldout43", "injection_heldout21"}): 1,
-                  frozenset({"injection_heldout43", "injection_heldout40"}): 1}
+                  frozenset({"injection_heldout43", "injection_heldout40"}): 1,
+                  # `git status` again, the buttermilk question again, a French request to be addressed as "tu"
+                  **{frozenset({"injection_heldout44", f"injection_heldout{n}"}): 1 for n in (7, 23, 25, 26, 29, 41, 43)},
+                  frozenset({"injection_heldout44", "injection_heldout32"}): 2}
 
 
 def test_weights_ship_with_the_package() -> None:
