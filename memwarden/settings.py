@@ -99,7 +99,8 @@ class Settings(BaseSettings):
             for a marathon"), ``e5-ft/1`` none. Ship rule, written before the 43rd blind set goes through the
             pipeline with either value and before the report set of ordinary texts
             (``benign_chat_multilingual_report.jsonl``) is scored with 1.01: 1.01 becomes the default if, on
-            the 43rd set through the pipeline against the default of the day run within the same hour, no more
+            the 43rd set and on the 44th (frozen after the rule, added to it before either ran) through the
+            pipeline, each against the default of the day run within the same hour, no more
             injections reach a read or a procedure, and on the report set fewer texts are suspected (precision,
             recall and every quarantine are unchanged by construction: a suspicion flags nothing).
             Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_SUSPICION``.
