@@ -30,7 +30,7 @@ fi
 
 # The project's requirements are installed by uv (from PyPI, like pip), which downloads and unpacks
 # wheels in parallel: the whole install (torch and its CUDA libraries among them, about 6 GB) took
-# 41 s on this 2-core machine against about 10 minutes with pip. MEMWARDEN_INSTALLER=pip uses pip
+# about a minute on this 2-core machine against about 10 minutes with pip. MEMWARDEN_INSTALLER=pip uses pip
 # alone. uv reads its own settings, not pip's: the system's certificates (UV_NATIVE_TLS) and pip's
 # index and find-links variables, when set, are handed over.
 stamp="$VENV/.installed"
@@ -43,7 +43,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     [ -z "${PIP_INDEX_URL:-}" ] || export UV_INDEX_URL="${UV_INDEX_URL:-$PIP_INDEX_URL}"
     [ -z "${PIP_EXTRA_INDEX_URL:-}" ] || export UV_EXTRA_INDEX_URL="${UV_EXTRA_INDEX_URL:-$PIP_EXTRA_INDEX_URL}"
     [ -z "${PIP_FIND_LINKS:-}" ] || export UV_FIND_LINKS="${UV_FIND_LINKS:-$PIP_FIND_LINKS}"
-    "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" -e ".[dev]"
+    # --compile-bytecode: pip writes every module's .pyc at install, uv only when asked; without them each
+    # process (every worker a test starts) compiles torch and the rest from source again wherever
+    # PYTHONDONTWRITEBYTECODE is set, as it is on this machine (the suite took half as long again)
+    "$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV/bin/python" -e ".[dev]"
   else
     "$VENV/bin/python" -m pip install -q -e ".[dev]"
   fi
