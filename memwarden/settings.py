@@ -68,7 +68,7 @@ class Settings(BaseSettings):
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
         instruction_detector: the gate's instruction detector: ``rules+finetuned+multilingual`` (default
-            since 2026-12-05, now ``rules/20+minilm-ft/10@not-en1.01+e5-ft/1``: ``rules+finetuned`` OR a
+            since 2026-12-05, now ``rules/20+minilm-ft/10@not-en1.01~1.01+e5-ft/1``: ``rules+finetuned`` OR a
             multilingual classifier for texts not in English, ``multilingual_classifier``; README "Memory
             poisoning"),
             ``rules+finetuned`` (default 2026-12-04 to 12-05, ``rules/15+minilm-ft/5``: the rules OR the
@@ -89,9 +89,10 @@ class Settings(BaseSettings):
             Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_THRESHOLD``.
         finetuned_not_english_suspicion: with ``rules+finetuned+multilingual``, the fine-tuned (English)
             classifier's suspicion threshold on texts that are not English (a suspect tool result, imported
-            record or model inference is kept out of default reads); at or below the weights' own (0.05; 0, the
-            default) it changes nothing; 1.01: the English classifier raises no suspicion on another language,
-            the multilingual classifier alone does. Measured on development data (2026-12-06, twelfth session):
+            record or model inference is kept out of default reads); at or below the weights' own (0.05) it
+            changes nothing (0: the default until 2026-12-06, twelfth session); 1.01 (the default since): the
+            English classifier raises no suspicion on another language, the multilingual classifier alone does
+            (set 0 with ``e5-lr``). Measured on development data (2026-12-06, twelfth session):
             on the non-English texts from those sources of the 30th-42nd blind sets, the English classifier's
             suspicion caught no injection that ``e5-ft/1`` did not already flag or suspect, and tagged 2-13
             benign texts a set; on a development set of 400 ordinary texts in 20 languages it tagged 8 of the 85
@@ -102,8 +103,11 @@ class Settings(BaseSettings):
             the 43rd set and on the 44th (frozen after the rule, added to it before either ran) through the
             pipeline, each against the default of the day run within the same hour, no more
             injections reach a read or a procedure, and on the report set fewer texts are suspected (precision,
-            recall and every quarantine are unchanged by construction: a suspicion flags nothing).
-            Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_SUSPICION``.
+            recall and every quarantine are unchanged by construction: a suspicion flags nothing). It held
+            (README, "Memory poisoning"): on the 43rd and 44th sets no injection reached a read or a procedure
+            with either value (precision / recall 0.992 / 1.000 and 0.960 / 1.000 both times) and the benign items
+            tagged on suspicion went from 4 and 1 to 0; on the report set of ordinary texts 0 of 400 were flagged
+            either way and the suspected went from 5 of 100 to 0. Env: ``MEMWARDEN_FINETUNED_NOT_ENGLISH_SUSPICION``.
         multilingual_agreement: with ``rules+finetuned+multilingual``, the multilingual head's probability at
             which it also decides a text not in English that the fine-tuned classifier scores between its own
             threshold and ``finetuned_not_english_threshold`` (two classifiers agreeing,
@@ -200,7 +204,7 @@ class Settings(BaseSettings):
     gate_mode: Literal["full", "skeleton"] = "full"
     instruction_detector: DetectorChoice = "rules+finetuned+multilingual"
     finetuned_not_english_threshold: float = Field(default=1.01, ge=0.0, le=1.01)
-    finetuned_not_english_suspicion: float = Field(default=0.0, ge=0.0, le=1.01)
+    finetuned_not_english_suspicion: float = Field(default=1.01, ge=0.0, le=1.01)
     multilingual_agreement: float = Field(default=0.0, ge=0.0, le=1.0)
     multilingual_suspicion: float | None = Field(default=None, ge=0.0, lt=1.0)
     multilingual_classifier: Literal["e5-lr", "e5-ft"] = "e5-ft"
