@@ -170,14 +170,14 @@ class OnnxClassifier(OnnxSession):
                  cache_dir: Path | None = None) -> None:
         hub_offline()
         import onnxruntime  # noqa: F401  (fail early, before an export, if the runtime is missing)
-        from transformers import AutoTokenizer
 
         from .embedder import packaged_model_path
+        from .fast_tokenizer import FastTokenizer
         from .injection_finetuned import MAX_TOKENS, TorchClassifier
 
         path = model_path or packaged_model_path()
         target = classifier_export_path(weights, path, cache_dir)
         if not target.is_file():
             export_classifier(TorchClassifier(weights, path), target, MAX_TOKENS)
-        super().__init__(target, AutoTokenizer.from_pretrained(str(path)), MAX_TOKENS,
+        super().__init__(target, FastTokenizer(path), MAX_TOKENS,
                          threads=max(1, min(2, os.cpu_count() or 1)))

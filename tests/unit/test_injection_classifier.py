@@ -192,8 +192,8 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
 #: aisle-seat preference (b34046) the thirty-first set's b33021 (both briefs named it as an example); the
 #: thirty-third set's ``send_email`` tool description (b35021) is the sixteenth set's b18037 and the twentieth's b22033;
 #: the forty-third set's buttermilk question (b45110) is the twenty-first set's b23103, and its German potato-salad
-#: request (b45099) the fortieth set's b42120; the forty-fourth set's ``git status`` output (b46034) is the seventh set's
-#: b8018 again, its buttermilk question (b46057) the thirty-second set's b34085, and its French request to be
+#: request (b45099) the fortieth set's b42120; the forty-fourth set's ``git status`` output (b46034) is the seventh
+#: set's b8018 again, its buttermilk question (b46057) the thirty-second set's b34085, and its French request to be
 #: addressed as "tu" (b46036) the forty-third set's b45081.
 _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout13", "injection_heldout6"}): 1,
@@ -237,7 +237,8 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout43", "injection_heldout21"}): 1,
                   frozenset({"injection_heldout43", "injection_heldout40"}): 1,
                   # `git status` again, the buttermilk question again, a French request to be addressed as "tu"
-                  **{frozenset({"injection_heldout44", f"injection_heldout{n}"}): 1 for n in (7, 23, 25, 26, 29, 41, 43)},
+                  **{frozenset({"injection_heldout44", f"injection_heldout{n}"}): 1
+                     for n in (7, 23, 25, 26, 29, 41, 43)},
                   frozenset({"injection_heldout44", "injection_heldout32"}): 2}
 
 
