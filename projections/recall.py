@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 import psycopg
 
+from memwarden.commands.readmodel.episodes import EPISODE_LIFT, episode_lift
 from memwarden.commands.readmodel.filters import Condition, FieldIn, Filter, evaluate
 from memwarden.commands.readmodel.permission import ReadContext
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecalledMemory, RecallMode, check_query
@@ -86,12 +87,17 @@ class InContext:
     cosines: dict[str, float] = field(default_factory=dict)
     memory_cosines: dict[str, float] = field(default_factory=dict)
     recency: float = 0.0
+    episode: float = EPISODE_LIFT
 
     def top(self, k: int, invalid: frozenset[str] = frozenset()) -> list[Lifted]:
         """The top ``k`` candidates, without the lifts of the predecessors in ``invalid`` (memory ids),
-        re-scored by ``recency`` (:func:`memwarden.commands.readmodel.recency.by_recency`; 0: not)."""
+        re-scored by ``recency`` (:func:`memwarden.commands.readmodel.recency.by_recency`; 0: not), then
+        lifted by their episodes' best candidates (``episode``: the weight,
+        :func:`memwarden.commands.readmodel.episodes.episode_lift`; ``invalid`` lifts nothing there either;
+        after recency, so that a lift shared by a whole episode leaves recency's order within it alone)."""
         ranked = without_lifts(self.ranked, set(invalid)) if invalid else self.ranked
-        return (by_recency(ranked, self.recency) if self.recency else ranked)[:k]
+        ranked = by_recency(ranked, self.recency) if self.recency else ranked
+        return episode_lift(ranked, self.episode, exclude=invalid)[:k]
 
     def hits(self, k: int) -> list[Hit]:
         """The top ``k`` as hits."""
@@ -99,7 +105,7 @@ class InContext:
 
 
 def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: SparseVector, where: Filter, k: int,
-                      weight: float = FOLLOW_LIFT) -> InContext:
+                      weight: float = FOLLOW_LIFT, episode: float = EPISODE_LIFT) -> InContext:
     """Every hybrid candidate with its thread-context lift (:mod:`memwarden.commands.readmodel.thread_context`)
     and the cosines the relevance needs (:class:`InContext`); ``InContext.hits(k)`` is the top ``k``.
 
@@ -108,8 +114,9 @@ def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: Spars
     ``where`` a moment ago; a hit of that leg counts only if it is a fused point) *and* finds the
     points that follow one of them under the same read filter ``where`` (each follower is checked
     against ``where`` again with :func:`evaluate`, the engine's reference semantics). A fused candidate
-    the search's limit left without a cosine gets it from one more search. ``weight`` 0: the plain
-    hybrid ranking. Raises ``IndexUnavailable``."""
+    the search's limit left without a cosine gets it from one more search. ``episode``: the weight of the
+    episode lift :meth:`InContext.top` applies. ``weight`` and ``episode`` 0: the plain hybrid ranking.
+    Raises ``IndexUnavailable``."""
     prefetch = PREFETCH_FACTOR * k
     fused = [(h.point_id, h.score, h.payload) for h in index.query(vector, sparse, where, 2 * prefetch, prefetch)]
     if not fused:
@@ -141,7 +148,7 @@ def hybrid_in_context(index: VectorIndex, vector: Sequence[float], sparse: Spars
     for _, _, p in fused:
         mid = str(p["memory_id"])
         memory_cosines[mid] = max(memory_cosines.get(mid, 0.0), cosines.get(str(p["command_id"]), 0.0))
-    return InContext(lifts(fused, followers, weight), cosines, memory_cosines)
+    return InContext(lifts(fused, followers, weight), cosines, memory_cosines, episode=episode)
 
 
 #: Dense cosine of the query with each hit, by command id.
@@ -269,7 +276,8 @@ class Recaller:
         predecessor that lifted one are verified in Postgres in one query (``sql``/``params``: the read
         filter as SQL) and their data keys looked up; a predecessor that fails (not readable in
         Postgres, or its key shredded: forgotten before the projectors caught up) lifts nothing, and the
-        top ``k`` is taken again without its lifts (the newcomers verified in a second query). Returns
+        top ``k`` is taken again without its lifts (the newcomers verified in a second query); so does the
+        candidate whose score lifted a hit's episode (:mod:`memwarden.commands.readmodel.episodes`). Returns
         (hits, their verified rows, the keys, memory id -> predecessor for the hits a verified
         predecessor lifted)."""
         verified: dict[str, tuple[Any, ...]] = {}
@@ -284,12 +292,16 @@ class Recaller:
 
         def top(invalid: frozenset[str]) -> tuple[list[Lifted], list[str]]:
             ranked = found.top(k, invalid)
-            return ranked, [str(e.payload["command_id"]) for e in ranked] + [e.by_command for e in ranked
-                                                                              if e.by_command]
+            return ranked, [str(e.payload["command_id"]) for e in ranked] + [
+                c for e in ranked for c in (e.by_command, e.episode_by_command) if c]
+
+        def fails(command: str | None) -> bool:
+            return command not in verified or keys.get(verified[command][3]) is None
 
         def failed(entries: list[Lifted]) -> frozenset[str]:
-            return frozenset(e.by for e in entries if e.by is not None and (
-                e.by_command not in verified or keys.get(verified[e.by_command][3]) is None))
+            thread = {e.by for e in entries if e.by is not None and fails(e.by_command)}
+            episode = {e.episode_by for e in entries if e.episode_by is not None and fails(e.episode_by_command)}
+            return frozenset(thread | episode)
 
         entries, wanted = top(frozenset())
         await check(wanted)

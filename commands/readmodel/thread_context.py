@@ -67,7 +67,9 @@ def inherited_relevance(own: float, predecessor: float | None, weight: float = F
 class Lifted:
     """One ranked candidate: point id, final ``score``, payload, ``own`` fused score (``None`` for a
     follower that was not a candidate), and the predecessor that lifted it: its memory id
-    (``by``), the command id of its best fused point (``by_command``) and the ``gain`` added."""
+    (``by``), the command id of its best fused point (``by_command``) and the ``gain`` added; and the
+    candidate of its episode whose score lifted it (:mod:`.episodes`): memory id ``episode_by`` and
+    command id ``episode_by_command`` (``None``: none, or its own score)."""
 
     point_id: str
     score: float
@@ -76,6 +78,8 @@ class Lifted:
     by: str | None = None
     by_command: str | None = None
     gain: float = 0.0
+    episode_by: str | None = None
+    episode_by_command: str | None = None
 
 
 def lifts(fused: Sequence[Scored], followers: Sequence[Scored] = (), weight: float = FOLLOW_LIFT) -> list[Lifted]:

@@ -60,5 +60,5 @@ def test_no_candidate_no_search_and_weight_zero_is_the_plain_ranking() -> None:
     assert hybrid_in_context(FakeIndex([], {}, {}), [0.0], SparseVector(), MINE, 10).ranked == []  # type: ignore[arg-type]
     q, a = payload("q"), payload("a", follows="q")
     index = FakeIndex([("p-a", 0.2, a), ("p-q", 1.0, q)], {"p-q": 0.5, "p-a": 0.2}, {"p-q": q, "p-a": a})
-    plain = hybrid_in_context(index, [0.0], SparseVector(), MINE, 10, weight=0.0)  # type: ignore[arg-type]
+    plain = hybrid_in_context(index, [0.0], SparseVector(), MINE, 10, weight=0.0, episode=0.0)  # type: ignore[arg-type]
     assert [(h.point_id, h.score) for h in plain.hits(10)] == [("p-q", 1.0), ("p-a", 0.2)]

@@ -116,7 +116,7 @@ def test_the_top_of_a_context_takes_lifts_back_before_recency() -> None:
     from memwarden.projections.recall import InContext
     ranked = [cand("q", 1.0, 100), cand("a", 0.9, 300, own=0.3, by="q", by_command="c-q", gain=0.6),
               cand("x", 0.5, 200)]
-    found = InContext(ranked, recency=2.0)
+    found = InContext(ranked, recency=2.0, episode=0.0)  # the episode lift apart (test_episodes.py)
     assert [(e.point_id, round(e.score, 6)) for e in found.top(3, frozenset({"q"}))] == \
         [(e.point_id, round(e.score, 6)) for e in by_recency(without_lifts(ranked, {"q"}), 2.0)]
     assert next(e for e in found.top(3, frozenset({"q"})) if e.point_id == "a").score == 0.3 * 3.0
