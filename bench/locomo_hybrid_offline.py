@@ -12,7 +12,8 @@ turn-level evidence recall@k (``locomo_data.turn_recall``), per conversation and
 ``--lift`` runs the hybrid query with thread context (:func:`memwarden.projections.recall.hybrid_in_context`,
 each turn ``follows`` the previous turn of its session) at the given weights (0: the plain fusion);
 ``--dev`` names the conversations the weight is chosen on and prints the others apart (held-out).
-The production weight, 0.6, was chosen on conv-26, conv-30 and conv-41.
+The production weight, 0.6, was chosen on conv-26, conv-30 and conv-41. With a lift the episode context of the
+read path (:mod:`memwarden.commands.readmodel.episodes`, weight 0.4) applies too, as in production.
 
 Dense vectors are cached in ``--cache`` (``.npy`` keyed by the text form and the data file), so a
 grid over the sparse settings re-embeds nothing. Each grid point rebuilds the shard (seconds).
