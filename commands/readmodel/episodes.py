@@ -2,7 +2,8 @@
 
 The evidence a question needs tends to sit in one stretch of conversation: the turns around the one that
 matches best hold the rest of the story (the second half of a multi-hop answer, the reply that names the
-date). After the thread-context lift (:mod:`.thread_context`), each candidate's score becomes
+date). After the thread-context lift (:mod:`.thread_context`) and the recency re-scoring of current-value
+questions (:mod:`.recency`), each candidate's score becomes
 
     score(m) = score(m) + EPISODE_LIFT * max(0, max{score(n) : n in episode(m)})
 
