@@ -5,13 +5,14 @@ matches best hold the rest of the story (the second half of a multi-hop answer, 
 date). After the thread-context lift (:mod:`.thread_context`) and the recency re-scoring of current-value
 questions (:mod:`.recency`), each candidate's score becomes
 
-    score(m) = score(m) + EPISODE_LIFT * max(0, max{score(n) : n in episode(m)})
+    score(m) = (score(m) + EPISODE_LIFT * max(0, max{score(n) : n in episode(m)})) / (1 + EPISODE_LIFT)
 
 where ``episode(m)`` is every candidate of the same scope whose validity start (``valid_from_ms``: when it
 was observed) lies within ``EPISODE_WINDOW_MS`` of m's, m included: the best-matching stretch of a
-conversation rises together. Chosen offline on three LoCoMo conversations (conv-26, conv-30, conv-41: weight
-0.4 of 0.05-1.0, every candidate rather than the top 20 or 40) and reported once on the other four:
-held-out recall@10 0.715 -> 0.735 (README, "LoCoMo retrieval").
+conversation rises together. The division changes no order; it keeps the scores on the scale of the
+fused ones (a candidate that is the best of its episode keeps its score). Chosen offline on three LoCoMo
+conversations (conv-26, conv-30, conv-41: weight 0.4 of 0.05-1.0, every candidate rather than the top 20 or
+40) and reported once on the other four: held-out recall@10 0.715 -> 0.735 (README, "LoCoMo retrieval").
 
 Isolation is unchanged (SSGM Eq. 5): only candidates, which the read filter admitted inside the search,
 lift or are lifted, and only within one scope; the read path verifies the candidate that lifted a returned
@@ -35,8 +36,8 @@ EPISODE_WINDOW_MS = 3_600_000
 
 def episode_lift(ranked: Sequence[Lifted], weight: float = EPISODE_LIFT, window_ms: int = EPISODE_WINDOW_MS,
                  exclude: Collection[str] = ()) -> list[Lifted]:
-    """``ranked`` with each candidate lifted by the best score of its episode (the module docstring), best
-    first by ``(-score, point id)``.
+    """``ranked`` with each candidate lifted by the best score of its episode (the module docstring: the sum
+    divided by ``1 + weight``), best first by ``(-score, point id)``.
 
     A candidate without ``valid_from_ms`` or ``scope`` is its own episode. ``exclude``: memory ids that
     lift nothing (not verified, or shredded), though they are still lifted themselves. Each entry records
@@ -62,7 +63,7 @@ def episode_lift(ranked: Sequence[Lifted], weight: float = EPISODE_LIFT, window_
                         and str(n.payload.get("memory_id")) not in exclude):
                     best = n
         lifted_by = best is not e
-        out.append(replace(e, score=e.score + weight * max(0.0, best.score),
+        out.append(replace(e, score=(e.score + weight * max(0.0, best.score)) / (1.0 + weight),
                            episode_by=str(best.payload.get("memory_id")) if lifted_by else None,
                            episode_by_command=str(best.payload.get("command_id")) if lifted_by else None))
     return sorted(out, key=lambda e: (-e.score, e.point_id))

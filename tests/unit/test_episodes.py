@@ -26,27 +26,26 @@ def test_the_best_match_lifts_its_episode_past_a_lone_better_candidate() -> None
     # a: the best match; b: its neighbour in the same session; x: a better lone match from another day
     ranked = [_c("a", 1.0, 0), _c("x", 0.7, 30 * HOUR), _c("b", 0.5, HOUR // 2)]
     out = episode_lift(ranked, 0.4)
-    assert _scores(out) == {"a": 1.4, "b": 0.9, "x": 0.98}
+    assert _scores(out) == {"a": 1.0, "b": round(0.9 / 1.4, 6), "x": 0.7}  # (score + 0.4 x best) / 1.4
     assert [e.point_id for e in out] == ["a", "x", "b"]
     b = next(e for e in out if e.point_id == "b")
     assert (b.episode_by, b.episode_by_command) == ("m-a", "c-a")
     assert next(e for e in out if e.point_id == "a").episode_by is None  # its own score was the best
-    assert [e.point_id for e in episode_lift(ranked, 0.7)] == ["a", "b", "x"]  # 1.7, 1.2, 1.19
+    assert [e.point_id for e in episode_lift(ranked, 0.7)] == ["a", "b", "x"]  # 1.7, 1.2, 1.19 (/ 1.7)
 
 
 def test_the_window_bounds_an_episode_and_a_scope_is_never_crossed() -> None:
     ranked = [_c("a", 1.0, 0), _c("late", 0.1, EPISODE_WINDOW_MS + 1), _c("edge", 0.1, EPISODE_WINDOW_MS),
               _c("other", 0.1, 0, scope="t"), _c("timeless", 0.1, None), _c("unscoped", 0.1, 0, scope=None)]
     got = _scores(episode_lift(ranked, 0.5))
-    assert got["edge"] == pytest.approx(0.6) and got["late"] == pytest.approx(0.15)
-    assert got["other"] == pytest.approx(0.15) and got["timeless"] == pytest.approx(0.15)
-    assert got["unscoped"] == pytest.approx(0.15)
+    assert got["a"] == pytest.approx(1.0) and got["edge"] == pytest.approx(0.6 / 1.5)
+    assert got["late"] == got["other"] == got["timeless"] == got["unscoped"] == pytest.approx(0.1)  # their own
 
 
 def test_an_excluded_memory_lifts_nothing_but_is_still_ranked() -> None:
     ranked = [_c("a", 1.0, 0), _c("b", 0.5, 1), _c("c", 0.2, 2)]
     out = episode_lift(ranked, 0.4, exclude={"m-a"})
-    assert _scores(out) == {"a": 1.4, "b": 0.7, "c": 0.4}  # b and c lifted by b, not by the excluded a
+    assert _scores(out) == {"a": 1.0, "b": 0.5, "c": round(0.4 / 1.4, 6)}  # b and c lifted by b, not by a
     assert {e.point_id: e.episode_by for e in out} == {"a": None, "b": None, "c": "m-b"}
 
 
@@ -54,7 +53,8 @@ def test_weight_zero_and_empty_change_nothing_and_bad_arguments_are_refused() ->
     ranked = [_c("b", 0.5, 0), _c("a", 1.0, 0)]
     assert episode_lift(ranked, 0.0) == ranked
     assert episode_lift([], EPISODE_LIFT) == []
-    assert _scores(episode_lift([_c("n", -0.3, 0), _c("m", -0.5, 0)], 0.4)) == {"n": -0.3, "m": -0.5}  # no gain
+    negative = _scores(episode_lift([_c("n", -0.3, 0), _c("m", -0.5, 0)], 0.4))  # no gain, only the scale
+    assert negative == {"n": round(-0.3 / 1.4, 6), "m": round(-0.5 / 1.4, 6)}
     for bad in (-0.1, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="weight"):
             episode_lift(ranked, bad)
@@ -66,6 +66,6 @@ def test_the_read_path_takes_an_unverified_candidates_episode_lift_back() -> Non
     from memwarden.projections.recall import InContext
 
     found = InContext([_c("q", 1.0, 0), _c("a", 0.3, 1)])
-    assert _scores(found.top(2)) == {"q": 1.0 + EPISODE_LIFT, "a": pytest.approx(0.3 + EPISODE_LIFT)}
+    assert _scores(found.top(2)) == {"q": 1.0, "a": pytest.approx((0.3 + EPISODE_LIFT) / (1 + EPISODE_LIFT))}
     assert next(e for e in found.top(2) if e.point_id == "a").episode_by_command == "c-q"  # verified with the hits
-    assert _scores(found.top(2, frozenset({"m-q"}))) == {"q": 1.0 + EPISODE_LIFT, "a": pytest.approx(0.3 * 1.4)}
+    assert _scores(found.top(2, frozenset({"m-q"}))) == {"q": 1.0, "a": pytest.approx(0.3)}  # its own: not lifted
