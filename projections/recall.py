@@ -88,6 +88,8 @@ class InContext:
     memory_cosines: dict[str, float] = field(default_factory=dict)
     recency: float = 0.0
     episode: float = EPISODE_LIFT
+    #: the whole re-scored ranking by ``invalid``: a recall asks for it again while it verifies the top k
+    _scored: dict[frozenset[str], list[Lifted]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def top(self, k: int, invalid: frozenset[str] = frozenset()) -> list[Lifted]:
         """The top ``k`` candidates, without the lifts of the predecessors in ``invalid`` (memory ids),
@@ -95,9 +97,11 @@ class InContext:
         lifted by their episodes' best candidates (``episode``: the weight,
         :func:`memwarden.commands.readmodel.episodes.episode_lift`; ``invalid`` lifts nothing there either;
         after recency, so that a lift shared by a whole episode leaves recency's order within it alone)."""
-        ranked = without_lifts(self.ranked, set(invalid)) if invalid else self.ranked
-        ranked = by_recency(ranked, self.recency) if self.recency else ranked
-        return episode_lift(ranked, self.episode, exclude=invalid)[:k]
+        if invalid not in self._scored:
+            ranked = without_lifts(self.ranked, set(invalid)) if invalid else self.ranked
+            ranked = by_recency(ranked, self.recency) if self.recency else ranked
+            self._scored[invalid] = episode_lift(ranked, self.episode, exclude=invalid)
+        return self._scored[invalid][:k]
 
     def hits(self, k: int) -> list[Hit]:
         """The top ``k`` as hits."""

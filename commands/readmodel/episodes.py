@@ -51,17 +51,25 @@ def episode_lift(ranked: Sequence[Lifted], weight: float = EPISODE_LIFT, window_
         raise ValueError(f"window_ms: must be >= 0, got {window_ms!r}")
     if weight == 0 or not ranked:
         return list(ranked)
+
+    def place(e: Lifted) -> tuple[object, int] | None:
+        when, scope = e.payload.get("valid_from_ms"), e.payload.get("scope")
+        return None if when is None or scope is None else (scope, int(when))
+
+    # the candidates that may lift, best first (a stable sort: among equal scores the earlier in ``ranked``):
+    # a candidate's lift is the first of them, scoring above it, that shares its episode
+    lifters = [(n, at) for n in sorted(ranked, key=lambda n: -n.score)
+               if (at := place(n)) is not None and str(n.payload.get("memory_id")) not in exclude]
     out = []
     for e in ranked:
-        when, scope = e.payload.get("valid_from_ms"), e.payload.get("scope")
-        best = e
-        if when is not None and scope is not None:
-            for n in ranked:
-                if (n.score > best.score and n.payload.get("scope") == scope
-                        and n.payload.get("valid_from_ms") is not None
-                        and abs(int(n.payload["valid_from_ms"]) - int(when)) <= window_ms
-                        and str(n.payload.get("memory_id")) not in exclude):
+        best, here = e, place(e)
+        if here is not None:
+            for n, (scope, when) in lifters:
+                if n.score <= e.score:
+                    break
+                if scope == here[0] and abs(when - here[1]) <= window_ms:
                     best = n
+                    break
         lifted_by = best is not e
         out.append(replace(e, score=(e.score + weight * max(0.0, best.score)) / (1.0 + weight),
                            episode_by=str(best.payload.get("memory_id")) if lifted_by else None,

@@ -4,6 +4,8 @@ window), an excluded memory lifts nothing, and nothing crosses a scope (memwarde
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memwarden.commands.readmodel.episodes import EPISODE_LIFT, EPISODE_WINDOW_MS, episode_lift
 from memwarden.commands.readmodel.thread_context import Lifted
@@ -69,3 +71,31 @@ def test_the_read_path_takes_an_unverified_candidates_episode_lift_back() -> Non
     assert _scores(found.top(2)) == {"q": 1.0, "a": pytest.approx((0.3 + EPISODE_LIFT) / (1 + EPISODE_LIFT))}
     assert next(e for e in found.top(2) if e.point_id == "a").episode_by_command == "c-q"  # verified with the hits
     assert _scores(found.top(2, frozenset({"m-q"}))) == {"q": 1.0, "a": pytest.approx(0.3)}  # its own: not lifted
+
+
+def _reference(ranked: list[Lifted], weight: float, window_ms: int,
+               exclude: set[str]) -> list[tuple[str, float, str | None]]:
+    """The module docstring's rule, literally: the best-scoring candidate of the episode, the earliest on ties."""
+    out = []
+    for e in ranked:
+        best = e
+        for n in ranked:
+            if (n.score > best.score and e.payload.get("valid_from_ms") is not None and e.payload.get("scope")
+                    and n.payload.get("scope") == e.payload["scope"] and n.payload.get("valid_from_ms") is not None
+                    and abs(n.payload["valid_from_ms"] - e.payload["valid_from_ms"]) <= window_ms
+                    and n.payload["memory_id"] not in exclude):
+                best = n
+        by = None if best is e else best.payload["memory_id"]
+        out.append((e.point_id, round((e.score + weight * max(0.0, best.score)) / (1 + weight), 9), by))
+    return sorted(out, key=lambda t: (-t[1], t[0]))
+
+
+@given(st.lists(st.tuples(st.sampled_from([-0.5, 0.0, 0.2, 0.5, 0.9, 1.0]), st.integers(0, 5 * HOUR),
+                          st.sampled_from(["s", "t", None])), min_size=1, max_size=25),
+       st.sampled_from([0.2, 0.4, 1.0]), st.sets(st.integers(0, 24)))
+def test_the_lift_is_the_best_scoring_candidate_of_the_episode(items: list[tuple[float, int, str | None]],
+                                                              weight: float, dropped: set[int]) -> None:
+    ranked = [_c(f"p{i:02d}", score, at, scope) for i, (score, at, scope) in enumerate(items)]
+    exclude = {f"m-p{i:02d}" for i in dropped}
+    got = [(e.point_id, round(e.score, 9), e.episode_by) for e in episode_lift(ranked, weight, HOUR, exclude)]
+    assert got == _reference(ranked, weight, HOUR, exclude)
