@@ -170,7 +170,6 @@ class PackedE5:
         bos, eos = self.config["bos"], self.config["eos"]
         return [[bos, *ids[:max_tokens - 2], eos] for ids in out]
 
-
     def padded(self, texts: list[str], max_tokens: int = 128) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`encode` as one batch: token ids ``(n, t)`` int64, padded with ``<pad>``, and the mask ``(n, t)``
         bool (``True`` on real tokens)."""
@@ -182,6 +181,7 @@ class PackedE5:
             tokens[row, :len(seq)] = seq
             mask[row, :len(seq)] = True
         return tokens, mask
+
 
 def read_packed_e5(path: Path | None = None) -> PackedE5:
     """The image at ``path`` (default :func:`packed_e5_path`). Raises ``ValueError``/``OSError`` as

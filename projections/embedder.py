@@ -110,7 +110,6 @@ class _OnnxPipeline:
         self.max_length = _max_seq_length(model_path)
         self.batch_size = batch_size
         self.threads = max(1, threads)
-        self._tokenizer_lock = threading.Lock()  # a fast tokenizer is not safe to call from two threads
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="embed") if self.threads > 1 else None
         self.query_session: Any = None
         if query_quantized:
@@ -120,9 +119,8 @@ class _OnnxPipeline:
                 log.warning("8-bit query model unavailable, queries use fp32: %s: %s", type(exc).__name__, exc)
 
     def _forward(self, texts: Sequence[str], session: Any = None) -> np.ndarray:
-        with self._tokenizer_lock:
-            enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
-                                 return_tensors="np")
+        enc = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_length,
+                             return_tensors="np")  # FastTokenizer takes its own lock: one call at a time
         out: np.ndarray = (session or self.session).run(None, {n: enc[n].astype(np.int64) for n in ONNX_INPUTS})[0]
         return out
 
