@@ -4,10 +4,12 @@ Not a test. It stores every turn of the chosen conversations as one point of a r
 shard in a temporary directory, exactly as the ``EmbeddingProjector`` would (payload from
 :func:`payload_of`, dense all-MiniLM-L6-v2 vector, ``lexical`` BM25 sparse vector), and answers every
 question with :meth:`EdgeVectorIndex.query` under the production read filter
-(:func:`memwarden.projections.recall.read_filter`), once per participant, merging the two ranked
-lists by score as ``memwarden eval locomo`` does (``--merge per-speaker``), or once with a filter
-that admits both participants (``--merge union``, what a read under a grant does). Scoring is
-turn-level evidence recall@k (``locomo_data.turn_recall``), per conversation and over all.
+(:func:`memwarden.projections.recall.read_filter`), once with a filter that admits both participants
+(``--merge union``, the default: what a read under a grant does, and what ``memwarden eval locomo``
+does, where each speaker grants the other READ and one recall sees both), or once per participant,
+merging the two ranked lists by score (``--merge per-speaker``: lower, since each list is fused and
+lifted on its own). Scoring is turn-level evidence recall@k (``locomo_data.turn_recall``), per
+conversation and over all.
 
 ``--lift`` runs the hybrid query with thread context (:func:`memwarden.projections.recall.hybrid_in_context`,
 each turn ``follows`` the previous turn of its session) at the given weights (0: the plain fusion);
@@ -21,7 +23,7 @@ grid over the sparse settings re-embeds nothing. Each grid point rebuilds the sh
 Usage::
 
     python bench/locomo_hybrid_offline.py [--data PATH] [--fusion rrf dbsf] [--prefetch 10 20 50]
-        [--k1 1.2] [--b 0 0.75] [--avg-len 14] [--text memory_text] [--merge per-speaker union]
+        [--k1 1.2] [--b 0 0.75] [--avg-len 14] [--text memory_text] [--merge union per-speaker]
         [--modes hybrid dense lexical] [--lift 0 0.6] [--dev conv-26 conv-30 conv-41]
 
 Every option takes several values (a grid); the defaults are the production settings.
@@ -197,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--b", type=float, nargs="+", default=[sparse.B])
     parser.add_argument("--avg-len", type=float, nargs="+", default=[sparse.AVG_LEN])
     parser.add_argument("--text", nargs="+", default=["memory_text"], choices=list(TEXT_FORMS))
-    parser.add_argument("--merge", nargs="+", default=["per-speaker"], choices=["per-speaker", "union"])
+    parser.add_argument("--merge", nargs="+", default=["union"], choices=["union", "per-speaker"])
     parser.add_argument("--modes", nargs="+", default=["hybrid"], choices=["hybrid", "dense", "lexical"])
     parser.add_argument("--lift", type=float, nargs="+", default=[0.0],
                         help="thread-context weights (hybrid mode; 0 = plain fusion)")
