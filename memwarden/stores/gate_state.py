@@ -111,7 +111,8 @@ async def load_selected(cur: psycopg.AsyncCursor, selectors: Sequence[ForgetSele
     for sel in selectors:
         if sel.empty:
             continue
-        conds, args = ["NOT forgotten"], []
+        conds: list[str] = ["NOT forgotten"]
+        args: list[Any] = []
         for column, values, cast in (("subject", sel.subjects, "text[]"), ("scope", sel.scopes, "text[]"),
                                      ("memory_id", sel.memory_ids, "uuid[]")):
             if values:

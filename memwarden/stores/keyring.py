@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import cast
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
@@ -86,17 +87,19 @@ class KeyRing:
                 continue
             key_id = (msg.key() or b"").decode("utf-8", "replace")
             value = msg.value()
+            # set on every record a consumer returns; the stubs type them Optional (unset before a produce)
+            partition, offset = cast(int, msg.partition()), cast(int, msg.offset())
             with self._lock:
                 if value is None:
                     self._keys.pop(key_id, None)
-                    self._tombstones[key_id] = (msg.partition(), msg.offset())
+                    self._tombstones[key_id] = (partition, offset)
                 else:
                     key = unwrap_data_key(self._kek, self._codec, key_id, value)
                     if key is None:
                         self.skipped += 1
                     else:
                         self._keys[key_id] = key
-                self._positions[msg.partition()] = msg.offset() + 1
+                self._positions[partition] = offset + 1
                 self._lock.notify_all()
 
     def _note_positions(self) -> None:

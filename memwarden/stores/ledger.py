@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -161,18 +162,21 @@ def read_many(settings: Settings, ends: Mapping[str, Mapping[int, int]],
                 key = (msg.topic(), msg.partition())
                 if key not in pending:
                     continue
-                if msg.error() is not None:
-                    if msg.error().code() == KafkaError._PARTITION_EOF:  # a compacted tail, or nothing more
+                error = msg.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:  # a compacted tail, or nothing more
                         pending.pop(key, None)
                         continue
-                    raise StackUnavailable(f"{key}: {msg.error()}")
+                    raise StackUnavailable(f"{key}: {error}")
                 deadline = time.monotonic() + timeout_s
                 end = pending[key][1]
-                if msg.offset() >= end:
+                # set on every record a consumer returns; the stubs type it Optional (unset before a produce)
+                offset = cast(int, msg.offset())
+                if offset >= end:
                     pending.pop(key, None)
                     continue
-                yield LedgerRecord(Position(key[0], key[1], msg.offset()), msg.key(), msg.value(), msg.timestamp()[1])
-                if msg.offset() + 1 >= end:
+                yield LedgerRecord(Position(key[0], key[1], offset), msg.key(), msg.value(), msg.timestamp()[1])
+                if offset + 1 >= end:
                     pending.pop(key, None)
     finally:
         consumer.close()

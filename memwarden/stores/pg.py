@@ -10,7 +10,9 @@ from psycopg import sql
 from memwarden.settings import Settings
 
 #: Errors of a lost or refused database connection (a caller reconnects, retries, or answers 503).
-DB_ERRORS: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
+#: Typed as the fixed pair it is: mypy accepts ``except (*DB_ERRORS, OtherError)`` only from a fixed-length tuple.
+DB_ERRORS: tuple[type[psycopg.OperationalError], type[psycopg.InterfaceError]] = (
+    psycopg.OperationalError, psycopg.InterfaceError)
 
 
 def _migrations() -> list[tuple[int, str]]:
