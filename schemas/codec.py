@@ -155,7 +155,7 @@ class AvroCodec:
             raise ValidationError(name, f"cannot encode: {exc}") from None
         return buf.getvalue()
 
-    def unsigned_bytes(self, data: bytes) -> bytes:
+    def unsigned_bytes(self, data: bytes | None) -> bytes:
         """The canonical signed bytes σ(μ) covers (SSGM Principle 2): the command re-encoded with its
         own *writer* schema after setting ``envelope.signature`` to null.
 
