@@ -21,7 +21,7 @@ import struct
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -144,8 +144,9 @@ class PackedE5:
         :meth:`normalize` applies the image's map first. ``<s>``, ``<pad>``, ``</s>`` are control pieces,
         ``<unk>`` the unknown one."""
         import sentencepiece as spm
-        from sentencepiece import sentencepiece_model_pb2 as pb
+        from sentencepiece import sentencepiece_model_pb2
 
+        pb = cast(Any, sentencepiece_model_pb2)  # generated protobuf: its messages are made at import, no stubs
         proto = pb.ModelProto()
         cfg = self.config
         kinds = {cfg["bos"]: pb.ModelProto.SentencePiece.CONTROL, cfg["pad"]: pb.ModelProto.SentencePiece.CONTROL,

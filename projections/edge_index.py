@@ -40,7 +40,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import qdrant_edge as qe
 
@@ -213,7 +213,8 @@ class EdgeVectorIndex:
         if sparse.indices:
             lexical = qe.Query.Nearest(to_edge_sparse(sparse), using=LEXICAL)
             stages.append(qe.Prefetch(limit=prefetch_limit, query=lexical, filter=flt, params=params))
-        root = edge_fusion(fusion)
+        # Fusion.Rrf and Fusion.Dbsf are subclasses of Fusion at runtime (a PyO3 enum); the stubs do not say so
+        root = cast(qe.Fusion, edge_fusion(fusion))
         with self._guard("query") as shard:
 
             def fetch(n: int) -> list[Hit]:
@@ -245,10 +246,12 @@ class EdgeVectorIndex:
                 records, offset = shard.scroll(request)
             for r in records:
                 vectors = r.vector if isinstance(r.vector, dict) else {"": r.vector}
-                lexical = vectors.get(LEXICAL)
+                # the layout of edge_config: "" is dense, LEXICAL sparse (the stubs allow any kind under a name)
+                lexical = cast("qe.SparseVector | None", vectors.get(LEXICAL))
                 sparse = SparseVector(tuple(lexical.indices), tuple(float(v) for v in lexical.values)) \
                     if lexical is not None else None
-                yield IndexPoint(str(r.id), list(vectors.get("") or ()), dict(r.payload or {}), sparse)
+                dense = cast("list[float]", vectors.get("") or ())
+                yield IndexPoint(str(r.id), list(dense), dict(r.payload or {}), sparse)
             if offset is None or not records:
                 return
 

@@ -65,7 +65,7 @@ def to_edge_sparse(sparse: SparseVector) -> qe.SparseVector:
 def edge_point(point: IndexPoint) -> qe.Point:
     """Dense vector under the default name, the lexical sparse vector (when present), payload."""
     dense = plain_vector(point.vector)
-    vector: dict[str, list[float] | qe.SparseVector] = {"": dense}
+    vector: dict[str, list[float] | qe.SparseVector | list[list[float]]] = {"": dense}  # qe.Point's named vectors
     if point.sparse is not None and point.sparse.indices:
         vector[LEXICAL] = to_edge_sparse(point.sparse)
     return qe.Point(canonical_id(point.point_id), vector, dict(point.payload))

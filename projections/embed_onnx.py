@@ -14,7 +14,7 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -139,7 +139,8 @@ def export_onnx(model_path: Path, target: Path) -> Path:
         if kinds != ["Transformer", "Pooling", "Normalize"] or not mean:
             raise MemwardenError(f"cannot export {kinds} (mean pooling: {mean}): needs Transformer, mean Pooling, "
                                  "Normalize")
-        bert = model[0].auto_model.eval()
+        # a transformers model, reached through torch's Module.__getattr__ (typed Tensor | Module)
+        bert = cast(Any, model[0].auto_model).eval()
         with contextlib.suppress(AttributeError, ValueError):
             bert.set_attn_implementation("eager")  # an explicit masked softmax: exports and runs on any opset
 

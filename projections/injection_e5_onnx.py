@@ -74,6 +74,8 @@ def export_e5_classifier(model: E5Classifier, target: Path) -> Path:
             self.eln = model.eln
             self.register_buffer("pos", model.pos.clone())
             self.register_buffer("token_type", model.token_type.clone())
+            if model.head_w is None:  # as E5Classifier.forward: a model built without weights (training only)
+                raise ValueError("E5Classifier built without weights has no head")
             self.register_buffer("w", model.head_w.clone())
             self.b = model.head_b
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from qdrant_client import QdrantClient, models
 
@@ -143,7 +143,7 @@ class ServerVectorIndex:
 
     def delete_points(self, point_ids: Sequence[str]) -> None:
         """Delete the points ``point_ids`` (unknown ids are ignored)."""
-        ids = [canonical_id(p) for p in point_ids]
+        ids: list[models.ExtendedPointId] = [canonical_id(p) for p in point_ids]
         if ids:
             with self._guard("delete_points"):
                 self._client.delete(self._collection, points_selector=models.PointIdsList(points=ids), wait=True)
@@ -244,8 +244,9 @@ class ServerVectorIndex:
                                                       limit=batch, offset=offset, with_payload=True, with_vectors=True)
             for r in records:
                 vectors = r.vector if isinstance(r.vector, dict) else {"": r.vector}
-                dense = vectors.get("") or []
-                lexical = vectors.get(LEXICAL)
+                # the collection's layout: "" is dense, LEXICAL sparse (the client allows any kind under a name)
+                dense = cast("list[float]", vectors.get("") or [])
+                lexical = cast("models.SparseVector | None", vectors.get(LEXICAL))
                 sparse = SparseVector(tuple(lexical.indices), tuple(float(v) for v in lexical.values)) \
                     if lexical is not None else None
                 yield IndexPoint(str(r.id), list(dense), dict(r.payload or {}), sparse)

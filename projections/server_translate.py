@@ -61,7 +61,7 @@ def to_server_sparse(sparse: SparseVector) -> models.SparseVector:
 
 def server_point(point: IndexPoint) -> models.PointStruct:
     """Dense vector under the default name, the lexical sparse vector (when present), payload."""
-    vector: dict[str, list[float] | models.SparseVector] = {"": plain_vector(point.vector)}
+    vector: dict[str, models.Vector] = {"": plain_vector(point.vector)}
     if point.sparse is not None and point.sparse.indices:
         vector[LEXICAL] = to_server_sparse(point.sparse)
     return models.PointStruct(id=canonical_id(point.point_id), vector=vector, payload=dict(point.payload))
