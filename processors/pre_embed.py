@@ -17,6 +17,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import cast
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaException, TopicPartition
 
@@ -84,7 +85,10 @@ class PreEmbedder:
                 log.warning("pre-embed: %s", exc)
                 self._stop.wait(1.0)
                 continue
-            items = [Inbound(m.key(), m.value(), Position(m.topic(), m.partition(), m.offset()))
+            # topic, partition and offset are set on every record a consumer returns; the stubs type them
+            # Optional (unset before a produce)
+            items = [Inbound(m.key(), m.value(),
+                             Position(cast(str, m.topic()), cast(int, m.partition()), cast(int, m.offset())))
                      for m in msgs if m.error() is None and m.value() is not None]
             if items:
                 try:

@@ -39,7 +39,7 @@ def add_projector_agent(app: faust.App, container: Container, events: faust.Topi
                     EmbeddingProjector(container.embedder(), container.index(), await container.pg(),
                                        s.topic("events"), f"index:{container.index_label}", warm=warm))
 
-        current = list(await open_projectors())
+        current: list[ProfileProjector | EmbeddingProjector] = list(await open_projectors())
 
         async def reconnect() -> None:
             for projector in current:

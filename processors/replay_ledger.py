@@ -91,14 +91,14 @@ def read_ledger(settings: Settings, codec: AvroCodec, kek: Kek, cut: Mapping[int
     partition) reads, in one pass, to ``ends`` (:func:`ledger_ends`, taken now when ``None``).
     Decisions of positions past the cut are ignored. ``commands=False`` leaves the commands out
     (the vector index needs the events, keys and decision times only)."""
-    ends = {k: dict(v) for k, v in (ends or ledger_ends(settings, cut)).items()}
+    to_read = {k: dict(v) for k, v in (ends or ledger_ends(settings, cut)).items()}
     if not commands:
-        ends.pop("commands", None)
-    topics = {settings.topic(name): name for name in ends}
-    out = LedgerIndex(KeySnapshot(kek, codec), events_end=ends["events"])
+        to_read.pop("commands", None)
+    topics = {settings.topic(name): name for name in to_read}
+    out = LedgerIndex(KeySnapshot(kek, codec), events_end=to_read["events"])
     decided: list[tuple[LedgerRecord, dict[str, Any]]] = []
     produced: dict[Position, list[tuple[bytes | None, bytes, dict[str, Any]]]] = {}
-    for r in read_many(settings, ends):
+    for r in read_many(settings, to_read):
         kind = topics[r.position.topic]
         if kind == "keys":
             out.keys.add(r.key, r.value)
@@ -113,10 +113,10 @@ def read_ledger(settings: Settings, codec: AvroCodec, kek: Kek, cut: Mapping[int
             out.events.append((r, name, rec))
             if name in DECISION_EVENTS and r.value is not None:
                 produced.setdefault(_position(rec), []).append((r.key, r.value, rec))
-    commands = settings.topic("commands")
+    commands_topic = settings.topic("commands")
     for r, rec in decided:
         pos = _position(rec)
-        if pos.topic != commands or pos.offset >= cut.get(pos.partition, 0) or r.value is None:
+        if pos.topic != commands_topic or pos.offset >= cut.get(pos.partition, 0) or r.value is None:
             continue
         order = {m: i for i, m in enumerate(rec.get("memory_ids") or ())}  # the order the live gate sent them
         made = sorted(produced.get(pos, []), key=lambda e: -1 if e[2].get("reason") is None

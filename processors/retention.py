@@ -14,6 +14,8 @@ import logging
 import uuid
 from datetime import UTC, datetime
 
+import psycopg
+
 from memwarden.bootstrap import Container
 from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector
 from memwarden.commands.ledger import Outbound
@@ -42,7 +44,7 @@ class Retention:
 
     def __init__(self, container: Container) -> None:
         self._c = container
-        self._conn = None
+        self._conn: psycopg.AsyncConnection | None = None
         self._warned = False
 
     async def sweep(self) -> Outbound | None:

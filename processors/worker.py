@@ -89,7 +89,7 @@ def _add_pre_embedder(app: faust.App, container: Container, warm: WarmVectors) -
             log.warning("pre-embedder off: %s", exc)
 
     @app.on_before_shutdown.connect
-    async def stop_pre_embedder(sender: Any, *args: Any, signal: Any, **kwargs: Any) -> None:
+    async def stop_pre_embedder(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
         await asyncio.to_thread(pre.stop)
 
 
