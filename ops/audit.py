@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
@@ -48,8 +48,10 @@ def audit_records(settings: Settings, timeout_s: float = 30.0) -> Iterator[dict[
             msg = consumer.poll(0.5)
             if msg is None or msg.error():
                 continue
-            if msg.offset() + 1 >= highs[msg.partition()]:
-                pending.discard(msg.partition())
+            # set on every record a consumer returns; the stubs type them Optional (unset before a produce)
+            partition, offset = cast(int, msg.partition()), cast(int, msg.offset())
+            if offset + 1 >= highs[partition]:
+                pending.discard(partition)
             name, record = codec.decode(msg.value())
             if name == "ReadAudited":
                 yield record

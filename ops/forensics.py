@@ -70,7 +70,8 @@ def read_ledger(settings: Settings, codec: AvroCodec, kek: Kek) -> Ledger:
             if r.value is None and r.key:
                 out.shredded_at[r.key.decode()] = r.position
             continue
-        name, rec = "", {}
+        name = ""
+        rec: dict[str, Any] = {}
         if r.value is not None:
             try:
                 name, rec = codec.decode(r.value)

@@ -115,7 +115,9 @@ def audit_principal(ledger: Ledger, principal: str, since: datetime | None = Non
 
     decided = {(rec["position"]["partition"], rec["position"]["offset"]): rec
                for _, n, rec in ledger.of("decisions") if n == "GateDecided" and rec["principal"] == principal}
-    wrote, granted, refused = [], [], []
+    wrote: list[dict[str, Any]] = []
+    granted: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
     for r, name, rec in ledger.of("commands"):
         env = rec.get("envelope") or {}
         d = decided.get((r.position.partition, r.position.offset))
