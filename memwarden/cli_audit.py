@@ -4,6 +4,7 @@ as rich tables on a terminal, or JSON with ``--json``. The audit never prints fo
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -24,7 +25,7 @@ def _ledger_of(namespace: str | None) -> tuple[Settings, Any]:
     return s, read_ledger(s, c.codec, c.kek)
 
 
-def _print(report: dict[str, Any], as_json: bool, rows: list[tuple[str, ...]], header: tuple[str, ...]) -> None:
+def _print(report: dict[str, Any], as_json: bool, rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> None:
     if as_json:
         typer.echo(json.dumps(report, indent=2, default=str))
         return

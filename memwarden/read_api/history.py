@@ -88,7 +88,7 @@ async def lookup_history(conn: psycopg.AsyncConnection, keys: DataKeys, request:
     principal."""
     if reader.principal != request.principal:
         raise ValidationError("reader", f"the reader context of {reader.principal!r} given for {request.principal!r}")
-    rows = await versions_of(conn, request.memory_id)
+    rows: Sequence[Mapping[str, Any]] = await versions_of(conn, request.memory_id)
     rows = readable(rows, request.principal, reader.roles, reader.grants, request.purpose, now)
     if not rows:
         return None

@@ -62,7 +62,7 @@ def recall_request(body: Any) -> RecallRequest:
     body = _object(body)
     as_of, known_at = _time(body, "as_of"), _time(body, "known_at")
     purpose = body.get("purpose") or DEFAULT_PURPOSE
-    mode = body.get("mode") or "hybrid"
+    mode: RecallMode = body.get("mode") or "hybrid"  # check_query refuses any other value
     k = body.get("k", 10)
     min_score = body.get("min_score", 0.0)
     min_score = 0.0 if min_score is None else min_score
