@@ -121,9 +121,9 @@ def _principals_and_tokens(settings: Settings, principals: list[str], console: C
                                                       public_key=signer.public_key, key_id=signer.key_id, wait=False))
         _all_accepted(client, [r.command_id for r in receipts], "registration")
         tokens = [make_token(secrets.token_bytes(32)) for _ in principals]
-        receipts = [client.issue_token(p, by=admin.principal_id, token_sha256=token_hash(t), note="api-load")
-                    for p, t in zip(principals, tokens, strict=True)]
-        _all_accepted(client, [r.command_id for r in receipts], "token")
+        issued = [client.issue_token(p, by=admin.principal_id, token_sha256=token_hash(t), note="api-load")
+                  for p, t in zip(principals, tokens, strict=True)]
+        _all_accepted(client, [r.command_id for r in issued], "token")
     console.print(f"{len(principals)} principals registered, one token each")
     return tokens
 

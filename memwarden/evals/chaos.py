@@ -84,7 +84,7 @@ def _run(private: PrivateStack, faults: tuple[str, ...], slice_s: float, outage_
         writes, reads = WriteLoad(writer, who), ReadLoad(reader, who)
         probes = {"gate": ReadyProbe("gate", private.gate_url), "projector": ReadyProbe("projector",
                                                                                       private.projector_url)}
-        threads = [writes, reads, *probes.values()]
+        threads: list[WriteLoad | ReadLoad | ReadyProbe] = [writes, reads, *probes.values()]
         for t in threads:
             t.start()
         windows: list[Window] = []

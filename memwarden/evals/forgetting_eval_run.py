@@ -156,11 +156,15 @@ class Run:
 
     def forget_every_path(self) -> None:
         c, cast = self.client, self.cast
+        # named functions, not lambdas: mypy cannot type a lambda with a default argument as a Callable[[], Any]
         for m in self.of(ID):
-            self.forget(ID, [m], lambda m=m: c.forget(m.memory_id, principal=m.owner, subject=m.owner,
-                                                       reason="user request", wait=False))
+            def by_id(m: Mem = m) -> Any:
+                return c.forget(m.memory_id, principal=m.owner, subject=m.owner, reason="user request", wait=False)
+            self.forget(ID, [m], by_id)
         for m in self.of(QUERY):
-            self.forget(QUERY, [m], lambda m=m: c.forget_matching(principal=m.owner, query=m.marker, wait=False))
+            def by_query(m: Mem = m) -> Any:
+                return c.forget_matching(principal=m.owner, query=m.marker, wait=False)
+            self.forget(QUERY, [m], by_query)
         lineage = self.of(LINEAGE)
         ana, cleo = cast.who("ana"), cast.who("cleo")
         self.forget(TAGS, self.of(TAGS) + lineage[:1],
