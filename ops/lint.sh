@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make lint`: ruff (style, imports, complexity C901 <= 15), the import contracts of pyproject.toml
-# (layers of DESIGN.md, a pure domain) and mypy, strict on the domain and the schemas. The contracts
-# and mypy run over .lint/tree, the package laid out as it installs (ops/lint_tree.py).
+# (layers of DESIGN.md, a pure domain) and mypy over the whole package (the project's [tool.mypy]
+# settings), strict on the domain and the schemas. The contracts and mypy run over .lint/tree, the
+# package laid out as it installs (ops/lint_tree.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="${BIN:-.venv/bin}"
@@ -13,3 +14,4 @@ cd .lint
 PYTHONPATH=tree "$ROOT/$BIN/lint-imports" --no-cache "$ROOT/pyproject.toml"
 MYPYPATH=tree "$ROOT/$BIN/mypy" --config-file "$ROOT/pyproject.toml" --strict \
   -p memwarden.commands -p memwarden.schemas
+MYPYPATH=tree "$ROOT/$BIN/mypy" --config-file "$ROOT/pyproject.toml" -p memwarden
