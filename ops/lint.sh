@@ -14,4 +14,5 @@ cd .lint
 PYTHONPATH=tree "$ROOT/$BIN/lint-imports" --no-cache "$ROOT/pyproject.toml"
 MYPYPATH=tree "$ROOT/$BIN/mypy" --config-file "$ROOT/pyproject.toml" --strict \
   -p memwarden.commands -p memwarden.schemas
-MYPYPATH=tree "$ROOT/$BIN/mypy" --config-file "$ROOT/pyproject.toml" -p memwarden
+# its own cache: the strict and the non-strict run would otherwise re-check what the other cached
+MYPYPATH=tree "$ROOT/$BIN/mypy" --config-file "$ROOT/pyproject.toml" --cache-dir .mypy_cache_package -p memwarden
