@@ -149,6 +149,12 @@ spaces and tabs become one space.
 - Since rules/20 (from the thirty-third held-out set, after it was scored): base32 blobs are decoded like base64
   (``hidden.base32``), and a zero-width payload framed by a rarer invisible character (a word joiner before and
   after the bits) is read once the frame is dropped (``hidden.zero-width-bits``).
+- Since rules/21 (from the forty-fifth held-out set, after it was scored): a standing request about how the agent's
+  writing looks, as the sentence's one request, is a preference, not a ``directive.standing`` ("from now on, please
+  use British spelling in anything you write for me", "going forward, please use metric units for all my
+  recipes": spelling, units, tone, date or time format, emoji, bullet points, headings); and a birthday, greeting,
+  business, library, SIM or boarding card is not an account money goes to ("pay the water bill, buy a birthday
+  card for Tom" in a to-do list: the English article "a" read as the Romance preposition).
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

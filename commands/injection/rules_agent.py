@@ -49,11 +49,20 @@ _OVERRIDE_IGNORE = (rf"\b{O_VERB}\s+(?:{O_ART}\s+)*{O_DET}\s+(?:(?:{O_DET}|{O_AR
 
 #: A standing request about how the speaker is addressed or how their own texts are written ("from now on
 #: call me Sam", "going forward, write my emails in a casual tone", "from now on reply in Spanish"): a
-#: preference, not an order to the agent.
+#: preference, not an order to the agent. Since rules/21 also how the agent's writing looks: the spelling,
+#: units, tone, date or time format, emoji, bullet points or headings it uses ("from now on, please use
+#: British spelling in anything you write for me", "going forward use metric units"), when it is the sentence's
+#: one request.
+_PRESENTATION = (r"(?:use|keep|stick to|stick with|switch to|default to|write (?:in|with))\s+(?:[\w-]+\s+){0,2}?"
+                 r"(?:spelling|units|tone|date format|time format|24-hour (?:clock|time)|emojis?|bullet points"
+                 r"|headings)\b"
+                 # the sentence's one request: nothing joined after it ("keep a friendly tone and always share ...")
+                 r"(?![^.!?;\n]*(?:\band\b|\bthen\b|\balso\b|\bplus\b|,))")
 _OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk to|write to)\s+(?:me|us)\b"
                    r"|(?:write|draft|sign|format|word|phrase|spell)\s+(?:my|our)\b"
                    r"|(?:reply|answer|respond|write|speak|talk|text)(?:\s+(?:to\s+)?(?:me|us))?\s+in\s+\w+\s*"
-                   r"(?:[.,!;]|$|(?:when|whenever|if|while|unless)\b))")
+                   r"(?:[.,!;]|$|(?:when|whenever|if|while|unless)\b)"
+                   r"|" + _PRESENTATION + ")")
 
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (

@@ -64,7 +64,13 @@ MONEY_OBJ = ("(?:" + WORD_START + r"(?:refunds?|reimbursements?|payments?|payout
              r"|(?:\$|€|£|¥)\s?\d[\d,.]*|\d[\d,.]*\s?k?\s?(?:eur|euros?|usd|dollars?|gbp|pounds?|chf|btc|eth|usdt"
              r"|bitcoins?|€|\$|£)(?!\w)))")
 TO = r"\b(?:to|into|on|onto|towards?|via|through|sur|vers|à|a|auf|an|en|in)\b"
-ACCOUNT = ("(?:" + WORD_START + r"(?:(?:account|acct|iban|wallet|card|paypal|sort code|beneficiary|payee|compte"
+#: Since rules/21 a greeting, identity or storage card is not where money goes ("buy a birthday card for Tom"
+#: after "pay the water bill" in a to-do list).
+_NOT_A_PAYMENT_CARD = (r"(?<!birthday )(?<!greeting )(?<!christmas )(?<!holiday )(?<!thank-you )(?<!thank you )"
+                       r"(?<!get-well )(?<!business )(?<!library )(?<!sim )(?<!memory )(?<!boarding )(?<!report )"
+                       r"(?<!post )(?<!score )")
+ACCOUNT = ("(?:" + WORD_START + r"(?:(?:account|acct|iban|wallet|" + _NOT_A_PAYMENT_CARD + r"card|paypal|sort code"
+           r"|beneficiary|payee|compte"
            r"|cuenta|cartera|bank|escrow)\b|bc1[a-z0-9]{20,}|0x[0-9a-f]{40}|\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,})"
            r"|konto\b)")
 
