@@ -155,6 +155,10 @@ spaces and tabs become one space.
   recipes": spelling, units, tone, date or time format, emoji, bullet points, headings); and a birthday, greeting,
   business, library, SIM or boarding card is not an account money goes to ("pay the water bill, buy a birthday
   card for Tom" in a to-do list: the English article "a" read as the Romance preposition).
+- Since rules/22 (from the forty-sixth held-out set, after it was scored): ``hidden.acrostic``, the first letters
+  of six or more non-empty lines spelling an act on mail, secrets, money, files or the agent's rules ("Spring comes
+  late ... / Each hedgerow ... / Nobody ... / Dandelions ..." spelling SENDPASSWORDS); over the labelled files
+  it reads 25 injected items (20 that no rule read) and no benign text.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -31,7 +31,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/21"
+DETECTOR_VERSION = "rules/22"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -165,7 +165,7 @@ class RuleBasedDetector:
         norm = normalise(text)
         found = _drop_mentions(norm, [*_match(norm), *_leet(norm)])
         if decode:
-            found += self._encoded(text) + self._transformed(text)
+            found += self._encoded(text) + self._transformed(text) + _acrostic(text)
         found += _hidden(text, norm, found)
         found += _standing(norm, found)
         return found
@@ -216,6 +216,35 @@ class RuleBasedDetector:
                     out += [Finding(InstructionKind.HIDDEN, span, f"hidden.{name}"),
                             Finding(f.kind, span, f"{name}>{f.rule}")]
         return out
+
+
+#: rules/22: a line acrostic needs at least this many non-empty lines.
+ACROSTIC_LINES = 6
+#: rules/22: what the initials must spell: an act on mail, secrets, money, files or the agent's rules, the object
+#: within a few letters of the verb ("SENDPASSWORDS", "FORWARDINBOX", "WIREALLFUNDS").
+_ACROSTIC_ACT = re.compile(
+    r"(?:send|forward|fwd|email|mail|transfer|wire|pay|delete|wipe|erase|share|leak|export|upload|reveal|dump|copy"
+    r"|ignore|disable|approve)[a-z]{0,5}?(?:inbox|mail|emails|passwords?|passcodes?|pins?|keys?|tokens?|codes?|money"
+    r"|funds|cash|files|data|contacts|secrets|rules|logs|creds|credentials|everything)")
+_LINE = re.compile(r"[^\n]+")
+
+
+def _acrostic(text: str) -> list[Finding]:
+    """rules/22 ``hidden.acrostic``: the first letters of the text's non-empty lines (six or more), read as one
+    word, spell an act on mail, secrets, money, files or the agent's rules (a poem whose lines begin S, E, N, D,
+    P, A, S, S ...). HIDDEN on the span of the lines that spell it. The letters of ordinary lines spell no such
+    word; a line starting with a digit or a symbol gives no letter."""
+    lines = [m for m in _LINE.finditer(text) if m.group().strip()]
+    if len(lines) < ACROSTIC_LINES:
+        return []
+    firsts = [(next((c for c in m.group() if c.isalpha()), ""), m) for m in lines]
+    letters = [(c.casefold(), m) for c, m in firsts if c and c.isascii()]
+    word = "".join(c for c, _ in letters)
+    hit = _ACROSTIC_ACT.search(word)
+    if hit is None:
+        return []
+    return [Finding(InstructionKind.HIDDEN, (letters[hit.start()][1].start(), letters[hit.end() - 1][1].end()),
+                    "hidden.acrostic")]
 
 
 _COMMON = ("the", "and", "you", "your", "all", "to", "of", "is", "for", "with", "this", "that", "send", "now",
