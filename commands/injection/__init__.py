@@ -159,6 +159,13 @@ spaces and tabs become one space.
   of six or more non-empty lines spelling an act on mail, secrets, money, files or the agent's rules ("Spring comes
   late ... / Each hedgerow ... / Nobody ... / Dandelions ..." spelling SENDPASSWORDS); over the labelled files
   it reads 25 injected items (20 that no rule read) and no benign text.
+- Since rules/23 (from the forty-seventh held-out set, after it was scored): ``exfiltration.secret-public``, a
+  secret (password, key, token, ...) to be posted, published, uploaded, pasted, shared, committed or pushed
+  somewhere public, as an order, a plan ("I'll", "we will", "should") or a passive duty ("API keys ... should be
+  posted to the project's public issue tracker"), not after a negation (advice and incident reports stay data);
+  and zero-width bits are read whichever pair of the invisible kinds carries them, so a separator after every
+  byte (a zero-width joiner) is dropped like a word-joiner frame (``hidden.zero-width-bits``). Over the labelled
+  files they read 21 injected items (11 that no rule read) and no benign text.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

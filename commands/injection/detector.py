@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import html
+import itertools
 import re
 import string
 import urllib.parse
@@ -31,7 +32,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/22"
+DETECTOR_VERSION = "rules/23"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -105,24 +106,27 @@ _ZW_BITS = re.compile(r"[\u200b\u200c\u200d\u2060\u2062\u2063\u2064\ufeff]{48,}"
 
 def _zero_width_bits(run: str) -> str:
     """The text a run of two zero-width characters spells as 8-bit bytes (either may stand for 0; the
-    reading that decodes as UTF-8 with more letters wins). Since rules/20 a third or fourth kind, rarer than
-    both bit characters, is read as framing (a word joiner opening and closing the payload, separators between
-    bytes) and dropped first. Raises ``ValueError`` when neither reading decodes."""
-    counts = Counter(run).most_common()
-    if len(counts) > 2 and counts[2][1] < counts[1][1] // 4:
-        run = "".join(c for c in run if c in (counts[0][0], counts[1][0]))
+    reading that decodes as UTF-8 with more letters wins). Since rules/20 a third or fourth kind is read as
+    framing (a word joiner opening and closing the payload, separators between bytes) and dropped; since
+    rules/23 every pair of the kinds present is tried as the bits, whichever is commoner, so a separator
+    after each byte (a zero-width joiner, as often as a bit character) is dropped too. Raises ``ValueError``
+    when no reading decodes."""
     kinds = sorted(set(run))
-    if len(kinds) != 2 or len(run) % 8:
-        raise ValueError("not two kinds of invisible character in whole bytes")
+    if len(kinds) < 2:
+        raise ValueError("not two kinds of invisible character")
     readings = []
-    for zero in kinds:
-        bits = "".join("0" if c == zero else "1" for c in run)
-        try:
-            readings.append(bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits), 8)).decode("utf-8"))
-        except UnicodeDecodeError:
+    for pair in itertools.combinations(kinds, 2):
+        bits_run = [c for c in run if c in pair]
+        if len(bits_run) % 8:
             continue
+        for zero in pair:
+            bits = "".join("0" if c == zero else "1" for c in bits_run)
+            try:
+                readings.append(bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits), 8)).decode("utf-8"))
+            except UnicodeDecodeError:
+                continue
     if not readings:
-        raise ValueError("no reading decodes as UTF-8")
+        raise ValueError("no pair of invisible characters reads as UTF-8 in whole bytes")
     return max(readings, key=lambda t: sum(c.isalpha() for c in t))
 
 
