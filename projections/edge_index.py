@@ -61,6 +61,7 @@ from .vector_index import (
     canonical_id,
     check_hybrid_limits,
     plain_vector,
+    point_from_record,
     search_with_tie_closure,
 )
 
@@ -245,13 +246,7 @@ class EdgeVectorIndex:
             with self._guard("scan") as shard:
                 records, offset = shard.scroll(request)
             for r in records:
-                vectors = r.vector if isinstance(r.vector, dict) else {"": r.vector}
-                # the layout of edge_config: "" is dense, LEXICAL sparse (the stubs allow any kind under a name)
-                lexical = cast("qe.SparseVector | None", vectors.get(LEXICAL))
-                sparse = SparseVector(tuple(lexical.indices), tuple(float(v) for v in lexical.values)) \
-                    if lexical is not None else None
-                dense = cast("list[float]", vectors.get("") or ())
-                yield IndexPoint(str(r.id), list(dense), dict(r.payload or {}), sparse)
+                yield point_from_record(r.id, r.vector, r.payload)
             if offset is None or not records:
                 return
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any
 
 from qdrant_client import QdrantClient, models
 
@@ -39,6 +39,7 @@ from .vector_index import (
     canonical_id,
     check_hybrid_limits,
     plain_vector,
+    point_from_record,
     search_with_tie_closure,
 )
 
@@ -243,13 +244,7 @@ class ServerVectorIndex:
                 records, offset = self._client.scroll(self._collection, scroll_filter=to_server_filter(where),
                                                       limit=batch, offset=offset, with_payload=True, with_vectors=True)
             for r in records:
-                vectors = r.vector if isinstance(r.vector, dict) else {"": r.vector}
-                # the collection's layout: "" is dense, LEXICAL sparse (the client allows any kind under a name)
-                dense = cast("list[float]", vectors.get("") or [])
-                lexical = cast("models.SparseVector | None", vectors.get(LEXICAL))
-                sparse = SparseVector(tuple(lexical.indices), tuple(float(v) for v in lexical.values)) \
-                    if lexical is not None else None
-                yield IndexPoint(str(r.id), list(dense), dict(r.payload or {}), sparse)
+                yield point_from_record(r.id, r.vector, r.payload)
             if offset is None or not records:
                 return
 

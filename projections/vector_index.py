@@ -170,6 +170,18 @@ def plain_vector(vector: Sequence[float]) -> list[float]:
     return [float(x) for x in values]
 
 
+def point_from_record(point_id: object, vector: object, payload: Mapping[str, Any] | None) -> IndexPoint:
+    """The :class:`IndexPoint` of a point an engine returned with its vectors (a scroll record of either
+    adapter): ``vector`` is the named-vector mapping of the layout (``""`` dense, :data:`LEXICAL` sparse, the
+    sparse one any object with ``indices`` and ``values``) or a bare dense vector; a missing dense vector
+    gives ``[]``, a missing sparse one ``None``."""
+    vectors: Mapping[str, Any] = vector if isinstance(vector, Mapping) else {"": vector}
+    lexical = vectors.get(LEXICAL)
+    sparse = SparseVector(tuple(lexical.indices), tuple(float(v) for v in lexical.values)) \
+        if lexical is not None else None
+    return IndexPoint(str(point_id), list(vectors.get("") or ()), dict(payload or {}), sparse)
+
+
 def match_values(cond: FieldIn) -> list[str] | list[int]:
     """``cond.values`` as a homogeneous list (engines match on all-str or all-int lists only).
 
@@ -218,5 +230,5 @@ __all__ = [
     "DEFAULT_FUSION", "INTEGER_FIELDS", "KEYWORD_FIELDS", "LAYOUT_VERSION", "LEXICAL", "OPEN_END_MS", "PREFETCH_FACTOR",
     "RRF_K", "Condition", "FieldIn", "FieldRange", "Filter", "FusionMethod", "Hit", "IndexPoint", "IndexUnavailable",
     "SparseVector", "VectorIndex", "canonical_id", "check_hybrid_limits", "filter_is_empty", "match_values",
-    "plain_vector", "rank_hits", "search_with_tie_closure",
+    "plain_vector", "point_from_record", "rank_hits", "search_with_tie_closure",
 ]

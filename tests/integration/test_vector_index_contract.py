@@ -347,6 +347,26 @@ class VectorIndexContract:
         assert loaded.count() == N_POINTS
         assert loaded.count(None) == loaded.count(Filter()) == N_POINTS
 
+    def test_scan_returns_every_matching_point_with_vectors_payload_and_sparse(
+        self, loaded: VectorIndex, points: list[IndexPoint]
+    ) -> None:
+        """``scan`` (digests, reconciliation) gives each point as stored: its unit dense vector, payload and
+        lexical sparse vector, in point-id order across batches; a filter keeps only what it matches."""
+        by_id = {p.point_id: p for p in points}
+        got = list(loaded.scan(batch=64))
+        assert [p.point_id for p in got] == sorted(by_id)
+        for p in got:
+            src = by_id[p.point_id]
+            assert dict(p.payload) == dict(src.payload)
+            unit = np.asarray(src.vector, dtype=np.float64) / np.linalg.norm(src.vector)
+            assert np.allclose(np.asarray(p.vector, dtype=np.float64), unit, atol=1e-5)
+            stored = dict(zip(p.sparse.indices, p.sparse.values, strict=True)) if p.sparse else {}
+            sent = dict(zip(src.sparse.indices, src.sparse.values, strict=True)) if src.sparse else {}
+            assert stored.keys() == sent.keys() and all(abs(stored[k] - sent[k]) < 1e-6 for k in sent)
+        alice = Filter(must=(FieldIn("owner", ("alice",)),))
+        assert [p.point_id for p in loaded.scan(alice, batch=7)] == sorted(
+            p.point_id for p in points if p.payload["owner"] == "alice")
+
     def test_search_on_empty_result_and_zero_limit(self, loaded: VectorIndex, points: list[IndexPoint]) -> None:
         assert loaded.search(points[0].vector, Filter(must=(FieldIn("owner", ("nobody",)),)), 10) == []
         assert loaded.search(points[0].vector, Filter(), 0) == []
