@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 from memwarden.commands.injection.vocabulary_ml import LICENCE_ML, RELAY_ML, nfkc
 
-C = r"(?:(?!(?<!\.\.)[.!?](?:\s|$))[^\n;:])"
-S = r"(?:(?!(?<!\.\.)[.!?](?:\s|$))[^\n])"
+#: One character of a clause (C) or sentence (S): not a sentence end (since rules/24 also one before closing
+#: quotes or brackets and a space, comma, brace or the end: ``"Call after 5pm.", "last_order"``).
+C = r"(?:(?!(?<!\.\.)[.!?](?:\s|$|[\"')\]]+(?:[\s,}\]]|$)))[^\n;:])"
+S = r"(?:(?!(?<!\.\.)[.!?](?:\s|$|[\"')\]]+(?:[\s,}\]]|$)))[^\n])"
 
 AGENT = (r"(?:ai|a\.i\.|assistants?|agents?|chatbots?|bots?|llms?|language models?|copilots?|summari[sz]ers?"
          r"|(?:ai|automated|reviewer|llm|virtual) (?:assistants?|agents?|models?|systems?|reviewers?|bots?|tools?)"
