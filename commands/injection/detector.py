@@ -109,8 +109,8 @@ def _zero_width_bits(run: str) -> str:
     """The text a run of two zero-width characters spells as 8-bit bytes (either may stand for 0; the
     reading that decodes as UTF-8 with more letters wins). Since rules/20 a third or fourth kind is read as
     framing (a word joiner opening and closing the payload, separators between bytes) and dropped; since
-    rules/23 every pair of the kinds present is tried as the bits, whichever is commoner, so a separator
-    after each byte (a zero-width joiner, as often as a bit character) is dropped too. Raises ``ValueError``
+    rules/23 every pair of the kinds present is tried as the bits with the others dropped, so a separator
+    after each byte (a zero-width joiner, as frequent as a bit character) is dropped too. Raises ``ValueError``
     when no reading decodes."""
     kinds = sorted(set(run))
     if len(kinds) < 2:

@@ -148,7 +148,8 @@ TOOL_RULES: tuple[Rule, ...] = (
        rf"\bpass\b{C}{{0,40}}?\bas (?:the |an? )?['\"]?\w+['\"]? (?:argument|parameter|param|field)\b"),
 )
 
-#: rules/23: secrets made public (posted to a public tracker, channel, repository or page, or "publicly").
+#: rules/23: secrets made public (posted to a public tracker, channel, repository or page, or "publicly"); since
+#: rules/24 an order, a plan or a duty, not a bare infinitive ("it is a bad idea to share your password in public").
 _PUBLISH_V = r"(?:post|publish|upload|paste|share|commit|push|leak|dump)"
 _PUBLIC = r"\b(?:public(?:ly)?|world-readable|open to (?:everyone|anyone|the world))\b"
 
@@ -175,9 +176,10 @@ EXFILTRATION_RULES: tuple[Rule, ...] = (
        rf"\b(?:wants?|would like|should be|must be|are to be|is to be|needs? to be)\b{C}{{0,40}}?\b(?:sent|forwarded"
        rf"|uploaded|posted|emailed|shared|exported|copied|synced)\s+to\s+{E_DEST}"),
     _r("exfiltration.secret-public", "EXFILTRATION",
-       rf"(?:{IMP}|\b(?:i'll|i will|we'll|we will|(?:i'm|i am|we're|we are) going to|should|must|to)\s+)"
+       rf"(?:{IMP}|\b(?:i'll|i will|we'll|we will|(?:i'm|i am|we're|we are) going to|should|must"
+       rf"|(?:you|{AGENT}) to)\s+)"
        rf"(?P<core>{_PUBLISH_V}\b{C}{{0,60}}?{SECRET}{C}{{0,50}}?{_PUBLIC})"
-       rf"|(?P<core2>{SECRET}{C}{{0,60}}?\b(?:should|must|needs? to|ha(?:ve|s) to|are to|is to|can|to) be "
+       rf"|(?P<core2>{SECRET}{C}{{0,60}}?\b(?:should|must|needs? to|ha(?:ve|s) to|are to|is to) be "
        rf"(?:posted|published|uploaded|pasted|shared|committed|pushed|leaked|dumped|put|made)\b{C}{{0,50}}?{_PUBLIC})",
        negation_exempt=True),
     _r("exfiltration.share-with-anyone", "EXFILTRATION",
