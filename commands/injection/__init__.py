@@ -173,7 +173,9 @@ spaces and tabs become one space.
   and a space, comma, brace or the end (``"Call after 5pm.", "last_order"`` is not a call of ``last_order``).
   Over the labelled files they read 20 injected items (4 that no rule read) and clear one benign text. And
   ``exfiltration.secret-public`` no longer reads a bare infinitive ("it's risky to post API keys in public
-  repos"), only an order, a plan, a duty or a wish addressed to the agent ("would like you to post ...").
+  repos"), only an order, a plan, a duty or a wish addressed to the agent ("would like you to post ..."). A
+  conjunction before an imperative ("and", "then", "e", "y", ...) is a whole word: the "e" of "email" had made
+  "mail sent to kim@example.com" in a log line an order.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -1090,6 +1090,8 @@ def test_an_instruction_cut_across_record_fields_is_hidden(text: str) -> None:
     '{"status": "ok", "items": ["milk", "eggs", "birthday card for grandma", "pay the gas bill"]}',
     '{"from": "Dana", "to": "Lee", "body": "Can you send me the slides before Friday?", "sent": "2026-11-02T09:15"}',
     '{"customer": "Jo Park", "note": "Asked us to call back. Prefers mornings.", "next_step": "send_quote"}',
+    "2026-11-30 08:12:03 INFO password reset email sent to kim@example.com",  # "e" + "mail" is not "and mail"
+    "Ignore my old email address (sam.p@oldmail.example), I don't check it anymore.",
 ])
 def test_ordinary_records_are_not_flagged(text: str) -> None:
     assert not DEFAULT_DETECTOR.detect(text).carries_instructions, text
