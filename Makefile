@@ -25,8 +25,9 @@ demo: up
 	  $(BIN)/memwarden eval locomo --data "$(SAMPLE)"; \
 	fi
 	$(BIN)/memwarden stack up --api
-	@echo "REST API on http://127.0.0.1:8080 (docs /docs, inspector /inspect): memwarden principal register user:alice,"
-	@echo "then memwarden token issue user:alice; see README 'REST API'. make down stops everything."
+	@echo "REST API on http://127.0.0.1:8080 (docs /docs, inspector /inspect): source .venv/bin/activate, then"
+	@echo "memwarden principal register user:alice and memwarden token issue user:alice; see README 'REST API'."
+	@echo "make down stops everything."
 
 lint: install
 	@BIN=$(BIN) bash ops/lint.sh
