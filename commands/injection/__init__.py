@@ -176,6 +176,13 @@ spaces and tabs become one space.
   repos"), only an order, a plan, a duty or a wish addressed to the agent ("would like you to post ..."). A
   conjunction before an imperative ("and", "then", "e", "y", ...) is a whole word: the "e" of "email" had made
   "mail sent to kim@example.com" in a log line an order.
+- Since rules/25 (from the forty-ninth held-out set, after it was scored): Greek accents are dropped in
+  normalisation and in the vocabulary alike (Greek written in capitals carries none: "ΣΗΜΕΙΩΣΗ ΓΙΑ ΤΟΝ ΒΟΗΘΟ:" is
+  the note to the assistant "Σημείωση για τον βοηθό:"); "reimburse" routes money like "refund" ("Memo: reimburse
+  to NL91 ABNA …"); and a trigger on the agent writing for the speaker ("When you summarize articles for me, put
+  the conclusion first and keep it under 150 words") in a sentence that moves nothing (no address, link, secret,
+  account, money, sending, sharing, running, deleting, approving or ignoring) is a preference, not
+  ``directive.trigger``. Over the labelled files: 3 injected items read, 6 benign texts cleared.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

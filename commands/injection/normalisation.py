@@ -3,9 +3,9 @@ its span in the ORIGINAL text (code points).
 
 Unicode tag characters (U+E0020-E007E, invisible "ASCII smuggling") are decoded to ASCII and recorded;
 zero-width and bidi format characters are stripped and recorded; each base character with its combining
-marks is NFKC-normalised and casefolded; curly quotes become straight; Cyrillic/Greek look-alikes inside
-Latin words are mapped to Latin; letter-spaced words ("i g n o r e", "r.u.l.e.s") are collapsed; runs of
-spaces and tabs become one space. Seed 004 (instruction and data separation): hidden or disguised
+marks is NFKC-normalised and casefolded (Greek accents dropped); curly quotes become straight; Cyrillic/Greek
+look-alikes inside Latin words are mapped to Latin; letter-spaced words ("i g n o r e", "r.u.l.e.s") are
+collapsed; runs of spaces and tabs become one space. Seed 004 (instruction and data separation): hidden or disguised
 instructions must be seen by the write gate as they would be read by the agent.
 """
 
@@ -16,7 +16,7 @@ import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass
 
-__all__ = ["SENTENCE_END", "Norm", "normalise"]
+__all__ = ["GREEK_ACCENTS", "SENTENCE_END", "Norm", "normalise"]
 
 _INVISIBLE = frozenset(
     [0x00AD, 0x034F, 0x061C, 0x180E, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2060, 0x2061, 0x2062]
@@ -27,6 +27,9 @@ _JOINERS = frozenset([0x200C, 0x200D])
 _TAGS = range(0xE0000, 0xE0080)
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"', "\u00ab": '"',
                          "\u00bb": '"'})
+#: Greek accents (tonos, dialytika) dropped after casefolding (rules/24): Greek written in capitals carries none
+#: ("ΣΗΜΕΙΩΣΗ ΓΙΑ ΤΟΝ ΒΟΗΘΟ"), so the rules read "σημειωση" and "σημείωση" alike; one character for one.
+GREEK_ACCENTS = str.maketrans("άέήίόύώΐΰϊϋ", "αεηιουωιυιυ")
 _CONFUSABLE = str.maketrans("аеорсхуіјѕԁɡοαειντ", "aeopcxyijsdgoaeivt")
 _LETTER_SPACED = re.compile(r"(?<!\w)\w(?:([ .\-_*·])\w)(?:\1\w)+(?!\w)")
 _WORD = re.compile(r"\w+")
@@ -113,7 +116,8 @@ def normalise(text: str) -> Norm:
         j = i + 1
         while j < n and unicodedata.combining(text[j]) and ord(text[j]) not in _INVISIBLE:
             j += 1
-        out.emit(unicodedata.normalize("NFKC", text[i:j]).casefold().translate(_QUOTES), i, j)
+        out.emit(unicodedata.normalize("NFKC", text[i:j]).casefold().translate(_QUOTES).translate(GREEK_ACCENTS),
+                 i, j)
         i = j
     norm = "".join(out.chars)
     # Look-alike letters inside words that also hold Latin letters ("іgnore" with a Cyrillic і); same length.

@@ -64,6 +64,14 @@ _OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk
                    r"(?:[.,!;]|$|(?:when|whenever|if|while|unless)\b)"
                    r"|" + _PRESENTATION + ")")
 
+#: rules/24: "When you summarize articles for me, put the conclusion first and keep it under 150 words": a trigger on
+#: the agent writing for the speaker, in a sentence that moves nothing (no address, link, secret, account, money,
+#: sending, sharing, running or deleting), is how the speaker wants its answers, not an order planted for later.
+_WRITING_FOR_ME = (r"(?!you (?:summari[sz]e|write|draft|answer|reply|respond|translate|explain|describe|list"
+                   r"|prepare|format|proofread|edit)\b[^.!?;\n]*?\b(?:for|to) (?:me|us)\b"
+                   r"(?![^.!?\n]*(?:@|https?://|www\.|" + SENSITIVE_ACT + r"|\b(?:send|forward|e-?mail|share|post"
+                   r"|upload|pay|transfer|wire|run|execute|delete|remove|approve|grant|ignore)\b)))")
+
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (
     _r("override.ignore", "OVERRIDE", _OVERRIDE_IGNORE),
@@ -188,8 +196,8 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"|promote|praise|list|end|begin|include|omit|follow|obey|mark|approve|recommander|dire|r[ée]pondre|sagen"
        rf"|empfehlen|decir|recomendar|responder)\b|\bmusst du\b{C}{{0,40}}?\b(?:sagen|empfehlen|antworten)\b"),
     _r("directive.trigger", "DIRECTIVE",
-       rf"\b(?P<core>{TRIGGER}\s+{TRIGGER_EVENT}\b{C}{{0,100}}?,\s*(?:you (?:must|should|will|need to) |please "
-       rf"|then |just )?(?:always |only |never |also |just )*{ANY_V})\b", human_exempt=True),
+       rf"\b(?P<core>{TRIGGER}\s+{_WRITING_FOR_ME}{TRIGGER_EVENT}\b{C}{{0,100}}?,\s*(?:you (?:must|should|will"
+       rf"|need to) |please |then |just )?(?:always |only |never |also |just )*{ANY_V})\b", human_exempt=True),
     _r("directive.standing", "DIRECTIVE",
        rf"\b(?P<core>{STANDING_MARK}\s*[,:]?\s*(?:you (?:must |should |will |need to |are to )?|tu dois |du musst "
        rf"|please )?(?:always |only |never |also |just )*{_OWN_PREFERENCE}{ANY_V})\b", human_exempt=True),

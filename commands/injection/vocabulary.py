@@ -50,10 +50,11 @@ IMP = rf"(?:{BOUND}\s*{PREFIX}|\b{MODAL}\s+{PREFIX})"
 # --- vocabularies ---------------------------------------------------------------------------------------
 
 MONEY_V = (r"(?:route|reroute|redirect|send|transfer|wire|pay|remit|deposit|move|settle|issue|credit|refund|forward"
-           r"|switch"
+           r"|switch|reimburse"
            r"|vire[rz]?|verse[rz]?|envoie[rz]?|envoyez|transf[eè]re[rz]?|transf[ée]rez|paie[rz]?|payez|transfiere"
            r"|env[ií]a|manda|deposita|paga|[uü]berweise|sende|zahle|schicke)(?!\s+(?:transfers?|of)\b)")
-STRONG_MONEY_V = (r"(?:wire|remit|deposit|refund|transfer|reroute|pay|[uü]berweise|vire[rz]?|virez|transfiere)"
+STRONG_MONEY_V = (r"(?:wire|remit|deposit|refund|reimburse|transfer|reroute|pay|[uü]berweise|vire[rz]?|virez"
+                  r"|transfiere)"
                   r"(?!\s+(?:transfers?|of)\b)")
 #: Not inside a word (neither end): the English and Romance words of the vocabularies below are whole words
 #: ("fee" is not in "feed", "rent" not in "current"), which a pattern that does not start at a word boundary

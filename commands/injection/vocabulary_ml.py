@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import unicodedata
 
+from memwarden.commands.injection.normalisation import GREEK_ACCENTS
+
 
 def nfkc(alternatives: str) -> str:
     """``alternatives`` as the normalised text writes them (NFKC, casefolded: Devanagari nukta letters
-    decompose, for one)."""
-    return unicodedata.normalize("NFKC", alternatives).casefold()
+    decompose, for one; Greek accents dropped since rules/24)."""
+    return unicodedata.normalize("NFKC", alternatives).casefold().translate(GREEK_ACCENTS)
 
 
 #: A note, message, remark, notice or instruction (the header's noun), in 25 languages.
