@@ -235,7 +235,7 @@ class RuleBasedDetector:
             return []
         try:
             record = json.loads(text[start:end])
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes: no record
             return []
         values = [v for v in _string_values(record) if v.strip()]
         if len(values) < 2:
@@ -256,15 +256,17 @@ class RuleBasedDetector:
 
 
 def _string_values(node: object) -> Iterator[str]:
-    """The string values of a parsed JSON document, depth first in document order (keys are not values)."""
-    if isinstance(node, str):
-        yield node
-    elif isinstance(node, dict):
-        for v in node.values():
-            yield from _string_values(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from _string_values(v)
+    """The string values of a parsed JSON document, depth first in document order (keys are not values);
+    iterative, so no nesting depth exhausts the stack."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
 
 
 #: rules/22: a line acrostic needs at least this many non-empty lines.
