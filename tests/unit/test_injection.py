@@ -754,6 +754,23 @@ def test_never_raises_and_spans_are_valid(text: str) -> None:
     assert detection == DEFAULT_DETECTOR.detect(text)
 
 
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_JSON, st.text(max_size=20))
+def test_records_never_raise_and_spans_are_valid(record: object, prefix: str) -> None:
+    """rules/24 reads JSON records: any document, after any prefix, still gives a valid detection."""
+    import json
+
+    text = prefix + json.dumps(record, ensure_ascii=False)
+    detection = DEFAULT_DETECTOR.detect(text)
+    assert all(0 <= f.span[0] <= f.span[1] <= len(text) for f in detection.findings)
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=31), max_size=6),
        st.sampled_from(["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"]))
