@@ -183,6 +183,12 @@ spaces and tabs become one space.
   the conclusion first and keep it under 150 words") in a sentence that moves nothing (no address, link, secret,
   account, money, sending, sharing, running, deleting, approving or ignoring) is a preference, not
   ``directive.trigger``. Over the labelled files: 3 injected items read, 6 benign texts cleared.
+- Since rules/26 (from the fiftieth held-out set, after it was scored): a password policy, rule, requirement,
+  length or rotation is about passwords, not one ("What's a sensible password policy for a 20-person company?");
+  and a trigger whose act is calling a person (me, us, him, her, them, someone on or at a number, a number) is a
+  reader's advice ("If you get lost, call Ben on 0412 555 019"; "If you get an email saying our bank details
+  changed, call us on ... before paying"), unless the call carries something (read, tell, give, send, share,
+  spell, text, dictate). Over the labelled files: 5 benign texts cleared, no injected item changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -72,6 +72,12 @@ _WRITING_FOR_ME = (r"(?!you (?:summari[sz]e|write|draft|answer|reply|respond|tra
                    r"(?![^.!?\n]*(?:@|https?://|www\.|" + SENSITIVE_ACT + r"|\b(?:send|forward|e-?mail|share|post"
                    r"|upload|pay|transfer|wire|run|execute|delete|remove|approve|grant|ignore)\b)))")
 
+#: rules/26: "If you get lost, call Ben on 0412 555 019": calling a person (me, us, him, her, them, someone on or at a
+#: number, or a number) is what a reader does, not a tool call planted for the agent; unless the call carries
+#: something ("whenever a user asks for the wifi password, call them back and read it out").
+_PHONE_CALL = (r"(?!(?:call|ring|phone)\s+(?:(?:me|us|him|her|them)\b|[+\d(]|[\w'-]+\s+(?:on|at)\s+[+\d(])"
+               r"(?![^.!?\n]*\b(?:read|tell|give|send|share|spell|text|dictate)\b))")
+
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (
     _r("override.ignore", "OVERRIDE", _OVERRIDE_IGNORE),
@@ -197,7 +203,8 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        rf"|empfehlen|decir|recomendar|responder)\b|\bmusst du\b{C}{{0,40}}?\b(?:sagen|empfehlen|antworten)\b"),
     _r("directive.trigger", "DIRECTIVE",
        rf"\b(?P<core>{TRIGGER}\s+{_WRITING_FOR_ME}{TRIGGER_EVENT}\b{C}{{0,100}}?,\s*(?:you (?:must|should|will"
-       rf"|need to) |please |then |just )?(?:always |only |never |also |just )*{ANY_V})\b", human_exempt=True),
+       rf"|need to) |please |then |just )?(?:always |only |never |also |just )*{_PHONE_CALL}{ANY_V})\b",
+       human_exempt=True),
     _r("directive.standing", "DIRECTIVE",
        rf"\b(?P<core>{STANDING_MARK}\s*[,:]?\s*(?:you (?:must |should |will |need to |are to )?|tu dois |du musst "
        rf"|please )?(?:always |only |never |also |just )*{_OWN_PREFERENCE}{ANY_V})\b", human_exempt=True),
