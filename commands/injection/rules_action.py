@@ -37,7 +37,8 @@ MONEY_RULES: tuple[Rule, ...] = (
        rf"{IMP}(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?{ACCOUNT})"
        r"(?!\s+on file\b)"),  # rules/15: the account on file is where the money already goes
     _r("money.change-details", "MONEY_ROUTING",
-       rf"{IMP}(?P<core>(?:update|change|replace|set|switch|modify|edit|amend|redirect)\b{C}{{0,40}}?\b(?:payee"
+       rf"{IMP}(?P<core>(?:update|change|replace|set|switch|modify|edit|amend|redirect)\b(?!\s+(?:of|on)\b)"
+       rf"{C}{{0,40}}?\b(?:payee"
        r"|beneficiary|bank|banking|payout|payment|remittance|deposit|vendor|supplier|iban)\b"
        rf"{C}{{0,20}}?\b(?:details|account|information|info|iban|target|method|on file|to)\b)"),
     _r("money.passive", "MONEY_ROUTING",
