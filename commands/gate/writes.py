@@ -50,6 +50,8 @@ class _Risk:
     detection: Detection
     tags: tuple[str, ...]
     suspected: bool = False
+    #: The exception's class name when the detector raised (the write is then held for review untrusted).
+    detector_error: str | None = None
 
 
 #: Reason code of an admitted write tagged untrusted on the detector's suspicion alone.
@@ -127,9 +129,18 @@ def _risk(command: MemoryWrite, plaintext: str, issuer: PrincipalRecord,
     detector only suspects (``Detection.suspect``) from a source of ``SUSPICION_SOURCES`` is tagged
     untrusted: kept, out of default reads (``suspected`` says so in the decision's reasons); with
     ``hearsay_suspicion`` (``GateLimits``) so is a suspected ``USER_STATEMENT`` that its principal records
-    about another subject (hearsay: an agent writing down what the user said), never a person's own."""
+    about another subject (hearsay: an agent writing down what the user said), never a person's own. A
+    detector that raises (the port says it never does) fails closed: the write takes the tier of content with
+    instructions, held for review as ``DETECTOR_FAILED`` and tagged untrusted, and the gate goes on deciding."""
     env = command.envelope
-    detection = detector.detect(plaintext)
+    try:
+        detection = detector.detect(plaintext)
+    except Exception as exc:  # noqa: BLE001 - the port never raises; if a detector does, fail closed, never stop
+        risk, code = tier(env.source.kind, env.store_kind, env.sensitivity, True, issuer.has_role(APPROVER_ROLE))
+        if risk is Tier.REJECT:
+            return reject(code, f"risk tier REJECT: {code}", "envelope.source.kind")
+        failed = "DETECTOR_FAILED" if risk is Tier.QUARANTINE else code
+        return _Risk(risk, failed, Detection(), (UNTRUSTED_TAG,), detector_error=type(exc).__name__)
     risk, code = tier(env.source.kind, env.store_kind, env.sensitivity, detection.carries_instructions,
                       issuer.has_role(APPROVER_ROLE))
     if risk is Tier.REJECT:
@@ -316,8 +327,9 @@ def decide_write(command: MemoryWrite, plaintext: str | None, issuer: PrincipalR
     if risk.tier is Tier.QUARANTINE:
         found = risk.detection.carries_instructions
         kinds = ", ".join(sorted(k.value for k in risk.detection.kinds)) if found else ""
-        needs_review.append(Reason(risk.code, "held for review" + (f": instructions found ({kinds})" if kinds else ""),
-                                   "content"))
+        why = (f": instructions found ({kinds})" if kinds else
+               f": the instruction detector failed ({risk.detector_error})" if risk.detector_error else "")
+        needs_review.append(Reason(risk.code, "held for review" + why, "content"))
     if needs_review and released_by is None:
         q = QuarantineState(env.command_id, memory.memory_id, env.principal, env.subject, "pending",
                             command.content.key_id)

@@ -54,6 +54,7 @@ from memwarden.commands.model import (
 )
 from memwarden.commands.policy import default_policy
 from memwarden.commands.principals import KeyRecord
+from memwarden.commands.readmodel.payload import UNTRUSTED_TAG
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.commands.risk import Tier, tier
 from memwarden.commands.signing import Signer
@@ -79,6 +80,24 @@ def run(cmd: Any, text: str | None = "prefers tea", state: GateState | None = No
 
 def codes(d: gate.Decision) -> list[str]:
     return [r.code for r in d.reasons]
+
+
+class _Raises:
+    """A faulty detector: raises on every text (the port says it never does)."""
+
+    def detect(self, text: str) -> Any:
+        raise RuntimeError("model file truncated")
+
+
+def test_a_detector_that_raises_holds_the_write_for_review_and_the_gate_goes_on() -> None:
+    """Fail closed, never stop: the write is quarantined, untrusted, with a reason naming the fault; the next
+    command with a working detector is decided as usual."""
+    d = run(f.record("prefers tea"), "prefers tea", detector=_Raises())
+    assert d.outcome is gate.Outcome.QUARANTINED
+    assert codes(d) == ["DETECTOR_FAILED"]
+    assert "RuntimeError" in d.reasons[0].message
+    assert UNTRUSTED_TAG in d.tags
+    assert run(f.record("prefers coffee"), "prefers coffee").outcome is gate.Outcome.ACCEPTED
 
 
 def env(**over: Any) -> Any:
