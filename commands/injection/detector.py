@@ -240,13 +240,12 @@ class RuleBasedDetector:
         values = [v for v in _string_values(record) if v.strip()]
         if len(values) < 2:
             return []
-        bounds, joined, at = [], [], 0
+        bounds, at = [], 0
         for v in values:
             bounds.append((at, at + len(v)))
-            joined.append(v)
             at += len(v) + 1
         out: list[Finding] = []
-        for f in self._findings(" ".join(joined), decode=False):
+        for f in self._findings(" ".join(values), decode=False):
             a, b = f.span
             if f.kind is InstructionKind.HIDDEN or any(lo <= a and b <= hi for lo, hi in bounds):
                 continue

@@ -27,9 +27,11 @@ _JOINERS = frozenset([0x200C, 0x200D])
 _TAGS = range(0xE0000, 0xE0080)
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"', "\u00ab": '"',
                          "\u00bb": '"'})
-#: Greek accents (tonos, dialytika) dropped after casefolding (rules/24): Greek written in capitals carries none
+#: Greek accents (tonos, dialytika) dropped after casefolding (rules/25): Greek written in capitals carries none
 #: ("ΣΗΜΕΙΩΣΗ ΓΙΑ ΤΟΝ ΒΟΗΘΟ"), so the rules read "σημειωση" and "σημείωση" alike; one character for one.
 GREEK_ACCENTS = str.maketrans("άέήίόύώΐΰϊϋ", "αεηιουωιυιυ")
+#: What every normalised character goes through after casefolding: straight quotes, no Greek accents.
+_FOLD: dict[int, str | int | None] = {**_QUOTES, **GREEK_ACCENTS}
 _CONFUSABLE = str.maketrans("аеорсхуіјѕԁɡοαειντ", "aeopcxyijsdgoaeivt")
 _LETTER_SPACED = re.compile(r"(?<!\w)\w(?:([ .\-_*·])\w)(?:\1\w)+(?!\w)")
 _WORD = re.compile(r"\w+")
@@ -116,8 +118,7 @@ def normalise(text: str) -> Norm:
         j = i + 1
         while j < n and unicodedata.combining(text[j]) and ord(text[j]) not in _INVISIBLE:
             j += 1
-        out.emit(unicodedata.normalize("NFKC", text[i:j]).casefold().translate(_QUOTES).translate(GREEK_ACCENTS),
-                 i, j)
+        out.emit(unicodedata.normalize("NFKC", text[i:j]).casefold().translate(_FOLD), i, j)
         i = j
     norm = "".join(out.chars)
     # Look-alike letters inside words that also hold Latin letters ("іgnore" with a Cyrillic і); same length.

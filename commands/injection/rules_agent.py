@@ -64,7 +64,7 @@ _OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk
                    r"(?:[.,!;]|$|(?:when|whenever|if|while|unless)\b)"
                    r"|" + _PRESENTATION + ")")
 
-#: rules/24: "When you summarize articles for me, put the conclusion first and keep it under 150 words": a trigger on
+#: rules/25: "When you summarize articles for me, put the conclusion first and keep it under 150 words": a trigger on
 #: the agent writing for the speaker, in a sentence that moves nothing (no address, link, secret, account, money,
 #: sending, sharing, running or deleting), is how the speaker wants its answers, not an order planted for later.
 _WRITING_FOR_ME = (r"(?!you (?:summari[sz]e|write|draft|answer|reply|respond|translate|explain|describe|list"

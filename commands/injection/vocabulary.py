@@ -79,12 +79,12 @@ ACCOUNT = ("(?:" + WORD_START + r"(?:(?:account|acct|iban|wallet|" + _NOT_A_PAYM
            r"|cuenta|cartera|bank|escrow)\b|bc1[a-z0-9]{20,}|0x[0-9a-f]{40}|\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,})"
            r"|konto\b)")
 
-#: rules/26: a password policy, rule, requirement or length is about passwords, not one ("What's a sensible password
-#: policy for a 20-person company?").
-_ABOUT_SECRETS = (r"(?! (?:polic(?:y|ies)|rules?|requirements?|guidelines?|strength|length|complexity|hygiene"
-                  r"|best practices?|expiry|expiration|rotation polic(?:y|ies))\b)")
+#: A password manager, and since rules/26 a password policy, rule, requirement or length, is about passwords, not
+#: one ("What's a sensible password policy for a 20-person company?").
+_ABOUT_SECRETS = (r"(?! (?:managers?|polic(?:y|ies)|rules?|requirements?|guidelines?|strength|length|complexity"
+                  r"|hygiene|best practices?|expiry|expiration|rotation polic(?:y|ies))\b)")
 SECRET = (r"(?:(?:passw[oö]rt(?:er)?|best[äa]tigungscode|zugangsdaten)|" + WORD_START
-          + r"(?:passwords?(?! managers?\b)" + _ABOUT_SECRETS + r"|passwd|passcodes?|passphrases?|pins?\b|pin codes?"
+          + r"(?:passwords?" + _ABOUT_SECRETS + r"|passwd|passcodes?|passphrases?|pins?\b|pin codes?"
           r"|(?:api|openai|secret|private|access|ssh"
           r"|stripe|aws|license|licence|activation|encryption|signing|recovery) ?keys?|(?:access|session|auth|bearer"
           r"|api|refresh|personal access) ?tokens?|tokens?\b|otps?\b|one[- ]time (?:codes?|pass(?:words?|codes?))"

@@ -17,7 +17,7 @@ from memwarden.commands.injection.normalisation import GREEK_ACCENTS
 
 def nfkc(alternatives: str) -> str:
     """``alternatives`` as the normalised text writes them (NFKC, casefolded: Devanagari nukta letters
-    decompose, for one; Greek accents dropped since rules/24)."""
+    decompose, for one; Greek accents dropped since rules/25)."""
     return unicodedata.normalize("NFKC", alternatives).casefold().translate(GREEK_ACCENTS)
 
 
