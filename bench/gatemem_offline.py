@@ -157,12 +157,19 @@ def recall(plan: EpisodePlan, query: Query, grants: tuple[Any, ...], k: int, rec
     """Top-``k`` records readable by the asker as of the query's turn (filter first, then BM25; records
     sharing no query term are not returned)."""
     readable, held = readable_records(plan, query, grants, oracle)
-    if not readable:
+    return rank(query.query_text, readable, held, k, recency)
+
+
+def rank(query_text: str, visible: Sequence[RecordSpec], held: Sequence[RecordSpec], k: int,
+         recency: float) -> list[RecordSpec]:
+    """Top-``k`` of ``visible`` for ``query_text``: BM25 (IDF over ``held``, the whole store as of the
+    query) times ``1 + recency * index / len(held)``, verbatim repeats skipped, zero scores dropped."""
+    if not visible:
         return []
-    scores = bm25_rank(query.query_text, [r.text for r in readable], [r.text for r in held])
+    scores = bm25_rank(query_text, [r.text for r in visible], [r.text for r in held])
     n = len(held)
     ranked = sorted(
-        ((s * (1 + recency * r.index / n), r.index, r) for s, r in zip(scores, readable, strict=True) if s > 0),
+        ((s * (1 + recency * r.index / n), r.index, r) for s, r in zip(scores, visible, strict=True) if s > 0),
         key=lambda x: (-x[0], -x[1]),
     )
     out: list[RecordSpec] = []
