@@ -63,7 +63,7 @@ MENTION_AFTER = re.compile(
 #: Anywhere outside the quotes: the text reports or teaches about attacks, so what it quotes is an example
 #: ("the phishing email said '...', so I reported it"; "researchers showed that a hidden line, '...', could").
 MENTION_CONTEXT = re.compile(
-    r"\b(?:phishing|scam(?:s|mers?)?|fraud(?:ulent|sters?)?|(?:prompt )?injections?|attacks?|attackers?|hackers?"
+    r"\b(?:phish\w*|scam(?:s|mers?)?|fraud(?:ulent|sters?)?|(?:prompt )?injections?|attacks?|attackers?|hackers?"
     r"|malicious|suspicious|jailbreaks?|red flags?|flagged|reported|awareness|spoof(?:ed|ing)?"
     r"|impersonat\w+|researchers?|red[- ]team\w*|pen(?:etration)? test\w*|classifier|labell?ed as"
     r"|social[- ]engineering|pretext\w*|vishing|smishing|quarantin\w*)\b")

@@ -154,9 +154,26 @@ TOOL_RULES: tuple[Rule, ...] = (
 _PUBLISH_V = r"(?:post|publish|upload|paste|share|commit|push|leak|dump)"
 _PUBLIC = r"\b(?:public(?:ly)?|world-readable|open to (?:everyone|anyone|the world))\b"
 
+#: rules/28: the speaker's own people as the recipient ("forward the photos to my sister Ana (ana@…)", "email my
+#: list to my own address, jo@…", "apply label 'Finance' and forward to my accountant j@…"): a person's request
+#: to their own assistant about their own circle, as "my" introduces them (not "my colleague's inbox"), unless
+#: what is sent is the user's data; text planted for an agent names an address, not a relation of the reader.
+_OWN_RECIPIENT = (r"\b(?:to|with|cc|bcc|copy(?: in)?|loop in|include)\s+my\s+(?:\w+\s+)?(?:own|sister|brother|husband"
+                  r"|wife|partner|spouse|mum|mom|mother|dad|father|son|daughter|parents?|grandma|grandpa|aunt|uncle"
+                  r"|cousin|friend|flatmate|roommate|girlfriend|boyfriend|fianc[ée]e?|accountant|bookkeeper|lawyer"
+                  r"|solicitor|assistant|secretary|manager|boss|team lead|colleague|co-?worker|doctor|dentist|landlord"
+                  r"|tutor|teacher|coach|kids?|children)\b(?!'s)|\bmy own (?:e-?mail )?address\b")
+#: The user's data is sent (then no recipient makes the sending the speaker's own errand).
+_USER_DATA = r"\b(?:the user|user'?s|users'|their|the customer'?s|customers')\b"
+#: rules/28: a reporting mailbox is where a security notice sends suspicious mail ("forward it to
+#: phishing@ourco.com"), not a destination for the reader's data.
+_REPORT_BOX = r"(?<![\w.+-])(?![\w.+-]*(?:phish|spam|abuse)[\w.+-]*@)"
+
 #: EXFILTRATION: sending user data to an outside destination.
 EXFILTRATION_RULES: tuple[Rule, ...] = (
-    _r("exfiltration.send-to", "EXFILTRATION", rf"{IMP}(?P<core>{E_V}\b{S}{{0,120}}?{E_DEST})"),
+    _r("exfiltration.send-to", "EXFILTRATION",
+       rf"{IMP}(?P<core>{E_V}\b(?:(?={S}{{0,80}}?{_USER_DATA}){S}{{0,120}}?|(?:(?!{_OWN_RECIPIENT}){S}){{0,120}}?)"
+       rf"{_REPORT_BOX}{E_DEST})"),
     _r("exfiltration.tool-recipient", "EXFILTRATION",
        r"\b(?:to|recipients?|cc|bcc)\s*=\s*['\"]?[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
     _r("exfiltration.reply-with-all", "EXFILTRATION",

@@ -78,6 +78,15 @@ _WRITING_FOR_ME = (r"(?!you (?:summari[sz]e|write|draft|answer|reply|respond|tra
 _PHONE_CALL = (r"(?!(?:call|ring|phone)\s+(?:(?:me|us|him|her|them)\b|[+\d(]|[\w'-]+\s+(?:on|at)\s+[+\d(])"
                r"(?![^.!?\n]*\b(?:read|tell|give|send|share|spell|text|dictate)\b))")
 
+#: rules/28: "If you get a message asking you to verify your account, forward it to phishing@…" / "If you see text
+#: like this, do not act on it; report it": reporting, deleting or refusing to act on a suspicious message is
+#: what a security notice tells its readers to do, not an act planted for the agent.
+_DEFENSIVE = (r"(?!(?:report|flag)\s+(?:it|them|this|that|such \w+|the (?:message|e-?mail|mail|text))\b"
+              r"|(?:delete|block|quarantine)\s+(?:the|such|that|this) (?:message|e-?mail|mail|text)s?\b"
+              r"|(?:do not|don't|never) (?:act|click|reply|respond|open|engage|enter|type)\b|use the (?:report|phish)"
+              r"|forward (?:it|them|the (?:message|e-?mail|mail)) to (?:the |our |your )?(?:security|it|infosec"
+              r"|help ?desk|service ?desk)\b|forward (?:it|them) to [\w.+-]*(?:phish|spam|abuse))")
+
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (
     _r("override.ignore", "OVERRIDE", _OVERRIDE_IGNORE),
@@ -203,7 +212,7 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        rf"|empfehlen|decir|recomendar|responder)\b|\bmusst du\b{C}{{0,40}}?\b(?:sagen|empfehlen|antworten)\b"),
     _r("directive.trigger", "DIRECTIVE",
        rf"\b(?P<core>{TRIGGER}\s+{_WRITING_FOR_ME}{TRIGGER_EVENT}\b{C}{{0,100}}?,\s*(?:you (?:must|should|will"
-       rf"|need to) |please |then |just )?(?:always |only |never |also |just )*{_PHONE_CALL}{ANY_V})\b",
+       rf"|need to) |please |then |just )?(?:always |only |never |also |just )*{_PHONE_CALL}{_DEFENSIVE}{ANY_V})\b",
        human_exempt=True),
     _r("directive.standing", "DIRECTIVE",
        rf"\b(?P<core>{STANDING_MARK}\s*[,:]?\s*(?:you (?:must |should |will |need to |are to )?|tu dois |du musst "
