@@ -33,7 +33,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/28"
+DETECTOR_VERSION = "rules/29"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -329,6 +329,7 @@ _CORES = {rule.name: [g for g in rule.pattern.groupindex if g.startswith("core")
 
 def _match(norm: Norm) -> Iterator[Finding]:
     text = norm.text
+    procedure: bool | None = None  # a numbered procedure for people (rules/29), decided on first need
     for rule in R.RULES:
         needs = NEEDS[rule.name]
         if needs is not None and not any(w in text for w in needs):
@@ -337,6 +338,11 @@ def _match(norm: Norm) -> Iterator[Finding]:
         for m in rule.pattern.finditer(norm.text):
             if rule.human_addressee_exempt and R.HUMAN_ADDRESSEE.match(norm.text, norm.sentence(m.start())[0]):
                 continue
+            if rule.procedure_exempt:
+                if procedure is None:
+                    procedure = len(R.NUMBERED_STEP.findall(text)) >= 2 and not R.AGENT_WORD.search(text)
+                if procedure:
+                    continue
             a, b = next((m.span(g) for g in cores if m.group(g)), m.span())
             if rule.negation_exempt and R.NEGATED.search(norm.text, norm.sentence(a)[0], a):
                 continue

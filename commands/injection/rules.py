@@ -14,8 +14,9 @@ from memwarden.commands.injection.rules_agent import DIRECTIVE_RULES, OVERRIDE_I
 from memwarden.commands.injection.vocabulary import AGENT, ANY_V, NEGATION, STANDING_MARK, Rule
 
 __all__ = [
-    "ADDRESSED", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER", "MENTION_BEFORE",
-    "MENTION_CONTEXT", "NEGATED", "OVERRIDE_IGNORE", "QUOTED", "RULES", "STANDING", "TEMPLATE_TOKEN", "Rule",
+    "ADDRESSED", "AGENT_WORD", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER",
+    "MENTION_BEFORE", "MENTION_CONTEXT", "NEGATED", "NUMBERED_STEP", "OVERRIDE_IGNORE", "QUOTED", "RULES", "STANDING",
+    "TEMPLATE_TOKEN", "Rule",
 ]
 
 #: Every named rule, one family after the other.
@@ -48,6 +49,10 @@ STANDING = re.compile(
     r"\b(?:always|never again|whenever|next time|every time|each time|permanently|forever|all future"
     r"|(?:every|each) (?:day|session|email|message|request|invoice|reply|answer|time)|on each session"
     rf"|siempre|toujours|immer|{STANDING_MARK})\b")
+#: rules/29: a numbered step ("1. ", "2) ", "step 3. "); two or more make a procedure.
+NUMBERED_STEP = re.compile(r"(?:^|\s)(?:step )?\d[.)]\s")
+#: rules/29: a word naming an AI agent anywhere in a text: then its numbered steps may be written for the agent.
+AGENT_WORD = re.compile(rf"\b{AGENT}\b")
 #: A negation before a ``negation_exempt`` rule's match in its sentence (rules/8).
 NEGATED = re.compile(NEGATION)
 #: A sentence that opens by addressing people, not the agent.

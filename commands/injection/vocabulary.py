@@ -317,9 +317,13 @@ class Rule:
     human_addressee_exempt: bool = False
     #: Skip the match when its sentence holds a :data:`NEGATION` before the match's core.
     negation_exempt: bool = False
+    #: Skip the match in a procedure written for people: two or more numbered steps and no word naming an AI
+    #: agent anywhere in the text (rules/29: "Runbook: 1. SSH to staging-01. 2. Run `sudo systemctl restart api`").
+    procedure_exempt: bool = False
 
 
-def rule(name: str, kind: str, pattern: str, *, human_exempt: bool = False, negation_exempt: bool = False) -> Rule:
+def rule(name: str, kind: str, pattern: str, *, human_exempt: bool = False, negation_exempt: bool = False,
+         procedure_exempt: bool = False) -> Rule:
     """The :class:`Rule` ``name`` reporting ``kind`` (an ``InstructionKind`` value) for ``pattern``,
     compiled with ``re.DOTALL``."""
-    return Rule(name, kind, re.compile(pattern, re.DOTALL), human_exempt, negation_exempt)
+    return Rule(name, kind, re.compile(pattern, re.DOTALL), human_exempt, negation_exempt, procedure_exempt)
