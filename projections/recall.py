@@ -30,6 +30,7 @@ from memwarden.commands.readmodel.filters import Condition, FieldIn, Filter, eva
 from memwarden.commands.readmodel.permission import ReadContext
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecalledMemory, RecallMode, check_query
 from memwarden.commands.readmodel.query_parts import CONTEXT_WEIGHT, interleave, query_parts
+from memwarden.commands.readmodel.questions import demote_questions
 from memwarden.commands.readmodel.read_filter import read_filter
 from memwarden.commands.readmodel.recency import by_recency, recency_weight
 from memwarden.commands.readmodel.relevance import coverage
@@ -378,14 +379,17 @@ class Recaller:
         after the read filter, verification and ranking (it never adds or reorders); the result says
         how many it dropped (``below_floor``). ``0`` (the default) keeps every memory.
 
-        ``repeats``: demote near-repeats (above; default on).
+        ``repeats``: demote near-repeats (above; default on). With it, a question about a present state (one
+        ``recency`` applies to) also moves the stored questions (memories ending with a question mark) behind
+        every other memory of the pool (:mod:`memwarden.commands.readmodel.questions`).
 
         ``decompose`` (hybrid mode, default on): a question that enumerates what it asks for ("the
         current date, current amount, safe wording, and current blocker":
         :func:`~memwarden.commands.readmodel.query_parts.query_parts`) is recalled as a whole and once
         per part (the part's words first, the whole question's after them, in both legs), and the
         rankings are merged in turn (the best of the whole, the best of each part, then the second of
-        each, ...; each memory once), so every item asked for gets places among the ``k``. The
+        each, ...; each memory once, a ranking whose next memory was taken already giving its next one),
+        so every item asked for gets places among the ``k``. The
         memories keep the score and relevance of the ranking that found them first (a part's relevance
         is measured against the part: the item asked for), so the merged list is not sorted by score,
         and ``min_score`` floors each memory by that relevance. Near-repeats are demoted within each
@@ -479,6 +483,8 @@ class Recaller:
         ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
         if repeats:
             ranked = [ranked[i] for i in demote_repeats([m.text for m in ranked])]
+            if weight:  # a question about a present state: the stored questions state no value
+                ranked = [ranked[i] for i in demote_questions([m.text for m in ranked])]
         return ranked
 
     @staticmethod

@@ -46,9 +46,19 @@ def test_a_long_list_keeps_its_tail_in_the_last_part() -> None:
 
 def test_the_rankings_are_merged_in_turn_each_item_once() -> None:
     rankings = [["a1", "a2", "a3"], ["b1", "a1", "b3"], ["c1"]]
-    assert interleave(rankings, key=str, limit=10) == ["a1", "b1", "c1", "a2", "a3", "b3"]
+    # b's second (a1) is taken already: b gives its next one, b3, in that round
+    assert interleave(rankings, key=str, limit=10) == ["a1", "b1", "c1", "a2", "b3", "a3"]
     assert interleave(rankings, key=str, limit=4) == ["a1", "b1", "c1", "a2"]
     assert interleave(rankings, key=str, limit=0) == [] and interleave([], key=str, limit=5) == []
+
+
+def test_every_ranking_gets_a_place_in_each_round_although_its_best_is_taken() -> None:
+    whole = ["recap", "date note", "amount note"]
+    credential = ["recap", "credential note"]  # its best is the whole question's best
+    # a top 2 holds the credential (a merge by depth gave the whole question's second, "date note")
+    assert interleave([whole, credential], key=str, limit=2) == ["recap", "credential note"]
+    assert interleave([whole, credential], key=str, limit=9) == ["recap", "credential note", "date note",
+                                                                "amount note"]
 
 
 def test_a_parts_lexical_query_weights_its_own_terms_over_the_questions() -> None:
