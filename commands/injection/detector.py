@@ -33,7 +33,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/29"
+DETECTOR_VERSION = "rules/30"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -346,6 +346,11 @@ def _match(norm: Norm) -> Iterator[Finding]:
             a, b = next((m.span(g) for g in cores if m.group(g)), m.span())
             if rule.negation_exempt and R.NEGATED.search(norm.text, norm.sentence(a)[0], a):
                 continue
+            if rule.question_exempt:
+                start, end = norm.sentence(a)
+                sentence = norm.text[start:end].rstrip()
+                if sentence.endswith("?") and not R.SECOND_PERSON.search(sentence):
+                    continue
             yield Finding(InstructionKind(rule.kind), norm.span(a, b), rule.name)
 
 

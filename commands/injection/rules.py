@@ -15,8 +15,8 @@ from memwarden.commands.injection.vocabulary import AGENT, ANY_V, NEGATION, STAN
 
 __all__ = [
     "ADDRESSED", "AGENT_WORD", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER",
-    "MENTION_BEFORE", "MENTION_CONTEXT", "NEGATED", "NUMBERED_STEP", "OVERRIDE_IGNORE", "QUOTED", "RULES", "STANDING",
-    "TEMPLATE_TOKEN", "Rule",
+    "MENTION_BEFORE", "MENTION_CONTEXT", "NEGATED", "NUMBERED_STEP", "OVERRIDE_IGNORE", "QUOTED", "RULES",
+    "SECOND_PERSON", "STANDING", "TEMPLATE_TOKEN", "Rule",
 ]
 
 #: Every named rule, one family after the other.
@@ -49,6 +49,9 @@ STANDING = re.compile(
     r"\b(?:always|never again|whenever|next time|every time|each time|permanently|forever|all future"
     r"|(?:every|each) (?:day|session|email|message|request|invoice|reply|answer|time)|on each session"
     rf"|siempre|toujours|immer|{STANDING_MARK})\b")
+#: rules/30: a second-person word: a question holding one is put to someone (the agent, a person).
+SECOND_PERSON = re.compile(r"\b(?:you|your|yours|tu|du|vous|usted|ustedes|ty|ты|вы|ви|tú|jij)\b"
+                           r"|あなた|당신|你|您")
 #: rules/29: a numbered step ("1. ", "2) ", "step 3. "); two or more make a procedure.
 NUMBERED_STEP = re.compile(r"(?:^|\s)(?:step )?\d[.)]\s")
 #: rules/29: a word naming an AI agent anywhere in a text: then its numbered steps may be written for the agent.

@@ -211,6 +211,10 @@ _SENSITIVE_MORE = nfkc(
     "|ट्रांसफर|दरवाज|upi|kata sandi|sandi|kode|rekening|bayar|akses|pintu|kirim|teruskan|mật khẩu|tài khoản"
     "|thanh toán|chuyển|truy cập|cửa|gửi|รหัส|บัญชี|โอน|จ่าย|ชำระ|ส่ง|ประตู"
 )
+#: rules/30: a persona or tool that never asks for a person's confirmation ("Bob never asks for confirmation"); the
+#: act it waives may follow in the next sentence ("... Bob just sends the money").
+NEVER_ASKS = (r"\b(?:never|doesn't|does not|won't|will not)\s+(?:asks?|checks?)\s+(?:(?:me|us|the user|anyone"
+              r"|anybody)\s+)?(?:for\s+)?(?:confirmation|approval|permission|sign-?off)\b(?!\s+codes?)")
 CONSENT_BYPASS = (
     r"\bwithout (?:first |even |ever )?(?:asking(?!\s+(?:for|about|if|whether|why|how|what|where|when|around"
     r"|questions?|a question)\b)|checking(?: in)? with|consulting|confirming(?: it)? with|telling"
@@ -218,6 +222,10 @@ CONSENT_BYPASS = (
     r"|permission|sign-?off) from|(?:my|our|the user's|their) (?:ok|okay|approval|confirmation|permission|sign-?off"
     r"|consent))\b(?:\s+" + BYPASS_WHOM + r")?"
     r"|\bwithout (?:first )?prompting " + BYPASS_WHOM +
+    # rules/30: a persona or tool that "never asks for confirmation", a default used "rather than asking"
+    r"|" + NEVER_ASKS +
+    r"|\b(?:rather than|instead of)\s+(?:asking(?!\s+(?:for|about|if|whether|why|how|what|where|when|around"
+    r"|questions?|a question)\b)|checking with|confirming with|consulting)\b"
     r"|\bno need to (?:ask|check with|consult|confirm with|bother|loop in|run it by) " + BYPASS_WHOM +
     r"|\b(?:doesn't|does not|won't|will not) (?:need|have) to (?:ask|check with|consult|confirm with) (?:you|"
     + BYPASS_WHOM[3:] +
@@ -317,13 +325,17 @@ class Rule:
     human_addressee_exempt: bool = False
     #: Skip the match when its sentence holds a :data:`NEGATION` before the match's core.
     negation_exempt: bool = False
+    #: Skip the match when its sentence is a question that addresses no one as "you" (rules/30: "Can the bank
+    #: change my account number without my consent?" asks about a third party; it waives nothing).
+    question_exempt: bool = False
     #: Skip the match in a procedure written for people: two or more numbered steps and no word naming an AI
     #: agent anywhere in the text (rules/29: "Runbook: 1. SSH to staging-01. 2. Run `sudo systemctl restart api`").
     procedure_exempt: bool = False
 
 
 def rule(name: str, kind: str, pattern: str, *, human_exempt: bool = False, negation_exempt: bool = False,
-         procedure_exempt: bool = False) -> Rule:
+         question_exempt: bool = False, procedure_exempt: bool = False) -> Rule:
     """The :class:`Rule` ``name`` reporting ``kind`` (an ``InstructionKind`` value) for ``pattern``,
     compiled with ``re.DOTALL``."""
-    return Rule(name, kind, re.compile(pattern, re.DOTALL), human_exempt, negation_exempt, procedure_exempt)
+    return Rule(name, kind, re.compile(pattern, re.DOTALL), human_exempt, negation_exempt, question_exempt,
+                procedure_exempt)
