@@ -8,8 +8,9 @@ asked for is not among them. Multi-query retrieval (one retrieval per sub-questi
 the field's "query decomposition") gives each item its own ranking: the recall of each part ranks by
 the part's words first and the whole question's words after them (:data:`CONTEXT_WEIGHT`), and the
 merge takes the best of each part in turn, then the second of each, and so on, each memory once (a
-ranking whose next memory another ranking took already gives its next one instead: every part gets a
-place in every round; GateMem dev, 2026-12-06: utility 0.6455 -> 0.653).
+ranking whose next memory another ranking took already gives its best one not taken after the others
+of the round: every part gets a place in every round; GateMem dev, 2026-12-06: utility 0.6455 -> 0.653
+with the questions of :mod:`.questions` 0.6567).
 
 Only an enumeration is split: a question with two separating commas, a semicolon, or a comma before
 its last item ("..., and ..."), whose pieces (cut there and at "and", "plus", "as well as") are at
@@ -70,20 +71,35 @@ def query_parts(query: str) -> tuple[str, ...]:
 
 
 def interleave(rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable], limit: int) -> list[T]:
-    """Round-robin merge of ``rankings`` (each best first): in each round every ranking in turn gives its
-    best item not taken yet (an item whose ``key`` was taken is passed over and the ranking's next one
-    is taken in its place, so every ranking gets a place in every round while it has items left). At
-    most ``limit`` items (``limit`` < 1: none)."""
+    """Round-robin merge of ``rankings`` (each best first), each item once (by ``key``), at most ``limit``
+    items (``limit`` < 1: none). In each round every ranking whose next item is not taken yet gives it,
+    in turn; then every ranking whose next item another ranking took already gives, in turn, its best
+    item not taken yet. So a ranking whose best another took still gets a place in the round, after the
+    rankings that bring something new (a part whose best the whole question took first does not crowd
+    out the best of a later part when ``limit`` is small)."""
     out: list[T] = []
     seen: set[Hashable] = set()
     at = [0] * len(rankings)
+
+    def take(r: int) -> None:
+        ranking = rankings[r]
+        while at[r] < len(ranking):
+            item = ranking[at[r]]
+            at[r] += 1
+            if key(item) not in seen:
+                seen.add(key(item))
+                out.append(item)
+                return
+
     while len(out) < limit and any(at[r] < len(ranking) for r, ranking in enumerate(rankings)):
+        waiting = []
         for r, ranking in enumerate(rankings):
-            while at[r] < len(ranking) and len(out) < limit:
-                item = ranking[at[r]]
-                at[r] += 1
-                if key(item) not in seen:
-                    seen.add(key(item))
-                    out.append(item)
-                    break
+            if at[r] < len(ranking):
+                if key(ranking[at[r]]) in seen:
+                    waiting.append(r)
+                elif len(out) < limit:
+                    take(r)
+        for r in waiting:
+            if len(out) < limit:
+                take(r)
     return out

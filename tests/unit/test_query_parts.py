@@ -61,6 +61,14 @@ def test_every_ranking_gets_a_place_in_each_round_although_its_best_is_taken() -
                                                                 "amount note"]
 
 
+def test_a_ranking_whose_best_was_taken_gives_its_next_after_the_new_ones_of_the_round() -> None:
+    # the Larch case (tests/integration/test_enumerating_recall.py): the whole question and the date and
+    # amount parts all rank d1 first; in a top 3 the blocker part's best comes before their second bests
+    rankings = [["d1", "d2", "d3"], ["d1", "d2"], ["d1", "d3"], ["b1", "d2"]]
+    assert interleave(rankings, key=str, limit=3) == ["d1", "b1", "d2"]
+    assert interleave(rankings, key=str, limit=10) == ["d1", "b1", "d2", "d3"]
+
+
 def test_a_parts_lexical_query_weights_its_own_terms_over_the_questions() -> None:
     enc = Bm25Encoder()
     v = enc.part_query("current blocker", "what are the Larch review date and current blocker", 0.3)
