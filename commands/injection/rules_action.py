@@ -34,8 +34,10 @@ MONEY_RULES: tuple[Rule, ...] = (
     _r("money.route", "MONEY_ROUTING",
        rf"{IMP}(?P<core>{MONEY_V}\b{C}{{0,60}}?{MONEY_OBJ}{C}{{0,60}}?{TO}{C}{{0,40}}?{ACCOUNT})"),
     _r("money.strong-verb", "MONEY_ROUTING",
-       rf"{IMP}(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?{ACCOUNT})"
-       r"(?!\s+on file\b)"),  # rules/15: the account on file is where the money already goes
+       rf"{IMP}(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?"
+       rf"(?<!original )(?<!same ){ACCOUNT})"
+       # rules/15: the account on file is where the money already goes; rules/31: so is the original card
+       r"(?!\s+on file\b)"),
     _r("money.change-details", "MONEY_ROUTING",
        rf"{IMP}(?P<core>(?:update|change|replace|set|switch|modify|edit|amend|redirect)\b(?!\s+(?:of|on)\b)"
        rf"{C}{{0,40}}?\b(?:payee"
