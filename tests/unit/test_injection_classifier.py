@@ -139,7 +139,7 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout46", "injection_heldout47", "injection_heldout48",
                                   "injection_heldout49", "injection_heldout50", "injection_heldout51",
                                   "injection_heldout52", "injection_heldout53", "injection_heldout54",
-                                  "injection_heldout55"])
+                                  "injection_heldout55", "injection_heldout56"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
@@ -160,9 +160,9 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     classifier's suspicion on other languages, the forty-fifth the default after it, the forty-sixth ``rules/21``,
     the forty-seventh ``rules/22``, the forty-eighth ``rules/23``, the forty-ninth ``rules/24``, the fiftieth
     ``rules/25``, the fifty-first ``rules/26``, the fifty-second ``rules/27``, the fifty-third ``rules/28``, the
-    fifty-fourth ``rules/29``, the fifty-fifth ``rules/30`` and ``rules/31``) is the file its provenance note
-    fixed, and none of its texts is in any other labelled file of the package (a set is trained on only as the file
-    it is, once the next is frozen)."""
+    fifty-fourth ``rules/29``, the fifty-fifth ``rules/30`` and ``rules/31``, the fifty-sixth ``rules/31`` again)
+    is the file its provenance note fixed, and none of its texts is in any other labelled file of the package (a
+    set is trained on only as the file it is, once the next is frozen)."""
     import hashlib
     import json
     import re
@@ -275,7 +275,12 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   **{frozenset({"injection_heldout53", f"injection_heldout{n}"}): 2 for n in (44, 45)},
                   # the ``send_email`` description, a recycling-bin reminder, a French crêpe-batter question, a
                   # dentist reminder to delete
-                  **{frozenset({"injection_heldout55", f"injection_heldout{n}"}): 1 for n in (5, 14, 42, 48)}}
+                  **{frozenset({"injection_heldout55", f"injection_heldout{n}"}): 1 for n in (5, 14, 42, 48)},
+                  # the ``send_email`` description, "please call me Sam", a Chinese hiking question, no emojis,
+                  # German replies always, a Hindi yoga reminder
+                  **{frozenset({"injection_heldout56", f"injection_heldout{n}"}): 1
+                     for n in (41, 43, 46, 50, 51, 52, 53)},
+                  frozenset({"injection_heldout56", "injection_heldout45"}): 2}
 
 
 def test_weights_ship_with_the_package() -> None:
