@@ -49,7 +49,12 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     asyncio.set_event_loop(loop)
     app = build_app(container, roles)
     try:
-        faust.Worker(app, loop=loop, loglevel=settings.log_level, quiet=True).execute_from_commandline()
+        worker = faust.Worker(app, loop=loop, loglevel=settings.log_level, quiet=True)
+        if not worker.stdout.isatty():
+            # faust's spinner hides and shows the cursor with escape codes even when its output is a log file
+            # (``Spinner.begin`` / ``finish`` do not check for a terminal): no spinner then
+            worker.spinner = None
+        worker.execute_from_commandline()
     finally:
         container.close()
 

@@ -123,6 +123,7 @@ def test_a_forgotten_memory_leaves_no_plaintext_and_its_key_leaves_the_disk(quic
     assert not _files_holding(kafka_paths(quick).data, needle), "plaintext in a Kafka segment"
     assert not _files_holding(quick.data_dir / "qdrant" / quick.index_name, needle), "plaintext in the index"
     assert not _files_holding(log.parent, needle, log.name), "plaintext in the worker's log"
+    assert b"\x1b[" not in log.read_bytes(), "terminal escape codes (faust's spinner) in the worker's log"
 
 
 def test_a_worker_killed_after_a_forget_still_appends_its_receipt(quick: Settings) -> None:
