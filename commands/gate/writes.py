@@ -133,18 +133,18 @@ def _risk(command: MemoryWrite, plaintext: str, issuer: PrincipalRecord,
     detector that raises (the port says it never does) fails closed: the write takes the tier of content with
     instructions, held for review as ``DETECTOR_FAILED`` and tagged untrusted, and the gate goes on deciding."""
     env = command.envelope
+    error: str | None = None
     try:
         detection = detector.detect(plaintext)
     except Exception as exc:  # noqa: BLE001 - the port never raises; if a detector does, fail closed, never stop
-        risk, code = tier(env.source.kind, env.store_kind, env.sensitivity, True, issuer.has_role(APPROVER_ROLE))
-        if risk is Tier.REJECT:
-            return reject(code, f"risk tier REJECT: {code}", "envelope.source.kind")
-        failed = "DETECTOR_FAILED" if risk is Tier.QUARANTINE else code
-        return _Risk(risk, failed, Detection(), (UNTRUSTED_TAG,), detector_error=type(exc).__name__)
-    risk, code = tier(env.source.kind, env.store_kind, env.sensitivity, detection.carries_instructions,
-                      issuer.has_role(APPROVER_ROLE))
+        detection, error = Detection(), type(exc).__name__
+    risk, code = tier(env.source.kind, env.store_kind, env.sensitivity,
+                      detection.carries_instructions or error is not None, issuer.has_role(APPROVER_ROLE))
     if risk is Tier.REJECT:
         return reject(code, f"risk tier REJECT: {code}", "envelope.source.kind")
+    if error is not None:
+        failed = "DETECTOR_FAILED" if risk is Tier.QUARANTINE else code
+        return _Risk(risk, failed, detection, (UNTRUSTED_TAG,), detector_error=error)
     hearsay = (hearsay_suspicion and env.source.kind == SourceKind.USER_STATEMENT
                and env.principal != env.subject)
     suspected = (detection.suspect and not detection.carries_instructions

@@ -276,6 +276,8 @@ def _delimited_rows(text: str) -> list[tuple[tuple[int, int], list[str]]]:
     more lines use at least twice each (quotes read as CSV quotes); a first table line whose every cell is an
     identifier-like column name (``name,email,role,last_login``) is the header and is not read. Nothing for
     a text without such lines."""
+    if "\n" not in text:  # one line: no table (most texts, on every detection)
+        return []
     lines, at = [], 0
     for line in text.split("\n"):
         lines.append((at, line))

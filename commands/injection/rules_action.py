@@ -17,6 +17,7 @@ from memwarden.commands.injection.vocabulary import (
     MONEY_OBJ,
     MONEY_V,
     PLACE_V,
+    REPORT_MAILBOX,
     RUN_V,
     SECRET,
     STRONG_MONEY_V,
@@ -177,7 +178,7 @@ _OWN_RECIPIENT = (r"\b(?:to|with|cc|bcc|copy(?: in)?|loop in|include)\s+my\s+(?:
 _USER_DATA = r"\b(?:the user|user'?s|users'|their|the customer'?s|customers')\b"
 #: rules/28: a reporting mailbox is where a security notice sends suspicious mail ("forward it to
 #: phishing@ourco.com"), not a destination for the reader's data.
-_REPORT_BOX = r"(?<![\w.+-])(?![\w.+-]*(?:phish|spam|abuse)[\w.+-]*@)"
+_REPORT_BOX = rf"(?<![\w.+-])(?!{REPORT_MAILBOX}[\w.+-]*@)"
 
 #: EXFILTRATION: sending user data to an outside destination.
 EXFILTRATION_RULES: tuple[Rule, ...] = (

@@ -22,6 +22,7 @@ from memwarden.commands.injection.vocabulary import (
     PARTICIPLE,
     RELAY,
     RELAYED_CONCEAL,
+    REPORT_MAILBOX,
     SECRET,
     SENSITIVE_ACT,
     STANDING_MARK,
@@ -90,7 +91,7 @@ _DEFENSIVE = (r"(?!(?:report|flag)\s+(?:it|them|this|that|such \w+|the (?:messag
               r"|(?:delete|block|quarantine)\s+(?:the|such|that|this) (?:message|e-?mail|mail|text)s?\b"
               r"|(?:do not|don't|never) (?:act|click|reply|respond|open|engage|enter|type)\b|use the (?:report|phish)"
               r"|forward (?:it|them|the (?:message|e-?mail|mail)) to (?:the |our |your )?(?:security|it|infosec"
-              r"|help ?desk|service ?desk)\b|forward (?:it|them) to [\w.+-]*(?:phish|spam|abuse))")
+              r"|help ?desk|service ?desk)\b|forward (?:it|them) to " + REPORT_MAILBOX + ")")
 
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (

@@ -212,21 +212,25 @@ _SENSITIVE_MORE = nfkc(
     "|ट्रांसफर|दरवाज|upi|kata sandi|sandi|kode|rekening|bayar|akses|pintu|kirim|teruskan|mật khẩu|tài khoản"
     "|thanh toán|chuyển|truy cập|cửa|gửi|รหัส|บัญชี|โอน|จ่าย|ชำระ|ส่ง|ประตู"
 )
+#: "asking" a person's consent, not asking for a thing or about something ("without asking" waives consent;
+#: "without asking for the code" does not).
+ASKING_CONSENT = r"asking(?!\s+(?:for|about|if|whether|why|how|what|where|when|around|questions?|a question)\b)"
+#: rules/28: a reporting mailbox's name up to its marker word (``phish``ing@…, ``spam``-reports@…, ``abuse``@…).
+REPORT_MAILBOX = r"[\w.+-]*(?:phish|spam|abuse)"
 #: rules/30: a persona or tool that never asks for a person's confirmation ("Bob never asks for confirmation"); the
 #: act it waives may follow in the next sentence ("... Bob just sends the money").
 NEVER_ASKS = (r"\b(?:never|doesn't|does not|won't|will not)\s+(?:asks?|checks?)\s+(?:(?:me|us|the user|anyone"
               r"|anybody)\s+)?(?:for\s+)?(?:confirmation|approval|permission|sign-?off)\b(?!\s+codes?)")
 CONSENT_BYPASS = (
-    r"\bwithout (?:first |even |ever )?(?:asking(?!\s+(?:for|about|if|whether|why|how|what|where|when|around"
-    r"|questions?|a question)\b)|checking(?: in)? with|consulting|confirming(?: it)? with|telling"
+    r"\bwithout (?:first |even |ever )?(?:" + ASKING_CONSENT
+    + r"|checking(?: in)? with|consulting|confirming(?: it)? with|telling"
     r"|notifying|running it (?:by|past)|waiting for|bothering|getting(?: an?)? (?:ok|okay|approval|confirmation"
     r"|permission|sign-?off) from|(?:my|our|the user's|their) (?:ok|okay|approval|confirmation|permission|sign-?off"
     r"|consent))\b(?:\s+" + BYPASS_WHOM + r")?"
     r"|\bwithout (?:first )?prompting " + BYPASS_WHOM +
     # rules/30: a persona or tool that "never asks for confirmation", a default used "rather than asking"
     r"|" + NEVER_ASKS +
-    r"|\b(?:rather than|instead of)\s+(?:asking(?!\s+(?:for|about|if|whether|why|how|what|where|when|around"
-    r"|questions?|a question)\b)|checking with|confirming with|consulting)\b"
+    r"|\b(?:rather than|instead of)\s+(?:" + ASKING_CONSENT + r"|checking with|confirming with|consulting)\b"
     r"|\bno need to (?:ask|check with|consult|confirm with|bother|loop in|run it by) " + BYPASS_WHOM +
     r"|\b(?:doesn't|does not|won't|will not) (?:need|have) to (?:ask|check with|consult|confirm with) (?:you|"
     + BYPASS_WHOM[3:] +
