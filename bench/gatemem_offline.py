@@ -34,6 +34,7 @@ from typing import Any
 
 from memwarden.commands.model import Sensitivity, StoreKind
 from memwarden.evals.gatemem_data import DOMAINS, Query
+from memwarden.evals.gatemem_labels import load_labels
 from memwarden.evals.gatemem_loader import SPLITS, load_domain, select_split
 from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
 from memwarden.evals.gatemem_plan import EpisodePlan, RecordSpec
@@ -185,9 +186,11 @@ def rank(query_text: str, visible: Sequence[RecordSpec], held: Sequence[RecordSp
 
 
 def run(data: Path, domains: Sequence[str], k: int, recency: float,
-        split: str = "all") -> tuple[dict[str, Any], list[Any], dict]:
+        split: str = "all", labels: Path | None = None) -> tuple[dict[str, Any], list[Any], dict]:
     """Plan, recall and score every utility/privacy checkpoint of the episodes in ``split`` (``all``,
-    ``dev`` or ``heldout``, memwarden.evals.gatemem_loader); returns (summary, scores, details)."""
+    ``dev`` or ``heldout``, memwarden.evals.gatemem_loader); returns (summary, scores, details).
+    ``labels``: an access-label file deciding scopes and grants instead of the rules."""
+    by_episode = load_labels(labels) if labels is not None else None
     oracle = _oracle()
     scores = []
     details: dict[str, Any] = {}
@@ -195,7 +198,8 @@ def run(data: Path, domains: Sequence[str], k: int, recency: float,
     all_plans: list[EpisodePlan] = []
     for domain in domains:
         dd = select_split(load_domain(data, domain), split)
-        plans = {eid: plan_episode(ep) for eid, ep in dd.episodes.items()}
+        plans = {eid: plan_episode(ep, labels=by_episode[eid] if by_episode is not None else None)
+                 for eid, ep in dd.episodes.items()}
         grants = {eid: tuple(p.grants) for eid, p in plans.items()}
         all_plans.extend(plans.values())
         for q in dd.queries:
@@ -244,11 +248,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--recency", type=float, default=1.0)
     ap.add_argument("--split", choices=SPLITS, default="all", help="episodes: all, dev (rules are changed on "
                     "these) or heldout (changes are reported on these)")
+    ap.add_argument("--access-labels", type=Path, default=None, help="an access-label file deciding scopes and "
+                    "grants instead of the rules (memwarden.evals.gatemem_labels)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--show-leaks", action="store_true", help="print each leaking checkpoint (debug)")
     ap.add_argument("--show-misses", type=int, default=0, help="print up to N utility misses (debug)")
     args = ap.parse_args(argv)
-    summary, scores, details = run(args.data, args.domains, args.k, args.recency, args.split)
+    summary, scores, details = run(args.data, args.domains, args.k, args.recency, args.split,
+                                    args.access_labels)
     if args.show_leaks or args.show_misses:
         misses = 0
         for s in scores:

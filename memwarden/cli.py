@@ -196,6 +196,9 @@ def eval_gatemem(
                                             "the episode id: even ranks dev, odd held-out)")] = "all",
     details: Annotated[Path | None, typer.Option(help="write one JSON line per checkpoint (score, hidden "
                                                       "fields, returned texts) to this file")] = None,
+    access_labels: Annotated[Path | None, typer.Option(help="an access-label layer (JSON lines, e.g. memwarden/"
+                                                            "evals/data/gatemem_access_labels.jsonl) deciding "
+                                                            "who reads each turn instead of the rules")] = None,
 ) -> None:
     """GateMem access control: context-leak rate, utility and over-refusal through the real pipeline."""
     import json
@@ -207,7 +210,7 @@ def eval_gatemem(
     names = [d.strip() for d in domains.split(",") if d.strip()] if domains else None
     try:
         result = run_gatemem(Settings(), data, names, k=k, progress=not as_json, keep=keep, split=split,
-                             details=details)
+                             details=details, labels=access_labels)
     except (MemwardenError, ValueError, FileNotFoundError) as exc:
         fail(exc)
     if as_json:

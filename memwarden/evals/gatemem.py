@@ -49,6 +49,7 @@ from memwarden.settings import Settings
 
 if TYPE_CHECKING:
     from memwarden.evals.gatemem_data import DomainData, Query
+    from memwarden.evals.gatemem_labels import AccessLabels
     from memwarden.evals.gatemem_plan import EpisodePlan, ForgetSpec, RecordSpec
     from memwarden.producers.client import MemwardenClient
 
@@ -192,17 +193,19 @@ def redacted_copies(forgotten: Sequence[str], live: Mapping[str, tuple[EpisodePl
 
 def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None, k: int = 10,
                 progress: bool = True, keep: bool = False, split: str = "all",
-                details: Path | None = None) -> dict[str, Any]:
+                details: Path | None = None, labels: Path | None = None) -> dict[str, Any]:
     """Run the evaluation (see the module docstring); returns the JSON-ready result.
 
     ``split`` restricts the run to the ``dev`` or ``heldout`` episodes of each domain
     (:func:`memwarden.evals.gatemem_loader.select_split`; ``all`` by default); the result names it
     under ``split``. ``details``: a JSON-lines file to write one line per scored checkpoint (its
     score, hidden fields included, and the texts returned), for failure analysis on the dev part.
+    ``labels``: an access-label file (:mod:`memwarden.evals.gatemem_labels`) that decides scopes and
+    READ grants instead of the rules R2/R6/R7; the result names it under ``mapping_source``.
 
     Raises ``StackUnavailable`` when the stack is down, ``GateMemFormatError`` on malformed data,
     ``MemwardenError`` when the setup (policy, principals, grants) is not accepted by the gate,
-    ``ValueError`` on an unknown domain or split.
+    ``ValueError`` on an unknown domain or split, ``AccessLabelError`` on labels that do not fit.
     """
     from memwarden.evals.gatemem_loader import load_domains, select_split
     from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
@@ -213,7 +216,9 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     from memwarden.stores.pg import connect
 
     loaded = [select_split(d, split) for d in load_domains(data, tuple(domains) if domains else None)]
-    plans = {ep_id: plan_episode(ep) for d in loaded for ep_id, ep in d.episodes.items()}
+    source, by_episode = mapping_source(labels)
+    plans = {ep_id: plan_episode(ep, labels=_labels_for(by_episode, ep_id)) for d in loaded
+             for ep_id, ep in d.episodes.items()}
     shift = clock_shift(max(r.observed_at for p in plans.values() for r in p.records), datetime.now(UTC))
     with eval_namespace(base, "gatemem", keep, progress) as run, MemwardenClient(run.settings) as client:
         _setup(client, run.settings, plans, run.console, shift)
@@ -226,6 +231,7 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     result = score(judgements, domain_of, replay["returned"], mapping_stats=summarise_plans(plans.values()),
                    query_texts=query_texts)
     result["split"] = {"part": split, "episodes": len(plans), "checkpoints": len(judgements)}
+    result["mapping_source"] = source
     if details is not None:
         _write_details(details, judgements, domain_of, query_texts, replay["returned"])
     latencies = sorted(replay["latencies"])
@@ -238,6 +244,30 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
         "forgetting": replay["forgetting"],
     }
     return result
+
+
+def mapping_source(labels: Path | None) -> tuple[dict[str, str], dict[str, AccessLabels] | None]:
+    """(what decides scopes and grants, for the result: ``{"kind": "rules"}`` or ``{"kind":
+    "access-labels", "file", "sha256"}``; the labels per episode, or ``None`` for the rules)."""
+    import hashlib
+
+    from memwarden.evals.gatemem_labels import load_labels
+
+    if labels is None:
+        return {"kind": "rules"}, None
+    digest = hashlib.sha256(Path(labels).read_bytes()).hexdigest()
+    return {"kind": "access-labels", "file": str(labels), "sha256": digest}, load_labels(labels)
+
+
+def _labels_for(by_episode: Mapping[str, AccessLabels] | None, episode_id: str) -> AccessLabels | None:
+    """The episode's labels, or ``None`` under the rules; raises ``AccessLabelError`` if the file lacks it."""
+    from memwarden.evals.gatemem_labels import AccessLabelError
+
+    if by_episode is None:
+        return None
+    if episode_id not in by_episode:
+        raise AccessLabelError(f"{episode_id}: no access labels for this episode")
+    return by_episode[episode_id]
 
 
 def _write_details(path: Path, judgements: Mapping[str, Any], domain_of: Mapping[str, str],

@@ -83,6 +83,7 @@ from memwarden.evals.gatemem_circles import circles_of
 from memwarden.evals.gatemem_data import Episode
 from memwarden.evals.gatemem_forgetting import forgets_of, redact, with_standing
 from memwarden.evals.gatemem_grants import grants_of
+from memwarden.evals.gatemem_labels import AccessLabels, labelled_grants, relabel_records
 from memwarden.evals.gatemem_plan import EpisodePlan, PrincipalSpec, RecordSpec, ScopeSpec, namespace_of
 from memwarden.evals.gatemem_policy import EMPTY_POLICY, POLICY, DomainPolicy
 from memwarden.evals.gatemem_records import records_of
@@ -94,7 +95,8 @@ FORGET_STATS = ("deletion_turns", "deferred_turns", "turns_without_value", "forg
                 "redacted_records", "redactions", "without_standing")
 
 
-def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> EpisodePlan:
+def plan_episode(episode: Episode, policy: DomainPolicy | None = None,
+                 labels: AccessLabels | None = None) -> EpisodePlan:
     """Apply R1-R12 to one episode. Deterministic and pure: the same episode yields the same plan.
 
     ``policy`` defaults to the domain's table in :data:`memwarden.evals.gatemem_policy.POLICY` (a domain
@@ -105,6 +107,10 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> Episod
     ``grants_by_relationship``, ``scopes``, ``principals`` and ``forgetting`` (R9-R12: deletion turns,
     deferred ones, those naming no value, forgets, values, repeated values, redacted records and
     redactions); ``forgets`` lists the forgets in turn order (R11) and the records' texts are redacted (R12).
+
+    ``labels`` (opt-in, :mod:`memwarden.evals.gatemem_labels`): an annotation layer decides each record's
+    scope and the READ grants instead of R2/R6/R7 (records, sensitivity and R9-R12 as above); raises
+    ``AccessLabelError`` when the labels do not fit the episode.
     """
     policy = policy or POLICY.get(episode.domain, EMPTY_POLICY)
     ns = namespace_of(episode.episode_id)
@@ -116,8 +122,12 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None) -> Episod
     grants, grant_stats = grants_of(episode, policy, circles, ns, writer, qualified, records, participants)
     forgets, redactions, forget_stats = forgets_of(episode, circles.exclude, qualified)
     records = _redacted(records, redactions, forget_stats)
-    scope_names = sorted({r.scope for r in records} | {s for g in grants for s in g.scopes})
     times_ms = {r.turn_id: int(r.observed_at.timestamp() * 1000) for r in records}
+    if labels is not None:
+        records = relabel_records(records, labels, episode, ns)
+        grants = labelled_grants(labels, episode, ns, writer, qualified, times_ms)
+        grant_stats = Counter({"access-label": len(grants)})
+    scope_names = sorted({r.scope for r in records} | {s for g in grants for s in g.scopes})
     forgets = with_standing(forgets, episode, circles, grants, scope_names, writer, times_ms)
     forget_stats["without_standing"] = sum(1 for f in forgets if not f.scopes)
     scopes = tuple(ScopeSpec(s, s.split("/", 1)[1].split(":", 1)[0]) for s in scope_names)
