@@ -23,7 +23,9 @@ who reads it. Each turn's record goes to the scope ``<ns>/labels:<key>`` of its 
 first 10 hex digits of SHA-1 over the sorted reader ids; the empty set is ``labels:nobody``), with the
 subject ``subject:<ns>/labels:<key>``; each principal gets one READ + FORGET grant over the scopes of every
 reader set holding it, ceiling RESTRICTED (the label already decided), valid until the time of the turn
-at which its access ends (exclusive), if any. R11's standing then follows from these grants.
+at which its access ends (exclusive), if any. A forget's standing (R11) is what it was under the rules,
+carried to the labelled scopes of the records it covered, plus every labelled scope the requester may read
+at its turn (:func:`labelled_standing`): labels change who reads, not who may ask for an erasure.
 
 Raises :class:`AccessLabelError` (a ``ValueError`` naming the episode and field) on a malformed file:
 a turn without a label, a label naming no group, a group or access end naming an unknown principal.
@@ -33,17 +35,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from memwarden.commands.model import Right, Sensitivity
 from memwarden.commands.readmodel.permission import Grant
 from memwarden.evals.gatemem_data import Episode
-from memwarden.evals.gatemem_plan import RecordSpec
+from memwarden.evals.gatemem_plan import ForgetSpec, RecordSpec
 
 __all__ = ["DEFAULT_LABELS", "AccessLabelError", "AccessLabels", "label_scope", "labelled_grants",
-           "load_labels", "relabel_records"]
+           "labelled_standing", "load_labels", "relabel_records"]
 
 #: The label file written for the three domains of ``../shared/data/gatemem`` (70 episodes).
 DEFAULT_LABELS = Path(__file__).parent / "data" / "gatemem_access_labels.jsonl"
@@ -146,3 +148,22 @@ def labelled_grants(labels: AccessLabels, episode: Episode, ns: str, writer: str
             relationship="access-label",
         ))
     return grants
+
+
+def labelled_standing(forgets: Iterable[ForgetSpec], rules_records: Sequence[RecordSpec],
+                      labelled_records: Sequence[RecordSpec], grants: Sequence[Grant],
+                      times_ms: Mapping[str, int]) -> list[ForgetSpec]:
+    """Each forget's standing on the labelled scopes: the labelled scope of every record whose rules scope
+    was in its standing (``rules_records`` and ``labelled_records`` in the same turn order), plus every
+    scope a READ grant of the requester lists at the forget's turn (``times_ms``: turn id -> epoch ms)."""
+    carried: dict[str, set[str]] = {}
+    for old, new in zip(rules_records, labelled_records, strict=True):
+        carried.setdefault(old.scope, set()).add(new.scope)
+    out: list[ForgetSpec] = []
+    for f in forgets:
+        at = times_ms[f.turn_id]
+        scopes = {s for old in f.scopes for s in carried.get(old, ())}
+        scopes |= {s for g in grants if g.grantee == f.requester and Right.READ in g.rights
+                   and (g.valid_to_ms is None or at < g.valid_to_ms) for s in g.scopes}
+        out.append(replace(f, scopes=tuple(sorted(scopes))))
+    return out

@@ -83,7 +83,7 @@ from memwarden.evals.gatemem_circles import circles_of
 from memwarden.evals.gatemem_data import Episode
 from memwarden.evals.gatemem_forgetting import forgets_of, redact, with_standing
 from memwarden.evals.gatemem_grants import grants_of
-from memwarden.evals.gatemem_labels import AccessLabels, labelled_grants, relabel_records
+from memwarden.evals.gatemem_labels import AccessLabels, labelled_grants, labelled_standing, relabel_records
 from memwarden.evals.gatemem_plan import EpisodePlan, PrincipalSpec, RecordSpec, ScopeSpec, namespace_of
 from memwarden.evals.gatemem_policy import EMPTY_POLICY, POLICY, DomainPolicy
 from memwarden.evals.gatemem_records import records_of
@@ -109,8 +109,9 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None,
     redactions); ``forgets`` lists the forgets in turn order (R11) and the records' texts are redacted (R12).
 
     ``labels`` (opt-in, :mod:`memwarden.evals.gatemem_labels`): an annotation layer decides each record's
-    scope and the READ grants instead of R2/R6/R7 (records, sensitivity and R9-R12 as above); raises
-    ``AccessLabelError`` when the labels do not fit the episode.
+    scope and the READ grants instead of R2/R6/R7 (records, sensitivity and R9-R12 as above; a forget's
+    standing is the rules' standing carried to the labelled scopes, plus what the labels let the requester
+    read); raises ``AccessLabelError`` when the labels do not fit the episode.
     """
     policy = policy or POLICY.get(episode.domain, EMPTY_POLICY)
     ns = namespace_of(episode.episode_id)
@@ -123,12 +124,15 @@ def plan_episode(episode: Episode, policy: DomainPolicy | None = None,
     forgets, redactions, forget_stats = forgets_of(episode, circles.exclude, qualified)
     records = _redacted(records, redactions, forget_stats)
     times_ms = {r.turn_id: int(r.observed_at.timestamp() * 1000) for r in records}
-    if labels is not None:
-        records = relabel_records(records, labels, episode, ns)
-        grants = labelled_grants(labels, episode, ns, writer, qualified, times_ms)
-        grant_stats = Counter({"access-label": len(grants)})
     scope_names = sorted({r.scope for r in records} | {s for g in grants for s in g.scopes})
     forgets = with_standing(forgets, episode, circles, grants, scope_names, writer, times_ms)
+    if labels is not None:
+        relabelled = relabel_records(records, labels, episode, ns)
+        grants = labelled_grants(labels, episode, ns, writer, qualified, times_ms)
+        grant_stats = Counter({"access-label": len(grants)})
+        forgets = labelled_standing(forgets, records, relabelled, grants, times_ms)
+        records = relabelled
+        scope_names = sorted({r.scope for r in records} | {s for g in grants for s in g.scopes})
     forget_stats["without_standing"] = sum(1 for f in forgets if not f.scopes)
     scopes = tuple(ScopeSpec(s, s.split("/", 1)[1].split(":", 1)[0]) for s in scope_names)
     grants.append(_ingest_grant(ns, writer, scope_names))

@@ -122,3 +122,13 @@ def test_the_shipped_label_file_covers_every_turn_it_names() -> None:
         pytest.skip("no label file")
     labels = load_labels(DEFAULT_LABELS)
     assert labels and all(a.readers for a in labels.values())
+
+
+def test_a_forget_keeps_its_standing_on_the_labelled_scopes(tmp_path: Path) -> None:
+    episode = json.loads(json.dumps(EPISODE))
+    episode["turns"][4]["text"] = "Delete the old PIN 4821 from memory; it is unavailable going forward."
+    labels = json.loads(json.dumps(LABELS))
+    plan = plan_episode(parse_episode(episode), labels=_labels(labels, tmp_path))
+    forget = next(f for f in plan.forgets if "4821" in f.values)
+    pin_scope = next(r.scope for r in plan.records if r.turn_id == "t002")
+    assert pin_scope in forget.scopes and forget.executor == plan.writer
