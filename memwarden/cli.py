@@ -197,7 +197,7 @@ def eval_gatemem(
     details: Annotated[Path | None, typer.Option(help="write one JSON line per checkpoint (score, hidden "
                                                       "fields, returned texts) to this file")] = None,
     access_labels: Annotated[Path | None, typer.Option(help="an access-label layer (JSON lines, e.g. memwarden/"
-                                                            "evals/data/gatemem_access_labels.jsonl) deciding "
+                                                            "evals/labels/gatemem_access_labels.jsonl) deciding "
                                                             "who reads each turn instead of the rules")] = None,
 ) -> None:
     """GateMem access control: context-leak rate, utility and over-refusal through the real pipeline."""

@@ -7,7 +7,7 @@ because "that step dominates the result". This module is the second way, as an a
 its audiences would supply it: a label per turn naming the principals who may later have that turn's
 text returned to them, and the turns at which a principal's access ends.
 
-**Format** (``memwarden/evals/data/gatemem_access_labels.jsonl``, one JSON object per episode)::
+**Format** (``memwarden/evals/labels/gatemem_access_labels.jsonl``, one JSON object per episode)::
 
     {"episode_id": str,
      "groups": {"<name>": ["<principal_id>", ...], ...},      # reader sets, episode-local principal ids
@@ -48,7 +48,7 @@ __all__ = ["DEFAULT_LABELS", "AccessLabelError", "AccessLabels", "label_scope", 
            "labelled_standing", "load_labels", "relabel_records"]
 
 #: The label file written for the three domains of ``../shared/data/gatemem`` (70 episodes).
-DEFAULT_LABELS = Path(__file__).parent / "data" / "gatemem_access_labels.jsonl"
+DEFAULT_LABELS = Path(__file__).parent / "labels" / "gatemem_access_labels.jsonl"
 #: Scope kind of a labelled record (``<ns>/labels:<key>``).
 KIND = "labels"
 
