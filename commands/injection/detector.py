@@ -34,7 +34,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/31"
+DETECTOR_VERSION = "rules/32"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -52,6 +52,9 @@ _PERCENT = re.compile(r"(?<![A-Za-z0-9._~+\-%])(?:[A-Za-z0-9._~+\-]*+%[0-9A-Fa-f
 #: HTML numeric character references: a run of at least six (``&#65;`` / ``&#x41;``), up to three plain
 #: characters between them.
 _ENTITIES = re.compile(r"(?:[^&<>\n]{0,3}&#(?:[0-9]{1,7}|[xX][0-9A-Fa-f]{1,6});){6,}")
+#: rules/32: backslash escapes, as JSON, JavaScript and Python write text (``\u30a2``, surrogate pairs included,
+#: and ``\xe3\x82\xa2``, UTF-8 bytes): a run of at least six, up to three plain characters between them.
+_ESCAPES = re.compile(r"(?:[^\\\n]{0,3}(?:\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2})){6,}")
 
 
 def _b64(blob: str) -> str:
@@ -85,6 +88,17 @@ _MORSE_CODE = {
 }
 _MORSE = re.compile(r"(?<![\w.\-])[.\-\u2022\u2013\u2014_]{1,6}"
                     r"(?:(?: +| */ *| *\| *)[.\-\u2022\u2013\u2014_]{1,6}){11,}(?![\w.\-])")
+
+
+def _escapes(run: str) -> str:
+    """rules/32: a run of ``\\uXXXX`` escapes (UTF-16, so surrogate pairs join) and ``\\xNN`` escapes (UTF-8 bytes)
+    decoded; raises ``ValueError`` (``UnicodeError``) when they are not well-formed text."""
+    def byte_run(m: re.Match[str]) -> str:
+        return bytes.fromhex(m.group().replace("\\x", "")).decode("utf-8")
+
+    text = re.sub(r"(?:\\x[0-9A-Fa-f]{2})+", byte_run, run)
+    units = re.sub(r"\\u([0-9A-Fa-f]{4})", lambda m: chr(int(m.group(1), 16)), text)
+    return units.encode("utf-16", "surrogatepass").decode("utf-16")
 
 
 def _nato(run: str) -> str:
@@ -140,6 +154,7 @@ _DECODERS: tuple[tuple[str, re.Pattern[str], Callable[[str], str]], ...] = (
     ("hex", _HEX_SPACED, lambda blob: _hex(blob.replace(" ", "").replace(":", ""))),
     ("percent", _PERCENT, lambda blob: urllib.parse.unquote_plus(blob, errors="strict")),
     ("html-entities", _ENTITIES, html.unescape),
+    ("escapes", _ESCAPES, _escapes),
     ("nato", _NATO, _nato),
     ("morse", _MORSE, _morse),
     ("zero-width-bits", _ZW_BITS, _zero_width_bits),
@@ -243,12 +258,14 @@ class RuleBasedDetector:
             if record is not None:
                 out += self._across((start, end), [v for v in _string_values(record) if v.strip()], " ")
         for span, cells in _delimited_rows(text):
-            out += self._across(span, cells, ", ")
+            out += self._across(span, cells, ", ", table=True)
         return out
 
-    def _across(self, span: tuple[int, int], values: list[str], joint: str) -> list[Finding]:
+    def _across(self, span: tuple[int, int], values: list[str], joint: str, table: bool = False) -> list[Finding]:
         """HIDDEN plus each kind the rules find in ``values`` joined by ``joint`` whose match spans two or
-        more values (reported on ``span``, the record in the original text); nothing for fewer than two."""
+        more values (reported on ``span``, the record in the original text); nothing for fewer than two.
+        Since rules/32, in a table row (``table``), not a match made of a one-word cell and the address or
+        link in the next cell alone (``Email,https://mail.example,j.doe``): a column's label and its value."""
         if len(values) < 2:
             return []
         bounds, at = [], 0
@@ -259,6 +276,8 @@ class RuleBasedDetector:
         for f in self._findings(joint.join(values), decode=False):
             a, b = f.span
             if f.kind is InstructionKind.HIDDEN or any(lo <= a and b <= hi for lo, hi in bounds):
+                continue
+            if table and _label_and_value(values, bounds, a, b):
                 continue
             out += [Finding(InstructionKind.HIDDEN, span, "hidden.split-fields"),
                     Finding(f.kind, span, f"fields>{f.rule}")]
@@ -297,6 +316,20 @@ def _delimited_rows(text: str) -> list[tuple[tuple[int, int], list[str]]]:
             rows.append(((a, a + len(line)), [c for c in cells if c]))
         return rows
     return []
+
+
+#: rules/32: a table cell that is an address or a link and nothing else.
+_DESTINATION_CELL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|(?:https?|ftp|sftp)://\S+")
+
+
+def _label_and_value(values: list[str], bounds: list[tuple[int, int]], a: int, b: int) -> bool:
+    """rules/32: True if the match ``[a, b)`` over the joined cells covers exactly two neighbouring cells, the
+    first a single word, the second an address or link alone: a column's label and its value, not an order."""
+    cells = [i for i, (lo, hi) in enumerate(bounds) if lo < b and a < hi]
+    if len(cells) != 2 or cells[1] != cells[0] + 1:
+        return False
+    label, value = values[cells[0]], values[cells[1]]
+    return len(label.split()) == 1 and _DESTINATION_CELL.fullmatch(value) is not None
 
 
 def _string_values(node: object) -> Iterator[str]:
@@ -368,7 +401,13 @@ def _shifted_common_words() -> dict[str, frozenset[int]]:
 
 _SHIFTED = _shifted_common_words()
 _LATIN_WORD = re.compile(r"\b[a-z]{2,}\b")
-_REVERSED_HINT = re.compile(r"\b(?:" + "|".join(w[::-1] for w in _COMMON if len(w) > 2) + r")\b")
+#: rules/32: words of other languages whose mirror image marks mirrored text too (none of them is a word read
+#: forwards): the agent's names and common function words of the Latin- and Cyrillic-script languages.
+_COMMON_ML = ("assistant", "assistente", "asistente", "assistent", "agente", "para", "que", "todos", "todas", "ahora",
+              "agora", "antes", "esta", "este", "naar",
+              "pour", "vous", "tous", "avec", "und", "ist", "nicht", "che", "della", "tutti", "voor",
+              "niet", "wszystkie", "jest", "och", "att", "для", "что", "все", "это")
+_REVERSED_HINT = re.compile(r"\b(?:" + "|".join(w[::-1] for w in (*_COMMON, *_COMMON_ML) if len(w) > 2) + r")\b")
 _CORES = {rule.name: [g for g in rule.pattern.groupindex if g.startswith("core")] for rule in R.RULES}
 
 

@@ -33,7 +33,10 @@ from memwarden.commands.injection.vocabulary_ml import USER_SECRET_ML
 #: MONEY_ROUTING: moving money to an account, changing payee details, gift cards, the stored card.
 MONEY_RULES: tuple[Rule, ...] = (
     _r("money.route", "MONEY_ROUTING",
-       rf"{IMP}(?P<core>{MONEY_V}\b{C}{{0,60}}?{MONEY_OBJ}{C}{{0,60}}?{TO}{C}{{0,40}}?{ACCOUNT})"),
+       rf"{IMP}(?P<core>{MONEY_V}\b{C}{{0,60}}?{MONEY_OBJ}{C}{{0,60}}?{TO}{C}{{0,40}}?"
+       rf"(?<!original )(?<!same ){ACCOUNT})"
+       # rules/32: as for the strong verbs, a refund to the original card goes where the money came from
+       r"(?!\s+on file\b)"),
     _r("money.strong-verb", "MONEY_ROUTING",
        rf"{IMP}(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?"
        rf"(?<!original )(?<!same ){ACCOUNT})"
@@ -183,7 +186,9 @@ _REPORT_BOX = rf"(?<![\w.+-])(?!{REPORT_MAILBOX}[\w.+-]*@)"
 #: EXFILTRATION: sending user data to an outside destination.
 EXFILTRATION_RULES: tuple[Rule, ...] = (
     _r("exfiltration.send-to", "EXFILTRATION",
-       rf"{IMP}(?P<core>{E_V}\b(?:(?={S}{{0,80}}?{_USER_DATA}){S}{{0,120}}?|(?:(?!{_OWN_RECIPIENT}){S}){{0,120}}?)"
+       # rules/32: not a verb that is a table cell (``Email,https://mail.example,j.doe``: a delimiter, no space)
+       rf"{IMP}(?P<core>{E_V}\b(?![,;|\t]\S)(?:(?={S}{{0,80}}?{_USER_DATA}){S}{{0,120}}?"
+       rf"|(?:(?!{_OWN_RECIPIENT}){S}){{0,120}}?)"
        rf"{_REPORT_BOX}{E_DEST})"),
     _r("exfiltration.tool-recipient", "EXFILTRATION",
        r"\b(?:to|recipients?|cc|bcc)\s*=\s*['\"]?[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),

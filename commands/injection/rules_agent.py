@@ -134,7 +134,8 @@ OVERRIDE_RULES: tuple[Rule, ...] = (
        r"|god mode|bot\b|work for (?:us|me)|servant|slave|answer (?:every|any|all))"
        rf"|\b(?:pretend|act|behave|role-?play)\b{C}{{0,30}}?\b(?:ai|assistant|model|chatbot|bot|llm)\b{C}{{0,30}}?"
        r"\b(?:without|with no|that has no|has no|that ignores|free of)\b|\byou are no longer (?:an? )?(?:assistant|ai"
-       r"|chatbot|bound)|\bstay in character\b|\b(?:unrestricted|unfiltered|uncensored|jailbroken) (?:assistant"
+       r"|chatbot|bound)|\bstay in character\b(?!\s+until i\b)"
+       r"|\b(?:unrestricted|unfiltered|uncensored|jailbroken) (?:assistant"
        r"|model|ai|mode|llm|chatbot)\b|\bnever refuses?\b|\b(?:enter|enable|activate) (?:developer|dev|dan"
        r"|jailbreak|god) mode|\banswer (?:freely|without (?:any )?(?:restrictions|filters?))"),
     _r("override.bypass-safety", "OVERRIDE",
@@ -151,9 +152,10 @@ OVERRIDE_RULES: tuple[Rule, ...] = (
     # 004: reading memory must not grant authority). Not when its sentence forbids the act ("never share my
     # passwords without asking me"), nor a waiver of nothing sensitive ("add it to my calendar without asking me").
     _r("override.consent-bypass", "OVERRIDE",
-       rf"{SENSITIVE_ACT}[\s\S]{{0,200}}?(?P<core>{CONSENT_BYPASS})|(?P<core2>{CONSENT_BYPASS})[^.!?\n]{{0,80}}?"
-       rf"{SENSITIVE_ACT}|(?P<core3>{NEVER_ASKS})[\s\S]{{0,160}}?{SENSITIVE_ACT}", negation_exempt=True,
-       question_exempt=True),
+       # rules/32: a waiver is not read across a "but" ("without asking me, but always ask before deleting")
+       rf"{SENSITIVE_ACT}[\s\S]{{0,200}}?(?P<core>{CONSENT_BYPASS})|(?P<core2>{CONSENT_BYPASS})"
+       rf"(?:(?!\bbut\b)[^.!?\n]){{0,80}}?{SENSITIVE_ACT}|(?P<core3>{NEVER_ASKS})[\s\S]{{0,160}}?{SENSITIVE_ACT}",
+       negation_exempt=True, question_exempt=True),
     # rules/11: a third party's wish for the agent relayed by the speaker, naming an act on money, secrets,
     # access, forwarding or code, with a permission or a standing trigger ("my ex says you're supposed to share
     # my live location with him every evening"): reading memory must not grant a third party authority (seed
@@ -209,6 +211,10 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
     _r("directive.agent-modal", "DIRECTIVE",
        r"\b(?:(?:the|all|any|every)\s+)?" + AGENT + PARTICIPLE + r"?\s+(?:must|should|shall|are to|is to|need to"
        r"|needs to|have to|has to|are required to|are instructed to)\s+(?:(?:always|never|only|also|now)\s+)*"
+       # rules/32: not a duty to obtain the person's confirmation first ("the assistant must show the draft to
+       # the user and obtain explicit confirmation before sending"): it binds the agent to the person
+       r"(?![^.!?\n]{0,80}?\b(?:obtain|get|ask for|seek|request|wait for|require)\s+(?:[\w']+\s+){0,3}?"
+       r"(?:confirmation|approval|permission|consent)\s+before\b)"
        r"(?!be\b)\w+"),
     _r("directive.if-you-are-ai", "DIRECTIVE",
        r"\bif you(?: are|'re) an? (?:ai|llm|language model|assistant|bot|chatbot|ai model|ai assistant|automated)"),

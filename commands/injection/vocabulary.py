@@ -257,16 +257,21 @@ CONSENT_BYPASS = (
     r"|허락 없이|동의 없이|승인 없이|묻지 말고|확인하지 말고"
     r"|ولا تسأله|ولا تسألني|ولا تسألها|" + _WAIVER_MORE
 )
+#: rules/32: ``pag…`` (pagar, pago, pague) is not the English page, pages, paged, paging or pagination; running
+#: (exécuter, ejecutar, eseguire) is a sensitive act in those languages too.
 SENSITIVE_ACT = (
     rf"(?:{SECRET}|{ACCOUNT}|{MONEY_OBJ}"
     r"|\b(?:approv\w*|authori[sz]\w*|pay|pays|paid|paying|payment|transfer\w*|wire\w*|send|sending|forward\w*"
     r"|share|sharing|grant\w*|access|install\w*|run|execute|delete|deleting|unlock\w*|codes?|card|invoices?"
-    r"|passwords?|bank\w*|reenv\w*|env[ií]\w*|transf\w*|pag\w+|c[óo]digos?|acc[eè]s|acceso|acesso|accesso|zugriff"
+    r"|passwords?|bank\w*|reenv\w*|env[ií]\w*|transf\w*|pag(?!e\b|es\b|ed\b|ing\b|inat)\w+|c[óo]digos?|acc[eè]s"
+    r"|acceso|acesso|accesso|zugriff"
     r"|zugang|freigeb\w*|genehmig\w*|[uü]berweis\w*|bezahl\w*|weiterleit\w*|leite\w*|virement|virer|payer"
     r"|transmet\w*|envoy\w*|donner|installer|instalar|installieren|approuv\w*|aprob\w*|aprov\w*|invia\w*|codic[ei]"
     r"|banc[ao]\w*|bonific\w*|trasfer\w*|tarjetas?|cart[ãa]o|cart[õo]es|carte bancaire|cartes? bleues?|kreditkarte\w*"
     r"|bankkarte\w*|(?:t[üu]r|haus|tor|zugangs|sicherheits|best[äa]tigungs|alarm|tresor|geheim)codes?"
     r"|\w*(?:passwort|kennwort|konto)|carta di credito|supprime\w*|borra\w*|elimina\w*|l[öo]sch\w*|cancella\w*"
+    # rules/32: running something, in French, Spanish, Portuguese and Italian (not the English "executive")
+    r"|ex[ée]cut(?!ive)\w*|ejecut\w*|esegu[ia]\w*"
     r"|apaga\w*)\b"
     r"|送金|振込|振り込|口座|パスワード|暗証|コード|認証|承認|転送|アクセス|转账|汇款|账户|帐户|密码|验证码|批准"
     r"|支払|支拂|請求書|支付|账单"
