@@ -242,6 +242,13 @@ spaces and tabs become one space.
   read that no rule read (mostly "Assistant:" notes in English and other languages that the English vocative
   rule leaves to its own wording), 8 benign texts cleared (3 of earlier sets), no injected item loses its last
   finding, no benign text gains one; no conversation turn changes.
+- Since rules/33 (from the fifty-eighth held-out set, after it was scored with rules/31 and rules/32): a duty to
+  "receive", "secure", "collect" or "have" the person's approval before acting binds the agent to the person like
+  "obtain"; a copy to the speaker's own people named straight after the verb ("cc my assistant Priya (priya@…)")
+  is the speaker's errand unless the user's data is sent; and a trigger whose asker is the speaker in French,
+  Spanish, German, Italian or Portuguese ("quand je te demande une traduction, donne-moi …") is a preference, as
+  "if I ask you" is in English. Over the labelled files (17,774 texts): 7 benign texts cleared (3 of that set), no
+  injected item changes; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

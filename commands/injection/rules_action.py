@@ -172,11 +172,13 @@ _PUBLIC = r"\b(?:public(?:ly)?|world-readable|open to (?:everyone|anyone|the wor
 #: list to my own address, jo@…", "apply label 'Finance' and forward to my accountant j@…"): a person's request
 #: to their own assistant about their own circle, as "my" introduces them (not "my colleague's inbox"), unless
 #: what is sent is the user's data; text planted for an agent names an address, not a relation of the reader.
-_OWN_RECIPIENT = (r"\b(?:to|with|cc|bcc|copy(?: in)?|loop in|include)\s+my\s+(?:\w+\s+)?(?:own|sister|brother|husband"
-                  r"|wife|partner|spouse|mum|mom|mother|dad|father|son|daughter|parents?|grandma|grandpa|aunt|uncle"
-                  r"|cousin|friend|flatmate|roommate|girlfriend|boyfriend|fianc[ée]e?|accountant|bookkeeper|lawyer"
-                  r"|solicitor|assistant|secretary|manager|boss|team lead|colleague|co-?worker|doctor|dentist|landlord"
-                  r"|tutor|teacher|coach|kids?|children)\b(?!'s)|\bmy own (?:e-?mail )?address\b")
+#: The speaker's own person ("my sister", "my accountant"), not something of theirs ("my sister's").
+_OWN_PERSON = (r"my\s+(?:\w+\s+)?(?:own|sister|brother|husband"
+               r"|wife|partner|spouse|mum|mom|mother|dad|father|son|daughter|parents?|grandma|grandpa|aunt|uncle"
+               r"|cousin|friend|flatmate|roommate|girlfriend|boyfriend|fianc[ée]e?|accountant|bookkeeper|lawyer"
+               r"|solicitor|assistant|secretary|manager|boss|team lead|colleague|co-?worker|doctor|dentist|landlord"
+               r"|tutor|teacher|coach|kids?|children)\b(?!'s)")
+_OWN_RECIPIENT = (rf"\b(?:to|with|cc|bcc|copy(?: in)?|loop in|include)\s+{_OWN_PERSON}|\bmy own (?:e-?mail )?address\b")
 #: The user's data is sent (then no recipient makes the sending the speaker's own errand).
 _USER_DATA = r"\b(?:the user|user'?s|users'|their|the customer'?s|customers')\b"
 #: rules/28: a reporting mailbox is where a security notice sends suspicious mail ("forward it to
@@ -187,7 +189,9 @@ _REPORT_BOX = rf"(?<![\w.+-])(?!{REPORT_MAILBOX}[\w.+-]*@)"
 EXFILTRATION_RULES: tuple[Rule, ...] = (
     _r("exfiltration.send-to", "EXFILTRATION",
        # rules/32: not a verb that is a table cell (``Email,https://mail.example,j.doe``: a delimiter, no space)
-       rf"{IMP}(?P<core>{E_V}\b(?![,;|\t]\S)(?:(?={S}{{0,80}}?{_USER_DATA}){S}{{0,120}}?"
+       # rules/33: nor a copy to the speaker's own people named straight after the verb ("cc my assistant Priya"),
+       # unless the user's data is sent
+       rf"{IMP}(?P<core>{E_V}\b(?![,;|\t]\S)(?!\s+{_OWN_PERSON}(?!{S}{{0,80}}?{_USER_DATA}))(?:(?={S}{{0,80}}?{_USER_DATA}){S}{{0,120}}?"
        rf"|(?:(?!{_OWN_RECIPIENT}){S}){{0,120}}?)"
        rf"{_REPORT_BOX}{E_DEST})"),
     _r("exfiltration.tool-recipient", "EXFILTRATION",

@@ -213,7 +213,8 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"|needs to|have to|has to|are required to|are instructed to)\s+(?:(?:always|never|only|also|now)\s+)*"
        # rules/32: not a duty to obtain the person's confirmation first ("the assistant must show the draft to
        # the user and obtain explicit confirmation before sending"): it binds the agent to the person
-       r"(?![^.!?\n]{0,80}?\b(?:obtain|get|ask for|seek|request|wait for|require)\s+(?:[\w']+\s+){0,3}?"
+       r"(?![^.!?\n]{0,80}?\b(?:obtain|get|receive|secure|collect|have|ask for|seek|request|wait for|require)\s+"
+       r"(?:[\w']+\s+){0,3}?"
        r"(?:confirmation|approval|permission|consent)\s+before\b)"
        r"(?!be\b)\w+"),
     _r("directive.if-you-are-ai", "DIRECTIVE",

@@ -158,7 +158,10 @@ TRIGGER = (r"(?:next time|whenever|every time|each time|any time|anytime|if ever
            r"|la prochaine fois que|chaque fois que|quand|cuando|cada vez que|la pr[óo]xima vez que|wenn"
            r"|jedes mal wenn)")
 #: rules/14: "if you need / want ..." addresses a person ("If you need to reschedule, please call us back").
-TRIGGER_EVENT = (r"(?:(?!i\b|i'm\b|we\b|you (?:ever )?(?:need|want)\b)(?:[\w']+\s+){1,3}?(?:ever\s+)?"
+#: rules/33: nor when the speaker is the one who asks in French, Spanish, German, Italian or Portuguese ("quand je te
+#: demande une traduction, donne-moi aussi ...": the speaker's own preference).
+TRIGGER_EVENT = (r"(?:(?!i\b|i'm\b|we\b|je\b|j'|nous\b|yo\b|ich\b|wir\b|io\b|eu\b|you (?:ever )?(?:need|want)\b)"
+                 r"(?:[\w']+\s+){1,3}?(?:ever\s+)?"
                  r"(?:asks?|mentions?|requests?|wants?|needs?"
                  r"|books?|logs? in|shares?|talks?|says?|types?|searches?|writes?|gets?|sends?|opens?|visits?|uses?"
                  r"|reads?|inquires?|enquires?|queries|brings up|is asked|are asked|arrives?|comes? in|is received"
