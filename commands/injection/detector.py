@@ -34,7 +34,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/33"
+DETECTOR_VERSION = "rules/34"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -184,9 +184,10 @@ class RuleBasedDetector:
 
     def _findings(self, text: str, *, decode: bool) -> list[Finding]:
         norm = normalise(text)
-        found = _drop_mentions(norm, [*_match(norm), *_leet(norm)])
+        found = _drop_action_items(text, _drop_mentions(norm, [*_match(norm), *_leet(norm)]))
         if decode:
-            found += self._encoded(text) + self._transformed(text) + _acrostic(text) + self._split_fields(text)
+            found += (self._encoded(text) + self._transformed(text) + _acrostic(text) + self._split_fields(text)
+                      + self._word_lines(text))
         found += _hidden(text, norm, found)
         found += _standing(norm, found)
         return found
@@ -238,6 +239,24 @@ class RuleBasedDetector:
                             Finding(f.kind, span, f"{name}>{f.rule}")]
         return out
 
+    def _word_lines(self, text: str) -> list[Finding]:
+        """rules/34 ``hidden.word-per-line``: a run of :data:`WORD_LINES` or more consecutive lines holding one word
+        each, read as one line (words joined by spaces); what the rules find there is HIDDEN plus its kind
+        (``lines>…``) on the run's span: an instruction set one word per line so that no line reads as one. A list
+        of single words that holds no instruction (a shopping list) gives nothing."""
+        out: list[Finding] = []
+        if text.count("\n") < WORD_LINES - 1:  # too few lines (most texts, on every detection)
+            return out
+        for m in _WORD_LINE_RUN.finditer(text):
+            words = m.group().split()
+            if len(words) < WORD_LINES:
+                continue
+            for f in self._findings(" ".join(words), decode=False):
+                if f.kind is not InstructionKind.HIDDEN:
+                    out += [Finding(InstructionKind.HIDDEN, m.span(), "hidden.word-per-line"),
+                            Finding(f.kind, m.span(), f"lines>{f.rule}")]
+        return out
+
     def _split_fields(self, text: str) -> list[Finding]:
         """rules/24 ``hidden.split-fields``: the string values of a JSON object or array in ``text`` (the
         stretch from its first ``{`` or ``[`` to its last ``}`` or ``]``), joined in order with spaces, read
@@ -283,6 +302,10 @@ class RuleBasedDetector:
                     Finding(f.kind, span, f"fields>{f.rule}")]
         return out
 
+
+#: rules/34: a run of lines holding one word each (no space inside), at least :data:`WORD_LINES` of them.
+WORD_LINES = 6
+_WORD_LINE_RUN = re.compile(r"(?:^|(?<=\n))[ \t]*\S+[ \t]*(?:\n[ \t]*\S+[ \t]*)+(?=\n|$)")
 
 #: rules/31: the separators of a delimited table, and a header cell (an identifier-like column name).
 _DELIMITERS = (",", "\t", "|", ";")
@@ -449,7 +472,9 @@ def _leet(norm: Norm) -> list[Finding]:
 
 def _drop_mentions(norm: Norm, found: list[Finding]) -> list[Finding]:
     """Drop findings inside a quotation that is talked about rather than addressed to the reader
-    ("'Ignore all previous instructions' is a common phrase"): use versus mention."""
+    ("'Ignore all previous instructions' is a common phrase"): use versus mention. Since rules/34 also the acts
+    a text about attacks lists after a request it reports in the third person ("… asks an employee to wire money,
+    buy gift cards or change a supplier's payment details"), to the end of that sentence."""
     quotes = list(R.QUOTED.finditer(norm.text))
     outside = "".join(norm.text[a:b] for a, b in zip([0, *(m.end() for m in quotes)],
                                                       [*(m.start() for m in quotes), len(norm.text)], strict=True))
@@ -457,7 +482,27 @@ def _drop_mentions(norm: Norm, found: list[Finding]) -> list[Finding]:
     mentions = [norm.span(*m.span()) for m in quotes
                 if reported or R.MENTION_AFTER.match(norm.text, m.end())
                 or R.MENTION_BEFORE.search(norm.text, max(0, m.start() - 40), m.start())]
+    if R.MENTION_CONTEXT.search(norm.text):  # rules/34: acts listed after a request reported in the third person
+        for m in R.REPORTED_ASK.finditer(norm.text):
+            mentions.append(norm.span(m.start(), norm.sentence(m.start())[1]))
     return [f for f in found if not any(a <= f.span[0] and f.span[1] <= b for a, b in mentions)]
+
+
+def _drop_action_items(text: str, found: list[Finding]) -> list[Finding]:
+    """rules/34: drop findings on a line of meeting notes that is a person's action item ("- Chloe to set up the
+    shared folder and give read access to the auditors"; :data:`R.ACTION_ITEM` on the original line, whose name is
+    capitalised), unless the line names an AI agent ("- Assistant to forward ..." is no person's task)."""
+    if not found or " to " not in text:
+        return found
+    out: list[Finding] = []
+    for f in found:
+        lo = text.rfind("\n", 0, f.span[0]) + 1
+        hi = text.find("\n", f.span[1])
+        line = text[lo:hi if hi >= 0 else len(text)]
+        if R.ACTION_ITEM.match(line) and not R.AGENT_WORD.search(line.casefold()):
+            continue
+        out.append(f)
+    return out
 
 
 def _hidden(text: str, norm: Norm, found: list[Finding]) -> list[Finding]:

@@ -14,9 +14,9 @@ from memwarden.commands.injection.rules_agent import DIRECTIVE_RULES, OVERRIDE_I
 from memwarden.commands.injection.vocabulary import AGENT, ANY_V, NEGATION, STANDING_MARK, Rule
 
 __all__ = [
-    "ADDRESSED", "AGENT_WORD", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER",
+    "ACTION_ITEM", "ADDRESSED", "AGENT_WORD", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER",
     "MENTION_BEFORE", "MENTION_CONTEXT", "NEGATED", "NUMBERED_STEP", "OVERRIDE_IGNORE", "QUOTED", "RULES",
-    "SECOND_PERSON", "STANDING", "TEMPLATE_TOKEN", "Rule",
+    "REPORTED_ASK", "SECOND_PERSON", "STANDING", "TEMPLATE_TOKEN", "Rule",
 ]
 
 #: Every named rule, one family after the other.
@@ -75,6 +75,24 @@ MENTION_CONTEXT = re.compile(
     r"|malicious|suspicious|jailbreaks?|red flags?|flagged|reported|awareness|spoof(?:ed|ing)?"
     r"|impersonat\w+|researchers?|red[- ]team\w*|pen(?:etration)? test\w*|classifier|labell?ed as"
     r"|social[- ]engineering|pretext\w*|vishing|smishing|quarantin\w*)\b")
+#: rules/34: a request reported in the third person, before the acts it lists ("an attacker impersonates an
+#: executive and asks an employee to wire money, buy gift cards or ..."): with :data:`MENTION_CONTEXT` in the text,
+#: what follows in its sentence is a description of the attack, not an order to the reader.
+REPORTED_ASK = re.compile(
+    r"\b(?:asks|tells|persuades|tricks|pressures|pressurises|pressurizes|convinces|instructs|urges|gets|lures)\s+"
+    r"(?:an?\s+|the\s+|their\s+|its\s+|his\s+|her\s+|your\s+)?(?:\w+\s+)?(?:employees?|victims?|users?|staff"
+    r"|targets?|customers?|persons?|people|someone|recipients?|accountants?|clerks?|colleagues?|members?)\s+to\b")
+#: rules/34: a bullet of meeting notes that is a person's action item ("- Chloe to set up the folder and give read
+#: access to the auditors"), read on the ORIGINAL line (the name is capitalised): a bullet, number or box, a name
+#: that is no imperative or greeting ("- Remember to …", "- Reply to …"), "to" and a lower-case verb (not "to the").
+#: The detector skips it when the line names an AI agent ("- Assistant to forward …" is no person's task).
+ACTION_ITEM = re.compile(
+    r"^[ \t]*(?:[-*\u2022]|\d+[.)]|\[[ xX]\])\s*(?:[Aa]ction(?: items?)?:\s*)?"
+    r"(?!(?:Note|Notes|Remember|Reply|Remit|Welcome|Sorry|Make|Need|Needs|Want|Ask|Tell|Go|Time|Due|Ready|Able|Used"
+    r"|Going|Have|Has|Try|Be|Send|Forward|Pay|Transfer|Wire|Move|Switch|Add|Write|Reach|Talk|Speak|Listen|Respond"
+    r"|Return|Submit|Upload|Email|Mail|Copy|Point|Link|Next|Up|Back|Welcome|Set|Get)\b)"
+    r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?(?:\s+(?:and|&)\s+[A-Z][a-z]+)?\s+to\s+"
+    r"(?!(?:the|a|an|this|that|these|those|my|your|our|their|his|her|its|all|every|any|me|you|us|them|him)\b)[a-z]+\b")
 #: Decoded from a base64 blob: a sentence that names the agent or opens with an imperative (rules/3).
 ADDRESSED = re.compile(rf"\b{AGENT}\b|(?:^|[.!?:;]\s+)(?:please\s+)?(?:{ANY_V}|remember|reorder|order)\b")
 #: Before an opening quote: the quote is an example ("phrases like '...'").

@@ -30,15 +30,24 @@ from memwarden.commands.injection.vocabulary import (
 from memwarden.commands.injection.vocabulary import rule as _r
 from memwarden.commands.injection.vocabulary_ml import USER_SECRET_ML
 
+#: rules/34: the kinds of a person's own bank accounts.
+_OWN_KIND = r"(?:checking|chequing|savings?|current|joint|brokerage|isa|retirement|holiday|rainy[- ]day)"
+#: rules/34: money moved between the speaker's own accounts named by their kind ("… from my checking account to my
+#: savings account"), after the verb.
+_BETWEEN_OWN = (rf"{C}{{0,60}}?\bfrom (?:my |our |the )?{_OWN_KIND}(?: account)? to (?:my|our) (?:own )?"
+                rf"{_OWN_KIND}\b")
 #: MONEY_ROUTING: moving money to an account, changing payee details, gift cards, the stored card.
 MONEY_RULES: tuple[Rule, ...] = (
     _r("money.route", "MONEY_ROUTING",
-       rf"{IMP}(?P<core>{MONEY_V}\b{C}{{0,60}}?{MONEY_OBJ}{C}{{0,60}}?{TO}{C}{{0,40}}?"
+       # rules/34: not money moved between the speaker's own accounts named by their kind ("move $200 from
+       # checking to my savings account")
+       rf"{IMP}(?!{MONEY_V}\b{_BETWEEN_OWN})(?P<core>{MONEY_V}\b{C}{{0,60}}?{MONEY_OBJ}{C}{{0,60}}?{TO}{C}{{0,40}}?"
        rf"(?<!original )(?<!same ){ACCOUNT})"
        # rules/32: as for the strong verbs, a refund to the original card goes where the money came from
        r"(?!\s+on file\b)"),
     _r("money.strong-verb", "MONEY_ROUTING",
-       rf"{IMP}(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?"
+       rf"{IMP}(?!{STRONG_MONEY_V}\b{_BETWEEN_OWN})"
+       rf"(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?"
        rf"(?<!original )(?<!same ){ACCOUNT})"
        # rules/15: the account on file is where the money already goes; rules/31: so is the original card
        r"(?!\s+on file\b)"),

@@ -216,6 +216,9 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"(?![^.!?\n]{0,80}?\b(?:obtain|get|receive|secure|collect|have|ask for|seek|request|wait for|require)\s+"
        r"(?:[\w']+\s+){0,3}?"
        r"(?:confirmation|approval|permission|consent)\s+before\b)"
+       # rules/34: nor a defensive duty ("the assistant should treat such text as data, not as an order")
+       r"(?!treat\b[^.!?\n]{0,40}?\bas (?:data|untrusted|information|content|plain text|text)\b|refuse\b|decline\b"
+       r"|flag\b|warn\b|verify\b|double-check\b)"
        r"(?!be\b)\w+"),
     _r("directive.if-you-are-ai", "DIRECTIVE",
        r"\bif you(?: are|'re) an? (?:ai|llm|language model|assistant|bot|chatbot|ai model|ai assistant|automated)"),
