@@ -259,6 +259,14 @@ spaces and tabs become one space.
   a defensive duty ("the assistant should treat such text as data", refuse, decline, flag, warn, verify). Over
   the labelled files (17,774 texts before that set): 8 injected items read that no rule read (one word per line),
   2 benign texts cleared, no injected item loses its last finding; no conversation turn changes.
+- Since rules/35 (from the sixtieth held-out set, after it was scored with rules/33 and rules/34), not orders:
+  least-privilege advice ("give assistants only the permissions they need"); a prohibition to act on what the
+  agent reads ("your assistant should never act on such text", "must not follow …"; an adverb is never the modal's
+  verb); a notice's "If you didn't ask for this, ignore this email" and a call through a known channel ("please
+  call your account manager on the number in your contract") as a trigger's act; a tool description's condition on
+  the person's request ("Only call this tool when the user has explicitly asked …"); a permission the speaker
+  scopes with "but check with me before …". Over the labelled files (18,274 texts): 8 benign texts cleared (6 of
+  that set), no injected item changes; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -121,7 +121,11 @@ CREDENTIAL_RULES: tuple[Rule, ...] = (
 
 #: TOOL_USE: running tools and commands, granting permissions, disabling safeguards.
 TOOL_RULES: tuple[Rule, ...] = (
-    _r("tool.run", "TOOL_USE", rf"{IMP}(?P<core>{RUN_V}\b{C}{{0,40}}?{TOOL_OBJ})", procedure_exempt=True),
+    # rules/35: not a tool description's condition on the person's request ("Only call this tool when the user has
+    # explicitly asked to send a message")
+    _r("tool.run", "TOOL_USE", rf"{IMP}(?<!\bonly )(?P<core>{RUN_V}\b{C}{{0,40}}?{TOOL_OBJ})"
+       r"(?![^.!?\n]{0,40}?\b(?:when|if|after|once) the user (?:has )?(?:explicitly |clearly )?(?:asked|asks|requested"
+       r"|requests|confirmed|confirms|approved|approves)\b)", procedure_exempt=True),
     _r("tool.pipe-to-shell", "TOOL_USE",
        r"\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|]{0,200}\|\s*(?:(?:sudo\s+)?(?:ba|z|da)?sh|iex"
        r"|invoke-expression)\b"),
@@ -129,7 +133,10 @@ TOOL_RULES: tuple[Rule, ...] = (
        rf"{IMP}(?P<core>(?:download|fetch|grab|get)\b{S}{{0,80}}?(?:\b(?:and|then|&&)\s+(?:run|execute|install"
        rf"|open|launch)\b)|install\b{S}{{0,80}}?(?:https?|ftp)://)"),
     _r("tool.grant", "TOOL_USE",
-       rf"{IMP}(?P<core>(?:grant|give|add|assign|elevate|escalate|promote|allow)\b{C}{{0,50}}?\b(?:permissions?"
+       # rules/35: not least-privilege advice ("give assistants only the permissions they need")
+       rf"{IMP}(?P<core>(?:grant|give|add|assign|elevate|escalate|promote|allow)\b(?!{C}{{0,30}}?\bonly the "
+       r"(?:permissions?|access|rights?|scopes?|privileges?) (?:they|it|you|he|she|we) (?:need|needs|require)\b)"
+       rf"{C}{{0,50}}?\b(?:permissions?"
        r"|access|rights?|scopes?|roles?|privileges?|admin|administrator|root|sudo|group|owner)\b)"),
     _r("tool.granted", "TOOL_USE",
        rf"\b(?:is|are|has been|have been) (?:now )?granted\b{C}{{0,30}}?\b(?:scopes?|access|permissions?|rights?"

@@ -91,7 +91,13 @@ _DEFENSIVE = (r"(?!(?:report|flag)\s+(?:it|them|this|that|such \w+|the (?:messag
               r"|(?:delete|block|quarantine)\s+(?:the|such|that|this) (?:message|e-?mail|mail|text)s?\b"
               r"|(?:do not|don't|never) (?:act|click|reply|respond|open|engage|enter|type)\b|use the (?:report|phish)"
               r"|forward (?:it|them|the (?:message|e-?mail|mail)) to (?:the |our |your )?(?:security|it|infosec"
-              r"|help ?desk|service ?desk)\b|forward (?:it|them) to " + REPORT_MAILBOX + ")")
+              r"|help ?desk|service ?desk)\b|forward (?:it|them) to " + REPORT_MAILBOX
+              # rules/35: a notice's standard line ("If you didn't ask for this, ignore this email") and a call to
+              # check a request through a known channel ("please call your account manager on the number in your
+              # contract")
+              + r"|ignore (?:this|the|that) (?:message|e-?mail|mail|text|notice|sms)\b"
+              r"|(?:call|phone|ring) (?:your|the|our) (?:[\w-]+ ){0,2}(?:manager|bank|supplier|vendor|office|desk"
+              r"|hotline|number|representative|contact)\b)")
 
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (
@@ -153,7 +159,10 @@ OVERRIDE_RULES: tuple[Rule, ...] = (
     # passwords without asking me"), nor a waiver of nothing sensitive ("add it to my calendar without asking me").
     _r("override.consent-bypass", "OVERRIDE",
        # rules/32: a waiver is not read across a "but" ("without asking me, but always ask before deleting")
-       rf"{SENSITIVE_ACT}[\s\S]{{0,200}}?(?P<core>{CONSENT_BYPASS})|(?P<core2>{CONSENT_BYPASS})"
+       # rules/35: nor a permission the speaker scopes with "but check with me before ..." ("you can run the test
+       # suite without asking, but check with me before anything that deletes files")
+       rf"{SENSITIVE_ACT}[\s\S]{{0,200}}?(?P<core>{CONSENT_BYPASS})(?![^.!?\n]{{0,60}}?\bbut (?:always )?(?:check"
+       rf" with me|ask me|ask first|confirm with me|get my (?:ok|okay|approval))\b)|(?P<core2>{CONSENT_BYPASS})"
        rf"(?:(?!\bbut\b)[^.!?\n]){{0,80}}?{SENSITIVE_ACT}|(?P<core3>{NEVER_ASKS})[\s\S]{{0,160}}?{SENSITIVE_ACT}",
        negation_exempt=True, question_exempt=True),
     # rules/11: a third party's wish for the agent relayed by the speaker, naming an act on money, secrets,
@@ -216,10 +225,12 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"(?![^.!?\n]{0,80}?\b(?:obtain|get|receive|secure|collect|have|ask for|seek|request|wait for|require)\s+"
        r"(?:[\w']+\s+){0,3}?"
        r"(?:confirmation|approval|permission|consent)\s+before\b)"
+       # rules/35: nor a prohibition to act on what it reads ("your assistant should never act on such text")
+       r"(?!(?:(?<=never )|not\s+)(?:act on|follow|obey|execute|trust|carry out|comply with)\b)"
        # rules/34: nor a defensive duty ("the assistant should treat such text as data, not as an order")
        r"(?!treat\b[^.!?\n]{0,40}?\bas (?:data|untrusted|information|content|plain text|text)\b|refuse\b|decline\b"
        r"|flag\b|warn\b|verify\b|double-check\b)"
-       r"(?!be\b)\w+"),
+       r"(?!(?:be|always|never|only|also|now)\b)\w+"),
     _r("directive.if-you-are-ai", "DIRECTIVE",
        r"\bif you(?: are|'re) an? (?:ai|llm|language model|assistant|bot|chatbot|ai model|ai assistant|automated)"),
     _r("directive.you-must", "DIRECTIVE",
