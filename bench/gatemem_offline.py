@@ -34,7 +34,7 @@ from typing import Any
 
 from memwarden.commands.model import Sensitivity, StoreKind
 from memwarden.evals.gatemem_data import DOMAINS, Query
-from memwarden.evals.gatemem_labels import load_labels
+from memwarden.evals.gatemem_labels import labels_for, load_labels
 from memwarden.evals.gatemem_loader import SPLITS, load_domain, select_split
 from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
 from memwarden.evals.gatemem_plan import EpisodePlan, RecordSpec
@@ -198,8 +198,7 @@ def run(data: Path, domains: Sequence[str], k: int, recency: float,
     all_plans: list[EpisodePlan] = []
     for domain in domains:
         dd = select_split(load_domain(data, domain), split)
-        plans = {eid: plan_episode(ep, labels=by_episode[eid] if by_episode is not None else None)
-                 for eid, ep in dd.episodes.items()}
+        plans = {eid: plan_episode(ep, labels=labels_for(by_episode, eid)) for eid, ep in dd.episodes.items()}
         grants = {eid: tuple(p.grants) for eid, p in plans.items()}
         all_plans.extend(plans.values())
         for q in dd.queries:

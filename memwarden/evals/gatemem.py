@@ -207,6 +207,7 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
     ``MemwardenError`` when the setup (policy, principals, grants) is not accepted by the gate,
     ``ValueError`` on an unknown domain or split, ``AccessLabelError`` on labels that do not fit.
     """
+    from memwarden.evals.gatemem_labels import labels_for
     from memwarden.evals.gatemem_loader import load_domains, select_split
     from memwarden.evals.gatemem_mapping import plan_episode, summarise_plans
     from memwarden.evals.gatemem_score import score
@@ -217,7 +218,7 @@ def run_gatemem(base: Settings, data: Path, domains: Sequence[str] | None = None
 
     loaded = [select_split(d, split) for d in load_domains(data, tuple(domains) if domains else None)]
     source, by_episode = mapping_source(labels)
-    plans = {ep_id: plan_episode(ep, labels=_labels_for(by_episode, ep_id)) for d in loaded
+    plans = {ep_id: plan_episode(ep, labels=labels_for(by_episode, ep_id)) for d in loaded
              for ep_id, ep in d.episodes.items()}
     shift = clock_shift(max(r.observed_at for p in plans.values() for r in p.records), datetime.now(UTC))
     with eval_namespace(base, "gatemem", keep, progress) as run, MemwardenClient(run.settings) as client:
@@ -257,17 +258,6 @@ def mapping_source(labels: Path | None) -> tuple[dict[str, str], dict[str, Acces
         return {"kind": "rules"}, None
     digest = hashlib.sha256(Path(labels).read_bytes()).hexdigest()
     return {"kind": "access-labels", "file": str(labels), "sha256": digest}, load_labels(labels)
-
-
-def _labels_for(by_episode: Mapping[str, AccessLabels] | None, episode_id: str) -> AccessLabels | None:
-    """The episode's labels, or ``None`` under the rules; raises ``AccessLabelError`` if the file lacks it."""
-    from memwarden.evals.gatemem_labels import AccessLabelError
-
-    if by_episode is None:
-        return None
-    if episode_id not in by_episode:
-        raise AccessLabelError(f"{episode_id}: no access labels for this episode")
-    return by_episode[episode_id]
 
 
 def _write_details(path: Path, judgements: Mapping[str, Any], domain_of: Mapping[str, str],

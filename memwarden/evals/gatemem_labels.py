@@ -45,7 +45,7 @@ from memwarden.evals.gatemem_data import Episode
 from memwarden.evals.gatemem_plan import ForgetSpec, RecordSpec
 
 __all__ = ["DEFAULT_LABELS", "AccessLabelError", "AccessLabels", "label_scope", "labelled_grants",
-           "labelled_standing", "load_labels", "relabel_records"]
+           "labelled_standing", "labels_for", "load_labels", "relabel_records"]
 
 #: The label file written for the three domains of ``../shared/data/gatemem`` (70 episodes).
 DEFAULT_LABELS = Path(__file__).parent / "labels" / "gatemem_access_labels.jsonl"
@@ -88,6 +88,16 @@ def load_labels(path: Path) -> dict[str, AccessLabels]:
         ends = {str(e["principal_id"]): str(e["turn_id"]) for e in raw.get("access_ends", [])}
         out[episode_id] = AccessLabels(episode_id, readers, ends)
     return out
+
+
+def labels_for(by_episode: Mapping[str, AccessLabels] | None, episode_id: str) -> AccessLabels | None:
+    """The labels of ``episode_id``, or ``None`` when ``by_episode`` is ``None`` (the rules decide); raises
+    :class:`AccessLabelError` when a label file lacks the episode."""
+    if by_episode is None:
+        return None
+    if episode_id not in by_episode:
+        raise AccessLabelError(f"{episode_id}: no access labels for this episode")
+    return by_episode[episode_id]
 
 
 def label_scope(ns: str, readers: frozenset[str]) -> str:

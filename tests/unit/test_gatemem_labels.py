@@ -132,3 +132,13 @@ def test_a_forget_keeps_its_standing_on_the_labelled_scopes(tmp_path: Path) -> N
     forget = next(f for f in plan.forgets if "4821" in f.values)
     pin_scope = next(r.scope for r in plan.records if r.turn_id == "t002")
     assert pin_scope in forget.scopes and forget.executor == plan.writer
+
+
+def test_a_label_file_without_the_episode_names_it_and_no_file_means_the_rules(tmp_path: Path) -> None:
+    from memwarden.evals.gatemem_labels import labels_for
+
+    labels = {"household_labels": _labels(LABELS, tmp_path)}
+    assert labels_for(labels, "household_labels") is labels["household_labels"]
+    assert labels_for(None, "household_labels") is None
+    with pytest.raises(AccessLabelError, match="office_x: no access labels"):
+        labels_for(labels, "office_x")
