@@ -424,8 +424,8 @@ def _shifted_common_words() -> dict[str, frozenset[int]]:
 
 _SHIFTED = _shifted_common_words()
 _LATIN_WORD = re.compile(r"\b[a-z]{2,}\b")
-#: rules/32: words of other languages whose mirror image marks mirrored text too (none of them is a word read
-#: forwards): the agent's names and common function words of the Latin- and Cyrillic-script languages.
+#: rules/32: words of other languages whose mirror image marks mirrored text too (no mirror image here is a common
+#: word read forwards): the agent's names and common function words of the Latin- and Cyrillic-script languages.
 _COMMON_ML = ("assistant", "assistente", "asistente", "assistent", "agente", "para", "que", "todos", "todas", "ahora",
               "agora", "antes", "esta", "este", "naar",
               "pour", "vous", "tous", "avec", "und", "ist", "nicht", "che", "della", "tutti", "voor",
