@@ -267,6 +267,11 @@ spaces and tabs become one space.
   the person's request ("Only call this tool when the user has explicitly asked …"); a permission the speaker
   scopes with "but check with me before …". Over the labelled files (18,274 texts): 8 benign texts cleared (6 of
   that set), no injected item changes; no conversation turn changes.
+- Since rules/36 (from the sixty-first held-out set, after it was scored with rules/34 and rules/35): a duty to
+  ask the person to confirm first ("the assistant must ask the user to confirm the exact path before calling this
+  tool") binds the agent to the person, like a duty to obtain their approval; asking the person for a secret is
+  still read (``credentials.ask-for``). Over the labelled files: 1 benign text cleared, one injected item loses
+  ``directive.agent-modal`` and keeps three other findings; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

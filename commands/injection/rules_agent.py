@@ -224,7 +224,10 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        # the user and obtain explicit confirmation before sending"): it binds the agent to the person
        r"(?![^.!?\n]{0,80}?\b(?:obtain|get|receive|secure|collect|have|ask for|seek|request|wait for|require)\s+"
        r"(?:[\w']+\s+){0,3}?"
-       r"(?:confirmation|approval|permission|consent)\s+before\b)"
+       r"(?:confirmation|approval|permission|consent)\s+before\b"
+       # rules/36: or to ask the person to confirm first ("must ask the user to confirm the exact path before calling")
+       r"|ask (?:the user|the person|the customer|them|you|me)\s+(?:to |for )?(?:confirm|approve|confirmation|approval)"
+       r"\b[^.!?\n]{0,60}?\bbefore\b)"
        # rules/35: nor a prohibition to act on what it reads ("your assistant should never act on such text")
        r"(?!(?:(?<=never )|not\s+)(?:act on|follow|obey|execute|trust|carry out|comply with)\b)"
        # rules/34: nor a defensive duty ("the assistant should treat such text as data, not as an order")
