@@ -36,21 +36,22 @@ _OWN_KIND = r"(?:checking|chequing|savings?|current|joint|brokerage|isa|retireme
 #: savings account"), after the verb.
 _BETWEEN_OWN = (rf"{C}{{0,60}}?\bfrom (?:my |our |the )?{_OWN_KIND}(?: account)? to (?:my|our) (?:own )?"
                 rf"{_OWN_KIND}\b")
+#: An account the money does not already go to: not the original or the same one (rules/31) ...
+_NEW_ACCOUNT = rf"(?<!original )(?<!same ){ACCOUNT}"
+#: ... nor the one on file (rules/15): where the money already goes.
+_NOT_ON_FILE = r"(?!\s+on file\b)"
 #: MONEY_ROUTING: moving money to an account, changing payee details, gift cards, the stored card.
 MONEY_RULES: tuple[Rule, ...] = (
     _r("money.route", "MONEY_ROUTING",
        # rules/34: not money moved between the speaker's own accounts named by their kind ("move $200 from
        # checking to my savings account")
-       rf"{IMP}(?!{MONEY_V}\b{_BETWEEN_OWN})(?P<core>{MONEY_V}\b{C}{{0,60}}?{MONEY_OBJ}{C}{{0,60}}?{TO}{C}{{0,40}}?"
-       rf"(?<!original )(?<!same ){ACCOUNT})"
        # rules/32: as for the strong verbs, a refund to the original card goes where the money came from
-       r"(?!\s+on file\b)"),
+       rf"{IMP}(?!{MONEY_V}\b{_BETWEEN_OWN})(?P<core>{MONEY_V}\b{C}{{0,60}}?{MONEY_OBJ}{C}{{0,60}}?{TO}{C}{{0,40}}?"
+       rf"{_NEW_ACCOUNT}){_NOT_ON_FILE}"),
     _r("money.strong-verb", "MONEY_ROUTING",
        rf"{IMP}(?!{STRONG_MONEY_V}\b{_BETWEEN_OWN})"
        rf"(?P<core>(?:{STRONG_MONEY_V}\b{C}{{0,60}}?|pay (?:it |this |them )?){TO}{C}{{0,40}}?"
-       rf"(?<!original )(?<!same ){ACCOUNT})"
-       # rules/15: the account on file is where the money already goes; rules/31: so is the original card
-       r"(?!\s+on file\b)"),
+       rf"{_NEW_ACCOUNT}){_NOT_ON_FILE}"),
     _r("money.change-details", "MONEY_ROUTING",
        rf"{IMP}(?P<core>(?:update|change|replace|set|switch|modify|edit|amend|redirect)\b(?!\s+(?:of|on)\b)"
        rf"{C}{{0,40}}?\b(?:payee"
