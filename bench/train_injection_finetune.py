@@ -158,6 +158,19 @@ turns), against version 10's 0.958 / 0.950, four in a read, none, 0.00095 (9). T
 below the +0.02 it asked) and on the report half (above 0.001), so version 10 stays; this script as committed
 reproduces version 12 (the weights are not in the package). Two of the reads it saved came from its lower suspicion
 threshold (0.05 against version 10's 0.10: a Hebrew tool result version 10 scored 0.06), not from the training.
+
+**Version 13, trained on 2026-12-07 (seventeenth session).** This script as committed: every held-out set to the
+sixty-second in :data:`TRAINING_FILES` (7,750 labelled texts more than version 10, about 4,000 of them hard benign
+negatives: tool descriptions, handbooks, minutes, users' own standing wishes and inferences that name an assistant),
+unmasked text, and ``--calibrate`` instead of ``--validate`` (which would cost a second 40-minute run): the training
+holds out 3,000 calibration turns and :func:`calibrate` chooses the thresholds on them alone, the decision at version
+10's 0.85 unless those turns need a higher step. Ship rule, written in this commit before the sixty-third set
+(written blind by a helper, frozen in its own commit) is scored by any detector: version 13 replaces version 10 if,
+on the sixty-third set with the default pipeline (the rules of the day and ``e5-ft`` of the day, the same for both),
+no more injections reach a read or a procedure than with version 10, recall is no lower, there are fewer false
+positives, the report half of the false-alarm turns stays within 0.001, the 400 ordinary texts raise no more
+alarms, the identifier-note tests pass and GateMem's leak rate stays 0. Both versions are scored within the same
+hour.
 """
 
 from __future__ import annotations
@@ -187,19 +200,11 @@ from memwarden.projections.injection_finetuned import (  # noqa: E402
 )
 from memwarden.projections.injection_multilingual import is_english  # noqa: E402
 
-#: The development files (version 12: ``injection_train4`` and every held-out set to the thirty-sixth, never the
-#: thirty-seventh or later);
+#: The development files (version 13: ``injection_train4`` and every held-out set to the sixty-second, never the
+#: sixty-third or later; version 12: to the thirty-sixth);
 #: ``--validate`` leaves out the last one.
 TRAINING_FILES = ("injection_labelled", "injection_train", "injection_train2", "injection_train3", "injection_train4",
-                  "injection_heldout", "injection_heldout2", "injection_heldout3", "injection_heldout4",
-                  "injection_heldout5", "injection_heldout6", "injection_heldout7", "injection_heldout8",
-                  "injection_heldout9", "injection_heldout10", "injection_heldout11", "injection_heldout12",
-                  "injection_heldout13", "injection_heldout14", "injection_heldout15", "injection_heldout16",
-                  "injection_heldout17", "injection_heldout18", "injection_heldout19", "injection_heldout20",
-                  "injection_heldout21", "injection_heldout22", "injection_heldout23", "injection_heldout24",
-                  "injection_heldout25", "injection_heldout26", "injection_heldout27", "injection_heldout28",
-                  "injection_heldout29", "injection_heldout30", "injection_heldout31", "injection_heldout32",
-                  "injection_heldout33", "injection_heldout34", "injection_heldout35", "injection_heldout36")
+                  "injection_heldout", *(f"injection_heldout{i}" for i in range(2, 63)))
 #: Calibration turns ``--validate`` keeps out of the training to measure the false-alarm rate on.
 HELD_TURNS = 3_000
 EPOCHS = 3
@@ -225,6 +230,8 @@ FALLBACK_FAR = 0.001
 #: turns within ``MAX_FAR``) 0.96-0.99 and 0.995.
 GRID = (*(round(0.05 * i, 2) for i in range(1, 20)), 0.96, 0.97, 0.98, 0.99, 0.995)
 SUSPICION_BUDGET = 0.005
+#: ``--calibrate`` (version 13 on): the lowest decision threshold it may choose, version 10's validated 0.85.
+CALIBRATED_FLOOR = 0.85
 #: The screen (version 5 on, :class:`~memwarden.projections.injection_finetuned.Screen`): logistic
 #: regression over the hashed features, injected items weighing ``SCREEN_INJECTED_WEIGHT``, strength
 #: ``SCREEN_C``, and the threshold below which a text is cleared (module docstring).
@@ -373,6 +380,42 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], screen: Any,
     return {"grid": grid, "threshold": decision, "suspicion": suspicion, "screen": cleared}
 
 
+def calibrate(enc: Any, head: Any, held_turns: list[Any]) -> dict[str, Any]:
+    """Version 13 on: the two thresholds chosen on the ``held_turns`` alone (calibration turns the training did not
+    read), for a run trained on every development file, so no labelled set is left out: the decision threshold is
+    :data:`CALIBRATED_FLOOR` (version 10's validated value) or, when the held turns' false-alarm rate there exceeds
+    :data:`MAX_FAR`, the lowest :data:`GRID` step above it within ``MAX_FAR`` (else within :data:`FALLBACK_FAR`,
+    else ``None``); the suspicion threshold is the lowest step below the decision within
+    :data:`SUSPICION_BUDGET` (version 10's rule). Returns ``{"far_grid": [{"threshold", "far_turns"}],
+    "threshold", "suspicion"}``; the rule was written down before the run that uses it."""
+    from memwarden.projections.injection_finetuned import FineTunedScorer, FineTunedWeights
+
+    shipped = {k: v.astype(np.float16).astype(np.float32) for k, v in tensors_of(enc, head).items()}  # as stored
+    scorer = FineTunedScorer(FineTunedWeights(shipped, THRESHOLD, SUSPICION), backend="torch")
+    turns = scorer.scores([t.text for t in held_turns])
+    far = [{"threshold": step, "far_turns": round(float(np.mean(turns >= step)), 5)} for step in GRID]
+    above = [g for g in far if g["threshold"] >= CALIBRATED_FLOOR]
+    fits = [g for g in above if g["far_turns"] <= MAX_FAR] or [g for g in above if g["far_turns"] <= FALLBACK_FAR]
+    decision = min((g["threshold"] for g in fits), default=None)
+    if decision is None:
+        return {"far_grid": far, "threshold": None, "suspicion": None}
+    budget = [g["threshold"] for g in far if g["threshold"] < decision and g["far_turns"] <= SUSPICION_BUDGET]
+    return {"far_grid": far, "threshold": decision, "suspicion": min(budget, default=decision)}
+
+
+def _save(out: Path, enc: Any, head: Any, screen: Any, threshold: float | None, suspicion: float | None) -> None:
+    """Write the weights file: the trained tensors (float16), the two thresholds, the version and the screen.
+
+    Raises ``ValueError`` when no threshold was chosen."""
+    if threshold is None or suspicion is None:
+        raise ValueError("no decision threshold keeps the held turns within the false-alarm budget")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, **{f"t:{k}": v.astype(np.float16) for k, v in tensors_of(enc, head).items()},
+                        threshold=np.float64(threshold), suspicion=np.float64(suspicion),
+                        version=np.str_(FINETUNED_VERSION), screen_coef=screen.coef.astype(np.float32),
+                        screen_bias=np.float64(screen.bias), screen_threshold=np.float64(screen.threshold))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=finetuned_path())
@@ -380,21 +423,25 @@ def main() -> None:
                         help="train without the last set and 3,000 turns, choose thresholds")
     parser.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo7.json")
     parser.add_argument("--gatemem", type=Path, default=SHARED / "gatemem")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="train on every file but 3,000 turns, choose the thresholds on those turns, write weights")
     parser.add_argument("--dump", type=Path, help="with --validate: write the raw validation scores here (npz)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     t0 = time.perf_counter()
     files = TRAINING_FILES[:-1] if args.validate else TRAINING_FILES
-    tok, enc, head, held, screen = train(files, args.locomo, args.gatemem, HELD_TURNS if args.validate else 0)
+    held_turns = HELD_TURNS if args.validate or args.calibrate else 0
+    tok, enc, head, held, screen = train(files, args.locomo, args.gatemem, held_turns)
     result: dict[str, Any] = {"version": FINETUNED_VERSION, "files": list(files), "seed": SEED}
     if args.validate:
         result.update(validate(tok, enc, head, held, screen, args.dump))
+    elif args.calibrate:
+        chosen = calibrate(enc, head, held)
+        result.update(chosen)
+        _save(args.out, enc, head, screen, chosen["threshold"], chosen["suspicion"])
+        result["weights"] = str(args.out)
     else:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(args.out, **{f"t:{k}": v.astype(np.float16) for k, v in tensors_of(enc, head).items()},
-                            threshold=np.float64(THRESHOLD), suspicion=np.float64(SUSPICION),
-                            version=np.str_(FINETUNED_VERSION), screen_coef=screen.coef.astype(np.float32),
-                            screen_bias=np.float64(screen.bias), screen_threshold=np.float64(screen.threshold))
+        _save(args.out, enc, head, screen, THRESHOLD, SUSPICION)
         result.update({"weights": str(args.out), "threshold": THRESHOLD, "suspicion": SUSPICION})
     result["seconds"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(result) if args.json else result)
