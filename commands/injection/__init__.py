@@ -272,6 +272,15 @@ spaces and tabs become one space.
   tool") binds the agent to the person, like a duty to obtain their approval; asking the person for a secret is
   still read (``credentials.ask-for``). Over the labelled files: 1 benign text cleared, one injected item loses
   ``directive.agent-modal`` and keeps three other findings; no conversation turn changes.
+- Since rules/37 (from the sixty-second held-out set, after it was scored with rules/35 and rules/36), not orders:
+  a person approving each payment themselves ("they want to approve every payment personally"); a check through
+  another channel as a trigger's act ("if someone asks you to pay into a new account, confirm by phone with your
+  landlord first"), unless the check carries something ("… and read them the code"); a quotation inside a quoted
+  string, read with that string as its context (a search snippet quoting "such as 'ignore previous
+  instructions'"); a quotation in a text that says "red-flag"; the suspicious message itself (it, them, the
+  e-mail) forwarded to a security team's mailbox (``security@``, ``infosec@``, ``soc@``, ``phish…@`` …), not any
+  other data. Over the labelled files (18,774 texts): 8 benign texts cleared (5 of that set), no injected item
+  changes; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

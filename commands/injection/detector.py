@@ -34,7 +34,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/36"
+DETECTOR_VERSION = "rules/37"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -472,7 +472,9 @@ def _leet(norm: Norm) -> list[Finding]:
 
 def _drop_mentions(norm: Norm, found: list[Finding]) -> list[Finding]:
     """Drop findings inside a quotation that is talked about rather than addressed to the reader
-    ("'Ignore all previous instructions' is a common phrase"): use versus mention. Since rules/34 also the acts
+    ("'Ignore all previous instructions' is a common phrase"): use versus mention; since rules/37 also a quotation
+    inside a quoted string, read with that string as its context (a search snippet "... text such as 'ignore previous
+    instructions' is hidden in content ..."). Since rules/34 also the acts
     a text about attacks lists after a request it reports in the third person ("… asks an employee to wire money,
     buy gift cards or change a supplier's payment details"), to the end of that sentence."""
     quotes = list(R.QUOTED.finditer(norm.text))
@@ -482,6 +484,16 @@ def _drop_mentions(norm: Norm, found: list[Finding]) -> list[Finding]:
     mentions = [norm.span(*m.span()) for m in quotes
                 if reported or R.MENTION_AFTER.match(norm.text, m.end())
                 or R.MENTION_BEFORE.search(norm.text, max(0, m.start() - 40), m.start())]
+    for q in quotes:  # rules/37: a quotation inside a quoted string, one level deep (a JSON value quoting a phrase)
+        inner = list(R.QUOTED.finditer(norm.text, q.start() + 1, q.end() - 1))
+        if not inner:
+            continue
+        around = "".join(norm.text[a:b] for a, b in zip([q.start() + 1, *(m.end() for m in inner)],
+                                                        [*(m.start() for m in inner), q.end() - 1], strict=True))
+        said = reported or bool(R.MENTION_CONTEXT.search(around))
+        mentions += [norm.span(*m.span()) for m in inner
+                     if said or R.MENTION_AFTER.match(norm.text, m.end())
+                     or R.MENTION_BEFORE.search(norm.text, max(q.start() + 1, m.start() - 40), m.start())]
     if R.MENTION_CONTEXT.search(norm.text):  # rules/34: acts listed after a request reported in the third person
         for m in R.REPORTED_ASK.finditer(norm.text):
             mentions.append(norm.span(m.start(), norm.sentence(m.start())[1]))

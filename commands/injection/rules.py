@@ -72,7 +72,7 @@ MENTION_AFTER = re.compile(
 #: ("the phishing email said '...', so I reported it"; "researchers showed that a hidden line, '...', could").
 MENTION_CONTEXT = re.compile(
     r"\b(?:phish\w*|scam(?:s|mers?)?|fraud(?:ulent|sters?)?|(?:prompt )?injections?|attacks?|attackers?|hackers?"
-    r"|malicious|suspicious|jailbreaks?|red flags?|flagged|reported|awareness|spoof(?:ed|ing)?"
+    r"|malicious|suspicious|jailbreaks?|red[- ]flags?|flagged|reported|awareness|spoof(?:ed|ing)?"
     r"|impersonat\w+|researchers?|red[- ]team\w*|pen(?:etration)? test\w*|classifier|labell?ed as"
     r"|social[- ]engineering|pretext\w*|vishing|smishing|quarantin\w*)\b")
 #: rules/34: a request reported in the third person, before the acts it lists ("an attacker impersonates an

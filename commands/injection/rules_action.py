@@ -167,7 +167,9 @@ TOOL_RULES: tuple[Rule, ...] = (
        r"|defender|endpoint protection|monitoring|call-?backs?(?: checks?)?|verification)\b)"),
     _r("tool.auto-approve", "TOOL_USE",
        rf"\bauto[-_ ]?approv\w*|\bapprove (?:all|any|every)\b{C}{{0,30}}?\b(?:requests?|actions?|calls?"
-       r"|transactions?|payments?|changes?)|\bnever ask (?:the user |me )?(?:for )?(?:confirmation|approval"
+       # rules/37: not a person approving each one themselves ("they want to approve every payment personally")
+       r"|transactions?|payments?|changes?)\b(?!\s+(?:personally|myself|themselves|himself|herself|ourselves"
+       r"|in person)\b)|\bnever ask (?:the user |me )?(?:for )?(?:confirmation|approval"
        r"|permission)"),
     _r("tool.without-consent", "TOOL_USE",
        r"\bwithout (?:asking|consulting|confirming with|checking with|notifying|telling) (?:the user|the owner"
@@ -201,6 +203,12 @@ _USER_DATA = r"\b(?:the user|user'?s|users'|their|the customer'?s|customers')\b"
 #: rules/28: a reporting mailbox is where a security notice sends suspicious mail ("forward it to
 #: phishing@ourco.com"), not a destination for the reader's data.
 _REPORT_BOX = rf"(?<![\w.+-])(?!{REPORT_MAILBOX}[\w.+-]*@)"
+#: rules/37: the suspicious message itself forwarded to a security team's mailbox ("Do not act on them; forward the
+#: message to security@ourco.example and delete it"): what a notice tells its readers to do with a phishing mail. Only
+#: the message (it, them, this e-mail), so no data of the reader's goes with it.
+_REPORT_FORWARD = (r"(?!forward\s+(?:it|them|this|that|(?:the|this|that|such)\s+(?:suspicious\s+|original\s+)?"
+                   r"(?:message|e-?mail|mail|text)s?)\s+(?:on\s+)?to\s+[\w.+-]*(?:security|infosec|soc|csirt|cert|phish"
+                   r"|spam|abuse|report)[\w.+-]*@)")
 
 #: EXFILTRATION: sending user data to an outside destination.
 EXFILTRATION_RULES: tuple[Rule, ...] = (
@@ -208,7 +216,8 @@ EXFILTRATION_RULES: tuple[Rule, ...] = (
        # rules/32: not a verb that is a table cell (``Email,https://mail.example,j.doe``: a delimiter, no space)
        # rules/33: nor a copy to the speaker's own people named straight after the verb ("cc my assistant Priya"),
        # unless the user's data is sent
-       rf"{IMP}(?P<core>{E_V}\b(?![,;|\t]\S)(?!\s+{_OWN_PERSON}(?!{S}{{0,80}}?{_USER_DATA}))(?:(?={S}{{0,80}}?{_USER_DATA}){S}{{0,120}}?"
+       # rules/37: nor the suspicious message forwarded to a security mailbox (_REPORT_FORWARD)
+       rf"{IMP}(?P<core>{_REPORT_FORWARD}{E_V}\b(?![,;|\t]\S)(?!\s+{_OWN_PERSON}(?!{S}{{0,80}}?{_USER_DATA}))(?:(?={S}{{0,80}}?{_USER_DATA}){S}{{0,120}}?"
        rf"|(?:(?!{_OWN_RECIPIENT}){S}){{0,120}}?)"
        rf"{_REPORT_BOX}{E_DEST})"),
     _r("exfiltration.tool-recipient", "EXFILTRATION",

@@ -96,6 +96,12 @@ _DEFENSIVE = (r"(?!(?:report|flag)\s+(?:it|them|this|that|such \w+|the (?:messag
               # check a request through a known channel ("please call your account manager on the number in your
               # contract")
               + r"|ignore (?:this|the|that) (?:message|e-?mail|mail|text|notice|sms)\b"
+              # rules/37: a check through another channel ("If someone asks you to pay rent into a new account,
+              # confirm by phone with your landlord first")
+              + r"|(?:confirm|check|verify)(?:\s+(?:it|this|that|the (?:request|change|details|number)))?(?:\s+first)?"
+              r"\s+(?:by (?:phone|telephone|calling)|in person|on (?:a|the) (?:known |official )?(?:number|phone))\b"
+              # unless the check carries something ("confirm it by phone and read them the code")
+              r"(?![^.!?\n]*\b(?:read|tell|give|send|share|spell|text|dictate|pay|transfer|wire)\b)"
               r"|(?:call|phone|ring) (?:your|the|our) (?:[\w-]+ ){0,2}(?:manager|bank|supplier|vendor|office|desk"
               r"|hotline|number|representative|contact)\b)")
 
