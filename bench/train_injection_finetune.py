@@ -159,7 +159,7 @@ below the +0.02 it asked) and on the report half (above 0.001), so version 10 st
 reproduces version 12 (the weights are not in the package). Two of the reads it saved came from its lower suspicion
 threshold (0.05 against version 10's 0.10: a Hebrew tool result version 10 scored 0.06), not from the training.
 
-**Version 13, trained on 2026-12-07 (seventeenth session).** This script as committed: every held-out set to the
+**Version 13, trained on 2026-12-06 (seventeenth session).** This script as committed: every held-out set to the
 sixty-second in :data:`TRAINING_FILES` (7,750 labelled texts more than version 10, about 4,000 of them hard benign
 negatives: tool descriptions, handbooks, minutes, users' own standing wishes and inferences that name an assistant),
 unmasked text, and ``--calibrate`` instead of ``--validate`` (which would cost a second 40-minute run): the training
