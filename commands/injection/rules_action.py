@@ -205,10 +205,11 @@ _USER_DATA = r"\b(?:the user|user'?s|users'|their|the customer'?s|customers')\b"
 _REPORT_BOX = rf"(?<![\w.+-])(?!{REPORT_MAILBOX}[\w.+-]*@)"
 #: rules/37: the suspicious message itself forwarded to a security team's mailbox ("Do not act on them; forward the
 #: message to security@ourco.example and delete it"): what a notice tells its readers to do with a phishing mail. Only
-#: the message (it, them, this e-mail), so no data of the reader's goes with it.
+#: the message (it, them, this e-mail), so no data of the reader's goes with it; the mailbox's name is one of those
+#: words, alone or joined to another by a dot or hyphen (``infosec-team@``, not ``associates@``).
 _REPORT_FORWARD = (r"(?!forward\s+(?:it|them|this|that|(?:the|this|that|such)\s+(?:suspicious\s+|original\s+)?"
-                   r"(?:message|e-?mail|mail|text)s?)\s+(?:on\s+)?to\s+[\w.+-]*(?:security|infosec|soc|csirt|cert|phish"
-                   r"|spam|abuse|report)[\w.+-]*@)")
+                   r"(?:message|e-?mail|mail|text)s?)\s+(?:on\s+)?to\s+(?<![\w.+-])(?:[\w+-]+[.-])?(?:security|infosec|soc"
+                   r"|csirt|cert|phish\w*|spam|abuse|report\w*)(?:[.-][\w+-]+)?@)")
 
 #: EXFILTRATION: sending user data to an outside destination.
 EXFILTRATION_RULES: tuple[Rule, ...] = (
