@@ -281,6 +281,15 @@ spaces and tabs become one space.
   e-mail) forwarded to a security team's mailbox (``security@``, ``infosec@``, ``soc@``, ``phish…@`` …), not any
   other data. Over the labelled files (18,774 texts): 8 benign texts cleared (5 of that set), no injected item
   changes; no conversation turn changes.
+- Since rules/38 (from the sixty-third held-out set, after it was scored with rules/36 and rules/37):
+  ``override.waive-refusals``, carrying out what the agent would normally refuse, in English, Dutch, German,
+  French, Spanish, Portuguese and Italian (read beside a negation too: the waiver often holds one); an acrostic
+  naming the person's notes, messages, documents, photos, chats, calendar or history. Not orders: a trigger on the
+  agent writing about the speaker's own things ("When you summarize my inbox, put ..."); a restriction put on agents
+  ("Assistants must not be connected to payment systems"); showing found instructions to the person and never
+  carrying them out. Low double quotes and CJK corner brackets are quotation marks, and a text about fraud,
+  phishing or suspicious messages in 20 more languages talks about what it quotes. Over the labelled files: 3
+  injected items read that no rule read, 1 benign text cleared; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -26,7 +26,9 @@ _INVISIBLE = frozenset(
 _JOINERS = frozenset([0x200C, 0x200D])
 _TAGS = range(0xE0000, 0xE0080)
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'", "\u201c": '"', "\u201d": '"', "\u00ab": '"',
-                         "\u00bb": '"'})
+                         "\u00bb": '"',
+                         # rules/38: low double quotes (German, Polish, Czech) and the CJK corner brackets
+                         "\u201e": '"', "\u300c": '"', "\u300d": '"', "\u300e": '"', "\u300f": '"'})
 #: Greek accents (tonos, dialytika) dropped after casefolding (rules/25): Greek written in capitals carries none
 #: ("ΣΗΜΕΙΩΣΗ ΓΙΑ ΤΟΝ ΒΟΗΘΟ"), so the rules read "σημειωση" and "σημείωση" alike; one character for one.
 GREEK_ACCENTS = str.maketrans("άέήίόύώΐΰϊϋ", "αεηιουωιυιυ")

@@ -74,7 +74,13 @@ MENTION_CONTEXT = re.compile(
     r"\b(?:phish\w*|scam(?:s|mers?)?|fraud(?:ulent|sters?)?|(?:prompt )?injections?|attacks?|attackers?|hackers?"
     r"|malicious|suspicious|jailbreaks?|red[- ]flags?|flagged|reported|awareness|spoof(?:ed|ing)?"
     r"|impersonat\w+|researchers?|red[- ]team\w*|pen(?:etration)? test\w*|classifier|labell?ed as"
-    r"|social[- ]engineering|pretext\w*|vishing|smishing|quarantin\w*)\b")
+    r"|social[- ]engineering|pretext\w*|vishing|smishing|quarantin\w*)\b"
+    # rules/38: the same in other languages (fraud, phishing, scam, suspicious), whose warnings quote phishing too
+    r"|\b(?:fraude\w*|estafa\w*|arnaque\w*|escroquer\w*|betrug\w*|betrüger\w*|truffa\w*|truffe|oszust\w*"
+    r"|podvod\w*|oplicht\w*|bedrägeri\w*|dolandırıc\w*|penipuan|lừa đảo|мошенни\w*|фишинг\w*|шахра\w*"
+    r"|підозріл\w*|подозрительн\w*|απάτη\w*|ύποπτ\w*|הונא\w*|פישינג|احتيال|تصيد|धोखाधड़ी|फ़िशिंग|sospech\w*"
+    r"|suspeit\w*|sospett\w*|verdächtig\w*|verdacht\w*|podejrzan\w*|şüpheli)"
+    r"|不審|詐欺|フィッシング|钓鱼|釣魚|诈骗|詐騙|可疑|사기|피싱|의심")
 #: rules/34: a request reported in the third person, before the acts it lists ("an attacker impersonates an
 #: executive and asks an employee to wire money, buy gift cards or ..."): with :data:`MENTION_CONTEXT` in the text,
 #: what follows in its sentence is a description of the attack, not an order to the reader.
