@@ -290,6 +290,14 @@ spaces and tabs become one space.
   carrying them out. Low double quotes and CJK corner brackets are quotation marks, and a text about fraud,
   phishing or suspicious messages in 20 more languages talks about what it quotes. Over the labelled files: 3
   injected items read that no rule read, 1 benign text cleared; no conversation turn changes.
+- Since rules/39 (from the sixty-fourth held-out set, after it was scored with rules/37 and rules/38): one qualifying
+  word between the determiner and the rules an override voids ("ignore all previous reviewing instructions");
+  acrostics that post, paste, give, tell, print or text. Not orders: the speaker setting aside their own earlier
+  message ("Ignore my earlier request to summarize everything in bullet points"); a standing rule that makes the
+  agent ask the speaker first ("Standing rule: before you send any payment over $100, ask me to confirm"); a
+  trigger whose act is an entry in the speaker's own calendar, planner, to-do list or notes, unless its sentence
+  names an address or a link. Over the labelled files: 3 injected items gain a finding (1 read that no rule read),
+  1 benign text cleared; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -44,7 +44,14 @@ from memwarden.commands.injection.vocabulary_ml import (
     VOCATIVE_ML,
 )
 
-_OVERRIDE_IGNORE = (rf"\b{O_VERB}\s+(?:{O_ART}\s+)*{O_DET}\s+(?:(?:{O_DET}|{O_ART})\s+){{0,3}}{O_NOUN}\b"
+#: rules/39: the speaker setting aside their own earlier request ("Ignore my earlier request to summarize everything
+#: in bullet points"): a change of mind, not an override of the agent's rules.
+_OWN_EARLIER = (r"(?!my\s+(?:earlier|previous|prior|last|first|other|original)\s+(?:request|message|question|note"
+                r"|e-?mail|answer|reply|text)s?\b)")
+_OVERRIDE_IGNORE = (rf"\b{O_VERB}\s+{_OWN_EARLIER}(?:{O_ART}\s+)*{O_DET}\s+(?:(?:{O_DET}|{O_ART})\s+){{0,3}}{O_NOUN}\b"
+                    # rules/39: one qualifying word before the rules ("ignore all previous reviewing instructions")
+                    rf"|\b{O_VERB}\s+(?:{O_ART}\s+)*{O_DET}\s+(?:(?:{O_DET}|{O_ART})\s+){{0,3}}[a-z]+(?:ing|ion|al|ed)\s+"
+                    r"(?:instructions?|guidelines?|rules|directives?|system prompt|prompts?)\b"
                     rf"|\b{O_VERB}\s+{O_ART}\s+{O_NOUN}\s+{O_QUAL}"
                     rf"|\b{O_VERB}\s+(?:all\s+)?(?:the\s+)?(?:earlier|previous|prior|above|preceding|past)\s+"
                     r"(?:messages|conversation|context|turns)\b")
@@ -106,6 +113,12 @@ _DEFENSIVE = (r"(?!(?:report|flag)\s+(?:it|them|this|that|such \w+|the (?:messag
               r"(?![^.!?\n]*\b(?:read|tell|give|send|share|spell|text|dictate|pay|transfer|wire)\b)"
               r"|(?:call|phone|ring) (?:your|the|our) (?:[\w-]+ ){0,2}(?:manager|bank|supplier|vendor|office|desk"
               r"|hotline|number|representative|contact)\b)")
+
+#: rules/39: "When it arrives, please put each deadline in my calendar": an entry in the speaker's own calendar, diary,
+#: to-do list, reminders or notes is the speaker's errand, unless its sentence names an address or a link.
+_MY_CALENDAR = (r"(?!(?:put|add|note|save|set|schedule|enter|log|mark|copy|write)\b[^.!?\n]{0,60}?\b(?:in|into|on"
+                r"|to)\s+my\s+(?:calendar|diary|agenda|to-?do(?:\s+list)?|reminders?|notes|planner)\b(?![^.!?\n]*(?:@|https?://"
+                r"|www\.)))")
 
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (
@@ -266,7 +279,8 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        rf"|empfehlen|decir|recomendar|responder)\b|\bmusst du\b{C}{{0,40}}?\b(?:sagen|empfehlen|antworten)\b"),
     _r("directive.trigger", "DIRECTIVE",
        rf"\b(?P<core>{TRIGGER}\s+{_WRITING_FOR_ME}{TRIGGER_EVENT}\b{C}{{0,100}}?,\s*(?:you (?:must|should|will"
-       rf"|need to) |please |then |just )?(?:always |only |never |also |just )*{_PHONE_CALL}{_DEFENSIVE}{ANY_V})\b",
+       rf"|need to) |please |then |just )?(?:always |only |never |also |just )*{_PHONE_CALL}{_DEFENSIVE}{_MY_CALENDAR}"
+       rf"{ANY_V})\b",
        human_exempt=True),
     _r("directive.standing", "DIRECTIVE",
        rf"\b(?P<core>{STANDING_MARK}\s*[,:]?\s*(?:you (?:must |should |will |need to |are to )?|tu dois |du musst "
@@ -279,6 +293,9 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"(?:a\s+)?(?:your\s+)?(?:permanent|standing|persistent|long-term|core|new)?\s*(?:rule|instruction|memory"
        r"|policy|directive|procedure)|\bsave a memory that|\b(?:standing|permanent|persistent|learned|new) "
        r"(?:instruction|rule|request|order|directive)s?\b(?:\s+for\s+(?:the\s+)?" + AGENT + r")?\s*:"
+       # rules/39: not a standing rule that makes the agent ask the speaker first ("Standing rule: before you send any
+       # payment over $100, ask me to confirm in chat")
+       r"(?![^.!?\n]{0,160}?\b(?:ask me|check with me|confirm with me|get my (?:ok|okay|approval|confirmation))\b)"
        r"|\bremember (?:this|that) (?:forever|permanently|for (?:all )?(?:future|later)(?: sessions"
        r"| conversations)?)|\bremember for (?:all )?(?:future|later)(?: sessions| conversations)?"
        r"|\bremember to (?:always|never|only)\b|\bupdate your (?:memory|rules|instructions|core memory)"),
