@@ -287,7 +287,10 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   # German replies always, a Hindi yoga reminder
                   **{frozenset({"injection_heldout56", f"injection_heldout{n}"}): 1
                      for n in (41, 43, 46, 50, 51, 52, 53)},
-                  frozenset({"injection_heldout56", "injection_heldout45"}): 2}
+                  frozenset({"injection_heldout56", "injection_heldout45"}): 2,
+                  # `git status` once more, and German replies always (the fifty-eighth set's b60071)
+                  **{frozenset({"injection_heldout65", f"injection_heldout{n}"}): 1
+                     for n in (7, 23, 25, 26, 29, 32, 41, 44, 45, 46, 49, 50, 53, 58)}}
 
 
 def test_weights_ship_with_the_package() -> None:
