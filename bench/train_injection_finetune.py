@@ -171,6 +171,13 @@ no more injections reach a read or a procedure than with version 10, recall is n
 positives, the report half of the false-alarm turns stays within 0.001, the 400 ordinary texts raise no more
 alarms, the identifier-note tests pass and GateMem's leak rate stays 0. Both versions are scored within the same
 hour.
+The run took 6,070 s (four scoring runs and ``.ci/run`` on the same two cores); ``calibrate`` chose decision 0.95
+(0.85 and 0.90 flagged 2 of the 3,000 held turns, above 0.0005; 0.95 one) and suspicion 0.15. On the sixty-third
+set, scored four minutes apart with ``rules/39`` and ``e5-ft/1``: version 13 precision / recall **0.909 / 1.000**
+(12 false positives against 16), none in a read or a procedure, the 400 ordinary texts 0 / 0, but the report half
+of the false-alarm turns **0.00116** (11 of 9,453), against version 10's 0.882 / 1.000, none, 0 / 0, 0.00095 (9).
+The rule failed on the report half (above 0.001), as versions 11 and 12 did, so version 10 stays; this script as
+committed reproduces version 13 (the weights are not in the package).
 """
 
 from __future__ import annotations
