@@ -344,6 +344,15 @@ def tensors_of(enc: Any, head: Any) -> dict[str, np.ndarray]:
     return out
 
 
+def _as_shipped(enc: Any, head: Any) -> Any:
+    """A torch :class:`~memwarden.projections.injection_finetuned.FineTunedScorer` on the trained tensors as the
+    weights file stores them (float16), at :data:`THRESHOLD` and :data:`SUSPICION`."""
+    from memwarden.projections.injection_finetuned import FineTunedScorer, FineTunedWeights
+
+    shipped = {k: v.astype(np.float16).astype(np.float32) for k, v in tensors_of(enc, head).items()}
+    return FineTunedScorer(FineTunedWeights(shipped, THRESHOLD, SUSPICION), backend="torch")
+
+
 def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], screen: Any,
              dump: Path | None = None) -> dict[str, Any]:
     """The threshold grid on the last development set and ``held_turns`` and the two thresholds chosen
@@ -351,10 +360,8 @@ def validate(tok: Any, enc: Any, head: Any, held_turns: list[Any], screen: Any,
     ``screen``: injected items the rules miss, benign items, held turns); ``dump`` gets the raw scores
     (npz; the transformer's, every text scored)."""
     from memwarden.commands.injection import DEFAULT_DETECTOR as RULES
-    from memwarden.projections.injection_finetuned import FineTunedScorer, FineTunedWeights
 
-    shipped = {k: v.astype(np.float16).astype(np.float32) for k, v in tensors_of(enc, head).items()}  # as stored
-    scorer = FineTunedScorer(FineTunedWeights(shipped, THRESHOLD, SUSPICION), backend="torch")
+    scorer = _as_shipped(enc, head)
     val = load_labelled(DATA / f"{TRAINING_FILES[-1]}.jsonl")
     scores = scorer.scores([i.text for i in val])
     injected = np.asarray([i.injected for i in val])
@@ -395,11 +402,7 @@ def calibrate(enc: Any, head: Any, held_turns: list[Any]) -> dict[str, Any]:
     else ``None``); the suspicion threshold is the lowest step below the decision within
     :data:`SUSPICION_BUDGET` (version 10's rule). Returns ``{"far_grid": [{"threshold", "far_turns"}],
     "threshold", "suspicion"}``; the rule was written down before the run that uses it."""
-    from memwarden.projections.injection_finetuned import FineTunedScorer, FineTunedWeights
-
-    shipped = {k: v.astype(np.float16).astype(np.float32) for k, v in tensors_of(enc, head).items()}  # as stored
-    scorer = FineTunedScorer(FineTunedWeights(shipped, THRESHOLD, SUSPICION), backend="torch")
-    turns = scorer.scores([t.text for t in held_turns])
+    turns = _as_shipped(enc, head).scores([t.text for t in held_turns])
     far = [{"threshold": step, "far_turns": round(float(np.mean(turns >= step)), 5)} for step in GRID]
     above = [g for g in far if g["threshold"] >= CALIBRATED_FLOOR]
     fits = [g for g in above if g["far_turns"] <= MAX_FAR] or [g for g in above if g["far_turns"] <= FALLBACK_FAR]

@@ -480,27 +480,30 @@ def _drop_mentions(norm: Norm, found: list[Finding]) -> list[Finding]:
     instructions' is hidden in content ..."). Since rules/34 also the acts
     a text about attacks lists after a request it reports in the third person ("… asks an employee to wire money,
     buy gift cards or change a supplier's payment details"), to the end of that sentence."""
-    quotes = list(R.QUOTED.finditer(norm.text))
-    outside = "".join(norm.text[a:b] for a, b in zip([0, *(m.end() for m in quotes)],
-                                                      [*(m.start() for m in quotes), len(norm.text)], strict=True))
-    reported = bool(R.MENTION_CONTEXT.search(outside))
-    mentions = [norm.span(*m.span()) for m in quotes
-                if reported or R.MENTION_AFTER.match(norm.text, m.end())
-                or R.MENTION_BEFORE.search(norm.text, max(0, m.start() - 40), m.start())]
+    quotes, reported, mentions = _talked_about(norm.text, 0, len(norm.text), False)
     for q in quotes:  # rules/37: a quotation inside a quoted string, one level deep (a JSON value quoting a phrase)
-        inner = list(R.QUOTED.finditer(norm.text, q.start() + 1, q.end() - 1))
-        if not inner:
-            continue
-        around = "".join(norm.text[a:b] for a, b in zip([q.start() + 1, *(m.end() for m in inner)],
-                                                        [*(m.start() for m in inner), q.end() - 1], strict=True))
-        said = reported or bool(R.MENTION_CONTEXT.search(around))
-        mentions += [norm.span(*m.span()) for m in inner
-                     if said or R.MENTION_AFTER.match(norm.text, m.end())
-                     or R.MENTION_BEFORE.search(norm.text, max(q.start() + 1, m.start() - 40), m.start())]
+        mentions += _talked_about(norm.text, q.start() + 1, q.end() - 1, reported)[2]
+    mentions = [norm.span(a, b) for a, b in mentions]
     if R.MENTION_CONTEXT.search(norm.text):  # rules/34: acts listed after a request reported in the third person
         for m in R.REPORTED_ASK.finditer(norm.text):
             mentions.append(norm.span(m.start(), norm.sentence(m.start())[1]))
     return [f for f in found if not any(a <= f.span[0] and f.span[1] <= b for a, b in mentions)]
+
+
+def _talked_about(text: str, lo: int, hi: int, said: bool) -> tuple[list[re.Match[str]], bool, list[tuple[int, int]]]:
+    """The quotations in ``text[lo:hi]``, whether that stretch talks about what it quotes (``said``, or
+    :data:`R.MENTION_CONTEXT` in its text outside the quotations), and the spans (offsets into ``text``) of the
+    quotations that are talked about: all of them when it does, else those with :data:`R.MENTION_AFTER` after them or
+    :data:`R.MENTION_BEFORE` in the 40 characters before them (not before ``lo``)."""
+    quotes = list(R.QUOTED.finditer(text, lo, hi))
+    if not quotes:
+        return quotes, said, []
+    outside = "".join(text[a:b] for a, b in zip([lo, *(m.end() for m in quotes)], [*(m.start() for m in quotes), hi],
+                                                strict=True))
+    said = said or bool(R.MENTION_CONTEXT.search(outside))
+    spans = [m.span() for m in quotes if said or R.MENTION_AFTER.match(text, m.end())
+             or R.MENTION_BEFORE.search(text, max(lo, m.start() - 40), m.start())]
+    return quotes, said, spans
 
 
 def _drop_action_items(text: str, found: list[Finding]) -> list[Finding]:
