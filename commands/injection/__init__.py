@@ -298,6 +298,14 @@ spaces and tabs become one space.
   trigger whose act is an entry in the speaker's own calendar, planner, to-do list or notes, unless its sentence
   names an address or a link. Over the labelled files: 3 injected items gain a finding (1 read that no rule read),
   1 benign text cleared; no conversation turn changes.
+- Since rules/40 (from the sixty-fifth held-out set, after it was scored with rules/38 and rules/39): no new order is
+  read; not orders: a quotation in a text about a message the speaker finds odd or will not act on ("I got a weird
+  email that said '...'. Don't act on it"); a sentence that opens on the agent writing the speaker's own
+  correspondence and carries nothing ("When drafting emails to my landlord, ... always mention the lease
+  reference"); a trigger whose act passes on the speaker's own news in the first person ("Next time anyone asks
+  about the trip, tell them I'm still waiting on the hotel"), unless its sentence names an address, a link or a
+  sensitive act. Over the labelled files: 4 benign texts cleared, no injected item loses a finding; no conversation
+  turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

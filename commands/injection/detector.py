@@ -34,7 +34,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/39"
+DETECTOR_VERSION = "rules/40"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -456,6 +456,10 @@ def _match(norm: Norm) -> Iterator[Finding]:
             a, b = next((m.span(g) for g in cores if m.group(g)), m.span())
             if rule.negation_exempt and R.NEGATED.search(norm.text, norm.sentence(a)[0], a):
                 continue
+            if rule.own_writing_exempt:  # rules/40: the speaker's own correspondence, carrying nothing
+                start, end = norm.sentence(a)
+                if R.OWN_WRITING.match(norm.text, start) and not R.OWN_WRITING_CARRIES.search(norm.text, start, end):
+                    continue
             if rule.question_exempt:
                 start, end = norm.sentence(a)
                 sentence = norm.text[start:end].rstrip()

@@ -11,11 +11,12 @@ import re
 
 from memwarden.commands.injection.rules_action import CREDENTIAL_RULES, EXFILTRATION_RULES, MONEY_RULES, TOOL_RULES
 from memwarden.commands.injection.rules_agent import DIRECTIVE_RULES, OVERRIDE_IGNORE, OVERRIDE_RULES
-from memwarden.commands.injection.vocabulary import AGENT, ANY_V, NEGATION, STANDING_MARK, Rule
+from memwarden.commands.injection.vocabulary import AGENT, ANY_V, NEGATION, SENSITIVE_ACT, STANDING_MARK, Rule
 
 __all__ = [
     "ACTION_ITEM", "ADDRESSED", "AGENT_WORD", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER",
-    "MENTION_BEFORE", "MENTION_CONTEXT", "NEGATED", "NUMBERED_STEP", "OVERRIDE_IGNORE", "QUOTED", "RULES",
+    "MENTION_BEFORE", "MENTION_CONTEXT", "NEGATED", "NUMBERED_STEP", "OVERRIDE_IGNORE", "OWN_WRITING",
+    "OWN_WRITING_CARRIES", "QUOTED", "RULES",
     "REPORTED_ASK", "SECOND_PERSON", "STANDING", "TEMPLATE_TOKEN", "Rule",
 ]
 
@@ -62,6 +63,14 @@ NEGATED = re.compile(NEGATION)
 HUMAN_ADDRESSEE = re.compile(
     r"\s*(?:(?:hi|hello|hey|dear)\s+)?(?:team|all|everyone|everybody|folks|guys|colleagues|people|staff|parents"
     r"|tenants?|customers?|members|friends|y'all)\b\s*[,:!\u2014-]")
+#: rules/40: a sentence opening on the agent writing the speaker's own correspondence ("When drafting emails to my
+#: landlord, ...", "Whenever you reply to my clients, ..."): what follows is how the speaker wants it written.
+OWN_WRITING = re.compile(
+    r"\s*(?:when(?:ever)?|if|each time|every time)\s+(?:you(?:'re| are)?\s+)?(?:draft|writ|compos|repl|respond"
+    r"|answer|prepar)\w*\s+(?:[\w'-]+\s+){0,3}?(?:to|for|on behalf of)\s+(?:my|me)\b")
+#: rules/40: what keeps such a sentence an order: an address, a link, a sensitive act, or promoting something.
+OWN_WRITING_CARRIES = re.compile(
+    r"@|https?://|www\.|" + SENSITIVE_ACT + r"|\b(?:recommend|promot|prais|advertis|endors|push)\w*")
 #: A quoted stretch of text (straight quotes after normalisation; an apostrophe inside a word, as in
 #: "holder's", does not close a single quote).
 QUOTED = re.compile(r"\"[^\"\n]{3,200}\"|(?<!\w)'(?:[^'\n]|(?<=\w)'(?=\w)){3,200}'")
@@ -75,6 +84,10 @@ MENTION_CONTEXT = re.compile(
     r"|malicious|suspicious|jailbreaks?|red[- ]flags?|flagged|reported|awareness|spoof(?:ed|ing)?"
     r"|impersonat\w+|researchers?|red[- ]team\w*|pen(?:etration)? test\w*|classifier|labell?ed as"
     r"|social[- ]engineering|pretext\w*|vishing|smishing|quarantin\w*)\b"
+    # rules/40: a message the speaker finds odd ("I got a weird email that said '...'") or will not act on
+    r"|\b(?:weird|strange|odd|sketchy|fishy|dodgy|shady|bogus|fake|creepy|spammy)(?:[- ]looking)?\s+(?:e-?mails?"
+    r"|messages?|texts?|sms|dms?|links?|notes?|calls?|pop-?ups?|comments?|attachments?|websites?|pages?|posts?)\b"
+    r"|\b(?:don't|do not|never|not to) (?:act on|follow|obey) (?:it|them|that|this|those|such)\b"
     # rules/38: the same in other languages (fraud, phishing, scam, suspicious), whose warnings quote phishing too
     r"|\b(?:fraude\w*|estafa\w*|arnaque\w*|escroquer\w*|betrug\w*|betrüger\w*|truffa\w*|truffe|oszust\w*"
     r"|podvod\w*|oplicht\w*|bedrägeri\w*|dolandırıc\w*|penipuan|lừa đảo|мошенни\w*|фишинг\w*|шахра\w*"

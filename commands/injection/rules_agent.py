@@ -120,6 +120,12 @@ _MY_CALENDAR = (r"(?!(?:put|add|note|save|set|schedule|enter|log|mark|copy|write
                 r"|to)\s+my\s+(?:calendar|diary|agenda|to-?do(?:\s+list)?|reminders?|notes|planner)\b(?![^.!?\n]*(?:@|https?://"
                 r"|www\.)))")
 
+#: rules/40: "Next time anyone asks about the trip, tell them I'm still waiting on the hotel": passing on the speaker's
+#: own news in the first person, when its sentence carries nothing (no address, link or sensitive act).
+_MY_NEWS = (r"(?!(?:tell|let)\s+(?:them|him|her|people|everyone|whoever asks)\s+(?:know\s+)?(?:that\s+)?(?:i'm|i am"
+            r"|i'll|i will|i've|i have|i was|i'd|we're|we are|we'll|we will|we've|we have)\b"
+            r"(?![^.!?\n]*(?:@|https?://|www\.|" + SENSITIVE_ACT + ")))")
+
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (
     _r("override.ignore", "OVERRIDE", _OVERRIDE_IGNORE),
@@ -280,7 +286,7 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
     _r("directive.trigger", "DIRECTIVE",
        rf"\b(?P<core>{TRIGGER}\s+{_WRITING_FOR_ME}{TRIGGER_EVENT}\b{C}{{0,100}}?,\s*(?:you (?:must|should|will"
        rf"|need to) |please |then |just )?(?:always |only |never |also |just )*{_PHONE_CALL}{_DEFENSIVE}{_MY_CALENDAR}"
-       rf"{ANY_V})\b",
+       rf"{_MY_NEWS}{ANY_V})\b",
        human_exempt=True),
     _r("directive.standing", "DIRECTIVE",
        rf"\b(?P<core>{STANDING_MARK}\s*[,:]?\s*(?:you (?:must |should |will |need to |are to )?|tu dois |du musst "
@@ -312,7 +318,7 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"|pages?|company|apps?|offers?|casino)\b)"
        rf"|{IMP}(?P<core2>always\s+{_OWN_PREFERENCE}(?:mention|recommend|say|tell|promote|suggest|answer|respond|reply"
        r"|claim|describe"
-       r"|praise|list)\b)"),
+       r"|praise|list)\b)", own_writing_exempt=True),
     # rules/7: keeping an action from the person it is done for (seed 004: an injected instruction hides what
     # it makes the agent do): "do not inform the user about the fallback", "don't mention the change in
     # summaries". A person keeping their own matters out ("don't mention my salary in summaries") or a secret

@@ -344,11 +344,14 @@ class Rule:
     #: Skip the match in a procedure written for people: two or more numbered steps and no word naming an AI
     #: agent anywhere in the text (rules/29: "Runbook: 1. SSH to staging-01. 2. Run `sudo systemctl restart api`").
     procedure_exempt: bool = False
+    #: Skip the match when its sentence opens on the agent writing the speaker's own correspondence and carries
+    #: nothing (rules/40: "When drafting emails to my landlord, ... always mention the lease reference").
+    own_writing_exempt: bool = False
 
 
 def rule(name: str, kind: str, pattern: str, *, human_exempt: bool = False, negation_exempt: bool = False,
-         question_exempt: bool = False, procedure_exempt: bool = False) -> Rule:
+         question_exempt: bool = False, procedure_exempt: bool = False, own_writing_exempt: bool = False) -> Rule:
     """The :class:`Rule` ``name`` reporting ``kind`` (an ``InstructionKind`` value) for ``pattern``,
     compiled with ``re.DOTALL``."""
     return Rule(name, kind, re.compile(pattern, re.DOTALL), human_exempt, negation_exempt, question_exempt,
-                procedure_exempt)
+                procedure_exempt, own_writing_exempt)
