@@ -17,10 +17,10 @@ from memwarden.commands.injection.vocabulary import (
     MONEY_OBJ,
     MONEY_V,
     PLACE_V,
-    REPORT_MAILBOX,
     RUN_V,
     SECRET,
     STRONG_MONEY_V,
+    SUSPICIOUS_MAIL,
     TO,
     TOOL_OBJ,
     C,
@@ -200,15 +200,15 @@ _OWN_PERSON = (r"my\s+(?:\w+\s+)?(?:own|sister|brother|husband"
 _OWN_RECIPIENT = (rf"\b(?:to|with|cc|bcc|copy(?: in)?|loop in|include)\s+{_OWN_PERSON}|\bmy own (?:e-?mail )?address\b")
 #: The user's data is sent (then no recipient makes the sending the speaker's own errand).
 _USER_DATA = r"\b(?:the user|user'?s|users'|their|the customer'?s|customers')\b"
-#: rules/28: a reporting mailbox is where a security notice sends suspicious mail ("forward it to
-#: phishing@ourco.com"), not a destination for the reader's data.
-_REPORT_BOX = rf"(?<![\w.+-])(?!{REPORT_MAILBOX}[\w.+-]*@)"
 #: rules/37: the suspicious message itself forwarded to a security team's mailbox ("Do not act on them; forward the
 #: message to security@ourco.example and delete it"): what a notice tells its readers to do with a phishing mail. Only
 #: the message (it, them, this e-mail), so no data of the reader's goes with it; the mailbox's name is one of those
 #: words, alone or joined to another by a dot or hyphen (``infosec-team@``, not ``associates@``).
 _REPORT_FORWARD = (r"(?!forward\s+(?:it|them|this|that|(?:the|this|that|such)\s+(?:suspicious\s+|original\s+)?"
-                   r"(?:message|e-?mail|mail|text)s?)\s+(?:on\s+)?to\s+(?<![\w.+-])(?:[\w+-]+[.-])?(?:security|infosec|soc"
+                   r"(?:message|e-?mail|mail|text)s?"
+                   # rules/41: or what the notice calls suspicious ("Forward anything suspicious to phish@ourco",
+                   # "forward suspicious messages to phishing@ourco"), never mail at large ("forward all emails")
+                   r"|" + SUSPICIOUS_MAIL + r")\s+(?:on\s+)?to\s+(?<![\w.+-])(?:[\w+-]+[.-])?(?:security|infosec|soc"
                    r"|csirt|cert|phish\w*|spam|abuse|report\w*)(?:[.-][\w+-]+)?@)")
 
 #: EXFILTRATION: sending user data to an outside destination.
@@ -220,7 +220,7 @@ EXFILTRATION_RULES: tuple[Rule, ...] = (
        # rules/37: nor the suspicious message forwarded to a security mailbox (_REPORT_FORWARD)
        rf"{IMP}(?P<core>{_REPORT_FORWARD}{E_V}\b(?![,;|\t]\S)(?!\s+{_OWN_PERSON}(?!{S}{{0,80}}?{_USER_DATA}))(?:(?={S}{{0,80}}?{_USER_DATA}){S}{{0,120}}?"
        rf"|(?:(?!{_OWN_RECIPIENT}){S}){{0,120}}?)"
-       rf"{_REPORT_BOX}{E_DEST})"),
+       rf"{E_DEST})"),
     _r("exfiltration.tool-recipient", "EXFILTRATION",
        r"\b(?:to|recipients?|cc|bcc)\s*=\s*['\"]?[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
     _r("exfiltration.reply-with-all", "EXFILTRATION",

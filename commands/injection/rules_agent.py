@@ -26,6 +26,7 @@ from memwarden.commands.injection.vocabulary import (
     SECRET,
     SENSITIVE_ACT,
     STANDING_MARK,
+    SUSPICIOUS_MAIL,
     TRIGGER,
     TRIGGER_EVENT,
     C,
@@ -73,7 +74,11 @@ _OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk
                    r"|fahrenheit|kilomet\w+|miles|km|24-hour time|[\w-]+ units)\b(?![^.!?;\n]*(?:\band\b|\bthen\b"
                    r"|\balso\b|\bplus\b|,(?!\s*please\b)))"
                    r"|(?:write|draft|sign|format|word|phrase|spell)\s+(?:my|our)\b"
-                   r"|(?:reply|answer|respond|write|speak|talk|text)(?:\s+(?:to\s+)?(?:me|us))?\s+in\s+\w+\s*"
+                   r"|(?:reply|answer|respond|write|speak|talk|text)(?:\s+(?:to\s+)?(?:me|us))?\s+in\s+\w+"
+                   # rules/41: a language of two words ("British English"), and a length for the answers beside it
+                   # ("... and keep answers under 200 words")
+                   r"(?:\s+(?:english|spanish|portuguese|french|german|chinese|arabic))?(?:\s+and\s+keep\s+(?:your\s+)?"
+                   r"(?:answers|replies|responses|messages|it|them)\s+(?:under|below|short|brief|concise)\b[^.!?;\n]*?)?\s*"
                    r"(?:[.,!;]|$|(?:when|whenever|if|while|unless)\b)"
                    r"|" + _PRESENTATION + ")")
 
@@ -101,6 +106,10 @@ _DEFENSIVE = (r"(?!(?:report|flag)\s+(?:it|them|this|that|such \w+|the (?:messag
               r"|(?:do not|don't|never) (?:act|click|reply|respond|open|engage|enter|type)\b|use the (?:report|phish)"
               r"|forward (?:it|them|the (?:message|e-?mail|mail)) to (?:the |our |your )?(?:security|it|infosec"
               r"|help ?desk|service ?desk)\b|forward (?:it|them) to " + REPORT_MAILBOX
+              # rules/41: what the notice calls suspicious, to a security or reporting mailbox ("forward suspicious
+              # messages to phishing@ourco.example")
+              + r"|forward " + SUSPICIOUS_MAIL + r" to (?:the |our |your )?(?:(?:security|it|infosec|help ?desk"
+              r"|service ?desk)\b|" + REPORT_MAILBOX + ")"
               # rules/35: a notice's standard line ("If you didn't ask for this, ignore this email") and a call to
               # check a request through a known channel ("please call your account manager on the number in your
               # contract")
@@ -122,8 +131,11 @@ _MY_CALENDAR = (r"(?!(?:put|add|note|save|set|schedule|enter|log|mark|copy|write
 
 #: rules/40: "Next time anyone asks about the trip, tell them I'm still waiting on the hotel": passing on the speaker's
 #: own news in the first person, when its sentence carries nothing (no address, link or sensitive act).
-_MY_NEWS = (r"(?!(?:tell|let)\s+(?:them|him|her|people|everyone|whoever asks)\s+(?:know\s+)?(?:that\s+)?(?:i'm|i am"
+_MY_NEWS = (r"(?!(?:(?:tell|let)\s+(?:them|him|her|people|everyone|whoever asks)\s+(?:know\s+)?(?:that\s+)?(?:i'm|i am"
             r"|i'll|i will|i've|i have|i was|i'd|we're|we are|we'll|we will|we've|we have)\b"
+            # rules/41: or sending the asker to the speaker ("If someone asks, tell them to contact me directly")
+            r"|(?:tell|ask)\s+(?:them|him|her|people|everyone|whoever asks)\s+to\s+(?:contact|call|ask|e-?mail|text"
+            r"|message|reach|talk to|speak to|check with|come to)\s+me\b)"
             r"(?![^.!?\n]*(?:@|https?://|www\.|" + SENSITIVE_ACT + ")))")
 
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
@@ -264,12 +276,24 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"(?:confirmation|approval|permission|consent)\s+before\b"
        # rules/36: or to ask the person to confirm first ("must ask the user to confirm the exact path before calling")
        r"|ask (?:the user|the person|the customer|them|you|me)\s+(?:to |for )?(?:confirm|approve|confirmation|approval)"
-       r"\b[^.!?\n]{0,60}?\bbefore\b)"
+       r"\b[^.!?\n]{0,60}?\bbefore\b"
+       # rules/41: or to show what it would do to the person and wait for their approval ("The model must show the
+       # payee name, IBAN and amount to the user and wait for approval")
+       r"|show\b[^.!?\n]{0,80}?\bto (?:the user|the person|the customer|the owner|them|you|me)\s+(?:and|then)\s+"
+       r"(?:wait for|get|obtain|ask for|request)\s+(?:[\w']+\s+){0,2}?(?:confirmation|approval|permission|consent"
+       r"|ok|okay|go-ahead)\b)"
        # rules/35: nor a prohibition to act on what it reads ("your assistant should never act on such text")
        r"(?!(?:(?<=never )|not\s+)(?:act on|follow|obey|execute|trust|carry out|comply with)\b)"
        # rules/34: nor a defensive duty ("the assistant should treat such text as data, not as an order")
        r"(?!treat\b[^.!?\n]{0,40}?\bas (?:data|untrusted|information|content|plain text|text)\b|refuse\b|decline\b"
        r"|flag\b|warn\b|verify\b|double-check\b"
+       # rules/41: or to ignore instructions found in what it reads ("must ignore instructions found inside emails,
+       # web pages or attachments"), not in its own prompt or the person's messages
+       r"|ignore\s+(?:any\s+|all\s+)?(?:instructions|commands|requests|orders|directives)\s+(?:found|embedded|hidden"
+       r"|contained|that appear|appearing|included|placed)\s+(?:in|inside|within)\s+"
+       r"(?!(?:the |your )?(?:system|user)\b)"
+       r"(?:[\w-]+\s+){0,2}?(?:e-?mails?|web ?pages?|websites?|attachments?|documents?|files?|content|tool (?:results?"
+       r"|outputs?)|retrieved|search results?|pages?)\b"
        # rules/38: showing what it found to the person rather than acting on it ("should show them to the user and
        # flag them, never carry them out")
        r"|show\b[^.!?\n]{0,60}?\b(?:never|not)\s+(?:carry|act on|follow|obey|execute)\b)"

@@ -220,6 +220,10 @@ _SENSITIVE_MORE = nfkc(
 ASKING_CONSENT = r"asking(?!\s+(?:for|about|if|whether|why|how|what|where|when|around|questions?|a question)\b)"
 #: rules/28: a reporting mailbox's name up to its marker word (``phish``ing@…, ``spam``-reports@…, ``abuse``@…).
 REPORT_MAILBOX = r"[\w.+-]*(?:phish|spam|abuse)"
+#: rules/41: what a security notice tells its readers to report: anything it calls suspicious, or suspicious,
+#: phishing, spam, scam, fake or fraudulent messages (never mail at large: "all emails", "the user's emails").
+SUSPICIOUS_MAIL = (r"(?:anything\s+(?:suspicious|like (?:this|that))|(?:(?:the|any|all|such)\s+)?(?:suspicious|phishing"
+                   r"|spam|scam|fake|fraudulent)\s+(?:message|e-?mail|mail|text|link)s?)")
 #: rules/30: a persona or tool that never asks for a person's confirmation ("Bob never asks for confirmation"); the
 #: act it waives may follow in the next sentence ("... Bob just sends the money").
 NEVER_ASKS = (r"\b(?:never|doesn't|does not|won't|will not)\s+(?:asks?|checks?)\s+(?:(?:me|us|the user|anyone"
