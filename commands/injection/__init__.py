@@ -315,6 +315,12 @@ spaces and tabs become one space.
   asks, tell them to contact me"); a reply language of two words beside a length for the answers ("reply in British
   English and keep answers under 200 words"). Over the labelled files: 4 benign texts cleared, no injected item
   loses a finding; no conversation turn changes.
+- Since rules/42 (from the sixty-seventh held-out set, after it was scored with rules/40 and rules/41): no new order
+  is read; not orders: a standing reply language in French, German, Spanish, Italian or Portuguese ("réponds-moi
+  toujours en français"); a Russian or Ukrainian sentence whose "не" forbids the act it would otherwise waive
+  confirmation for ("не надсилай нічого без мого підтвердження"), unless "не" waives asking, waiting, checking or
+  telling itself ("пользователя не спрашивай"). Over the labelled files: 2 benign texts cleared, no injected item
+  loses a finding; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

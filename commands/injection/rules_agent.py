@@ -80,6 +80,12 @@ _OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk
                    r"(?:\s+(?:english|spanish|portuguese|french|german|chinese|arabic))?(?:\s+and\s+keep\s+(?:your\s+)?"
                    r"(?:answers|replies|responses|messages|it|them)\s+(?:under|below|short|brief|concise)\b[^.!?;\n]*?)?\s*"
                    r"(?:[.,!;]|$|(?:when|whenever|if|while|unless)\b)"
+                   # rules/42: the same in French, Spanish, Italian, Portuguese and German ("réponds-moi toujours en
+                   # français, même si ...")
+                   r"|(?:r[ée]ponds?(?:-moi)?|r[ée]pondez(?:-moi)?|[eé]cris(?:-moi)?|resp[oó]nde(?:me)?|escr[ií]beme"
+                   r"|rispondimi|rispondi|scrivimi|responda(?:-me)?|responde-me|escreva(?:-me)?|antworte(?:\s+mir)?"
+                   r"|schreib(?:e)?(?:\s+mir)?)\s+(?:toujours\s+|siempre\s+|sempre\s+|immer\s+)?(?:en|in|em|auf)\s+\w+"
+                   r"\s*(?:[.,!;]|$)"
                    r"|" + _PRESENTATION + ")")
 
 #: rules/25: "When you summarize articles for me, put the conclusion first and keep it under 150 words": a trigger on

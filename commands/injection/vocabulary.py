@@ -328,6 +328,10 @@ LICENCE = (r"(?:\b(?:supposed to|allowed|permitted|authori[sz]ed|(?:it's|its|it 
 NEGATION = (r"\b(?:never|not|no|nor|don't|dont|doesn't|won't|shouldn't|mustn't|can't|cannot|nobody|ne|n'|jamais"
             r"|nunca|nadie|nie|niemals|nicht|kein\w*|non|mai|não|nooit|niet|geen|ни|никогда|ніколи|nigdy|inte"
             r"|aldrig|لا|لن|أبدا|ممنوع|לא|אל|אסור|jangan|tidak|đừng)\b(?!\s*:)|n't\b|絶対|决不|不要|별로|"
+            # rules/42: the Russian and Ukrainian particle ("не надсилай нічого без мого підтвердження"), unless it
+            # waives asking, waiting, checking or telling ("пользователя не спрашивай" is the waiver itself)
+            r"\bне\s+(?!(?:спрашива|спроси|жди|жда|дожида|уточня|уточни|провер|сообща|сообщи|говори|предупрежда"
+            r"|уведомля|пита|запиту|чека|перевіря|повідомля|кажи|питай)\w*)|"
             + nfkc("मत |नहीं |कभी नहीं|ห้าม|อย่า"))
 
 
