@@ -16,13 +16,6 @@ Only an enumeration is split: a question with two separating commas, a semicolon
 its last item ("..., and ..."), whose pieces (cut there and at "and", "plus", "as well as") are at
 least two with a content word each; a comma inside a date or a number separates nothing. "What did
 Caroline and Melanie do?" and "What did Maria do on May 3, 2023?" stay one question.
-
-What frames the list is no item of it (2026-12-07, eighteenth session): a phrase before the question word that
-holds none ("At the end of the week, what are ...", "After cleanup, what is ...") is dropped, as "as of now" is; and
-a name after the last item ("..., safe label, and current scope for Granite Audit") belongs to every item, so it
-leaves the last part (it stays in the whole question, the context of every part): the subject's name is in nearly
-every record about it, and weighed as the last item's own words it ranked those records above the ones holding the
-item (GateMem dev: the last item's value missed in 5 such questions). GateMem dev 0.6493 -> 0.6642.
 """
 
 from __future__ import annotations
@@ -45,14 +38,6 @@ _LIST = re.compile(rf"{_COMMA}.*{_COMMA}|;|{_COMMA}\s*(?:and|or|plus)\b", re.IGN
 _CUT = re.compile(rf"{_COMMA}|;|\band\b|\bplus\b|\bas\s+well\s+as\b", re.IGNORECASE)
 #: Openers that only set the time of the whole question ("as of now, ..."), not an item of it.
 _OPENER = re.compile(r"^\s*(?:as\s+of\s+(?:now|today)|right\s+now|now|currently|today)\s*[,:]\s*", re.IGNORECASE)
-#: A phrase that frames the question before its question word ("At the end of the week, what ...", "After the
-#: move, which ..."): it holds no question word itself, so it is no item.
-_FRAME_OPENER = re.compile(
-    r"^(?![^,]*\b(?:what|which|who|whom|whose|when|where|why|how)\b)[^,?:;]{1,60},\s*"
-    r"(?=(?:what|which|who|whom|whose|when|where|why|how|give|tell|show|list|summari[sz]e)\b)", re.IGNORECASE)
-#: After the last item, the one thing every item belongs to ("..., safe label, and blocker for Granite Audit"): a
-#: preposition and a name (a capitalised word); it applies to every item, so it is no part of the last one.
-_SHARED_TAIL = re.compile(r"\s+(?:for|about|regarding|concerning)\s+(?:the\s+)?(?=[A-Z])[^,;]*$")
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: Words that make no item on their own ("what is", "and the", "when does it").
 _FILLER_TEXT = (
@@ -73,25 +58,16 @@ def query_parts(query: str) -> tuple[str, ...]:
     """The items an enumerating question asks for, in order (2 to :data:`MAX_PARTS` strings, each
     stripped of punctuation at its ends), or ``()`` when ``query`` is not an enumeration (see the
     module docstring) or has fewer than two pieces with a content word."""
-    body = _FRAME_OPENER.sub("", _OPENER.sub("", query, count=1), count=1)
+    body = _OPENER.sub("", query, count=1)
     if not _LIST.search(body):
         return ()
-    parts = _pieces(body)
-    if len(parts) >= 2:
-        last = _SHARED_TAIL.sub("", parts[-1].strip())
-        parts[-1] = last if _content(last) else parts[-1]
+    pieces = [p.strip(" \t\n?.!:\"'") for p in _CUT.split(body)]
+    parts = [p for p in pieces if p and _content(p)]
     if len(parts) < 2:
         return ()
     if len(parts) > MAX_PARTS:
         parts = parts[:MAX_PARTS - 1] + [" ".join(parts[MAX_PARTS - 1:])]
     return tuple(parts)
-
-
-def _pieces(body: str) -> list[str]:
-    """The pieces of ``body`` cut at separating commas, semicolons and "and" / "plus" / "as well as", stripped of
-    punctuation at their ends, that hold a content word."""
-    pieces = [p.strip(" \t\n?.!:\"'") for p in _CUT.split(body)]
-    return [p for p in pieces if p and _content(p)]
 
 
 def interleave(rankings: Sequence[Sequence[T]], key: Callable[[T], Hashable], limit: int) -> list[T]:
