@@ -15,21 +15,34 @@ def principal_register(
     kind: Annotated[str, typer.Option(help="USER, AGENT, SERVICE or REVIEWER")] = "USER",
     role: Annotated[list[str] | None, typer.Option(help="role (repeatable), e.g. reviewer, approver, admin")] = None,
 ) -> None:
-    """Register a principal (signed by the root admin); its private key is kept in the local key folder."""
+    """Register a principal (signed by the root admin); its private key is kept in the local key folder.
+
+    Prints ``<principal>: ACCEPTED (key …, file …)`` and exits 0 once the gate accepted it. A refusal is no success:
+    it prints the gate's reason codes (``PRINCIPAL_EXISTS``: registered before, maybe with a key this host does not
+    hold) and exits 1, and a key file this call created for it is removed again. The worker is asked first, so
+    nothing is published when it does not answer (exit 1)."""
+    from memwarden.errors import Refused
     from memwarden.keystore import admin_signer, key_path, load_or_create_signer
     from memwarden.producers.client import MemwardenClient
     from memwarden.settings import Settings
 
     s = Settings()
+    path = key_path(s.data_dir, principal_id)
+    created = not path.exists()
     try:
-        signer = load_or_create_signer(key_path(s.data_dir, principal_id), principal_id)
         with MemwardenClient(s, signers=[admin_signer(s)]) as client:
+            client.decisions_now([])  # the worker answers before anything is published (StackUnavailable if not)
+            signer = load_or_create_signer(path, principal_id)
             r = client.register_principal(principal_id, by=s.admin_principal, kind=kind.upper(), roles=role or (),
-                                          public_key=signer.public_key, key_id=signer.key_id, wait=False)
-            outcome = client.decisions([r.command_id])[r.command_id]
+                                          public_key=signer.public_key, key_id=signer.key_id)
+    except Refused as exc:
+        if created:
+            path.unlink(missing_ok=True)  # the key of a refused registration verifies nothing: keep no orphan
+        fail(ValueError(f"{principal_id}: {exc.outcome} ({', '.join(exc.codes) or 'no reason given'}); "
+                        f"command {exc.command_id}"))
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         fail(exc)
-    typer.echo(f"{principal_id}: {outcome} (key {signer.key_id}, file {key_path(s.data_dir, principal_id)})")
+    typer.echo(f"{principal_id}: {r.outcome} (key {signer.key_id}, file {path})")
 
 
 def review_list() -> None:
