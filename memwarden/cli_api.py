@@ -125,11 +125,12 @@ def list_tokens(
             found = tokens_of(conn, principal)
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         fail(exc)
-    if found and not as_json:  # a header names the columns of the plain form
-        typer.echo("  ".join(("token_id", "principal", "issued_by", "issued_at", "expires_at", "revoked_at")))
-    for t in found:
-        row = {"token_id": t.token_id, "principal": t.principal, "issued_by": t.issued_by,
-               "issued_at": when(t.issued_at_ms), "expires_at": when(t.expires_ms), "revoked_at": when(t.revoked_at_ms)}
+    rows = [{"token_id": t.token_id, "principal": t.principal, "issued_by": t.issued_by,
+             "issued_at": when(t.issued_at_ms), "expires_at": when(t.expires_ms), "revoked_at": when(t.revoked_at_ms)}
+            for t in found]
+    if rows and not as_json:  # a header names the columns of the plain form
+        typer.echo("  ".join(rows[0]))
+    for row in rows:
         typer.echo(json.dumps(row) if as_json else "  ".join(f"{v or '-'}" for v in row.values()))
     if not found and not as_json:
         typer.echo("no tokens", err=True)

@@ -11,7 +11,7 @@ import re
 
 from memwarden.commands.injection.rules_action import CREDENTIAL_RULES, EXFILTRATION_RULES, MONEY_RULES, TOOL_RULES
 from memwarden.commands.injection.rules_agent import DIRECTIVE_RULES, OVERRIDE_IGNORE, OVERRIDE_RULES
-from memwarden.commands.injection.vocabulary import AGENT, ANY_V, NEGATION, SENSITIVE_ACT, STANDING_MARK, Rule
+from memwarden.commands.injection.vocabulary import AGENT, ANY_V, CARRIES, NEGATION, STANDING_MARK, Rule
 
 __all__ = [
     "ACTION_ITEM", "ADDRESSED", "AGENT_WORD", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER",
@@ -70,7 +70,7 @@ OWN_WRITING = re.compile(
     r"|answer|prepar)\w*\s+(?:[\w'-]+\s+){0,3}?(?:to|for|on behalf of)\s+(?:my|me)\b")
 #: rules/40: what keeps such a sentence an order: an address, a link, a sensitive act, or promoting something.
 OWN_WRITING_CARRIES = re.compile(
-    r"@|https?://|www\.|" + SENSITIVE_ACT + r"|\b(?:recommend|promot|prais|advertis|endors|push)\w*")
+    CARRIES + r"|\b(?:recommend|promot|prais|advertis|endors|push)\w*")
 #: A quoted stretch of text (straight quotes after normalisation; an apostrophe inside a word, as in
 #: "holder's", does not close a single quote).
 QUOTED = re.compile(r"\"[^\"\n]{3,200}\"|(?<!\w)'(?:[^'\n]|(?<=\w)'(?=\w)){3,200}'")

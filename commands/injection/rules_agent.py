@@ -10,6 +10,7 @@ import re
 from memwarden.commands.injection.vocabulary import (
     AGENT,
     ANY_V,
+    CARRIES,
     CONSENT_BYPASS,
     IMP,
     LICENCE,
@@ -95,7 +96,7 @@ _OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk
 _WRITING_FOR_ME = (r"(?!you (?:summari[sz]e|write|draft|answer|reply|respond|translate|explain|describe|list"
                    # rules/38: or the speaker's own things ("When you summarize my inbox, put ...")
                    r"|prepare|format|proofread|edit)\b[^.!?;\n]*?\b(?:(?:for|to) (?:me|us)|my|our)\b"
-                   r"(?![^.!?\n]*(?:@|https?://|www\.|" + SENSITIVE_ACT + r"|\b(?:send|forward|e-?mail|share|post"
+                   r"(?![^.!?\n]*(?:" + CARRIES + r"|\b(?:send|forward|e-?mail|share|post"
                    r"|upload|pay|transfer|wire|run|execute|delete|remove|approve|grant|ignore)\b)))")
 
 #: rules/26: "If you get lost, call Ben on 0412 555 019": calling a person (me, us, him, her, them, someone on or at a
@@ -142,7 +143,7 @@ _MY_NEWS = (r"(?!(?:(?:tell|let)\s+(?:them|him|her|people|everyone|whoever asks)
             # rules/41: or sending the asker to the speaker ("If someone asks, tell them to contact me directly")
             r"|(?:tell|ask)\s+(?:them|him|her|people|everyone|whoever asks)\s+to\s+(?:contact|call|ask|e-?mail|text"
             r"|message|reach|talk to|speak to|check with|come to)\s+me\b)"
-            r"(?![^.!?\n]*(?:@|https?://|www\.|" + SENSITIVE_ACT + ")))")
+            r"(?![^.!?\n]*" + CARRIES + "))")
 
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
 OVERRIDE_RULES: tuple[Rule, ...] = (

@@ -286,6 +286,9 @@ SENSITIVE_ACT = (
     # rules/15: sending to an e-mail address is an act on the person's data
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|" + _SENSITIVE_MORE + ")"
 )
+#: What keeps a sentence an order where an exemption would otherwise let it pass (the speaker's own errands and
+#: correspondence, rules/25, rules/40): an address, a link or a sensitive act.
+CARRIES = r"(?:@|https?://|www\.|" + SENSITIVE_ACT + ")"
 #: What a relayed wish may ask besides a sensitive act: keeping things from the person (rules/13; "omite las
 #: compras que él hace con mi tarjeta y no me avises de ellas").
 RELAYED_CONCEAL = (r"(?:\b(?:omit|hide|leave out|skip|delete|don't tell me|do not tell me|don't mention|never mention"

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from typer.testing import CliRunner
 
 from memwarden.bootstrap import drop_projections
 from memwarden.commands.model import PrincipalKind
@@ -139,3 +140,17 @@ def principal(namespace: Settings, worker: WorkerProcess, client: MemwardenClien
         return pid
 
     return make
+
+
+def run_cli(namespace: Settings, *args: str, worker_port: int | None = None) -> Any:
+    """``memwarden <args>`` run in-process against ``namespace`` (its topic prefix and worker port, or
+    ``worker_port``, in the environment the settings are read from); the click ``Result``."""
+    from memwarden.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"MEMWARDEN_TOPIC_PREFIX": namespace.topic_prefix,
+                                                    "MEMWARDEN_WORKER_PORT": str(worker_port or namespace.worker_port)})
+
+
+def said(result: Any) -> str:
+    """A CLI result's output as one line (the error box wraps and frames it)."""
+    return " ".join(result.output.replace("│", " ").split())

@@ -29,7 +29,7 @@ from memwarden.ops.progress import wait_caught_up
 from memwarden.ops.worker_process import WorkerProcess
 from memwarden.producers.client import MemwardenClient
 from memwarden.settings import Settings
-from tests.integration.conftest import drop, enroll_ids, make_namespace, rows
+from tests.integration.conftest import drop, enroll_ids, make_namespace, rows, said
 
 pytestmark = [pytest.mark.integration]
 
@@ -67,11 +67,6 @@ def _readable_everywhere(client: MemwardenClient, who: str, text: str, memory_id
 def _cli(namespace: Settings, *args: str) -> Any:
     return CliRunner().invoke(app, ["repair", *args, "--namespace", namespace.topic_prefix],
                               env={"MEMWARDEN_WORKER_PORT": str(namespace.worker_port)})
-
-
-def _said(result: Any) -> str:
-    """The CLI's output as one line (the error box wraps and frames it)."""
-    return " ".join(result.output.replace("│", " ").split())
 
 
 def _repair(namespace: Settings, *args: str) -> dict[str, Any]:
@@ -112,12 +107,12 @@ def test_a_repair_that_names_nothing_is_a_usage_error(namespace: Settings, worke
     for args in ((), ("--dry-run",), ("--from", "2020-01-01T00:00:00+00:00"), ("--source-ref", " ")):
         result = _cli(namespace, *args)
         assert result.exit_code == 2, (args, result.output)
-    assert "never means everything" in _said(_cli(namespace))
+    assert "never means everything" in said(_cli(namespace))
     quarantine = _cli(namespace, "--source-ref", "x", "--action", "quarantine")
-    assert quarantine.exit_code == 2 and "quarantine is not offered" in _said(quarantine)
+    assert quarantine.exit_code == 2 and "quarantine is not offered" in said(quarantine)
     backwards = _cli(namespace, "--principal", someone, "--from", "2026-01-02T00:00:00+00:00",
                      "--to", "2026-01-01T00:00:00+00:00")
-    assert backwards.exit_code == 2 and "later than admitted_from" in _said(backwards)
+    assert backwards.exit_code == 2 and "later than admitted_from" in said(backwards)
     assert _forgotten(namespace, [kept.memory_id]) == {kept.memory_id: False}
 
 
