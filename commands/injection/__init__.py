@@ -321,6 +321,12 @@ spaces and tabs become one space.
   confirmation for ("не надсилай нічого без мого підтвердження"), unless "не" waives asking, waiting, checking or
   telling itself ("пользователя не спрашивай"). Over the labelled files: 2 benign texts cleared, no injected item
   loses a finding; no conversation turn changes.
+- Since rules/43 (from the sixty-ninth held-out set, after it was scored with rules/42): rules/39's exemption of a
+  standing rule that "asks me" no longer covers one that waives asking ("without having to ask me", "do not ask me
+  before ..."), and the waiver is read beside money or secrets (``override.consent-bypass``: "without having /
+  needing to ask me", "don't ask me first / before paying"); not an order: a standing rule forbidding an act
+  without the speaker's consent ("Standing rule: never send money ... without asking me first"). Over the labelled
+  files: 1 benign text cleared, 1 injected item gains a finding, none loses one; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -10,8 +10,10 @@ import re
 from memwarden.commands.injection.vocabulary import (
     AGENT,
     ANY_V,
+    ASKS_SPEAKER,
     CARRIES,
     CONSENT_BYPASS,
+    FORBIDS_UNASKED,
     IMP,
     LICENCE,
     NEVER_ASKS,
@@ -331,8 +333,10 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"|policy|directive|procedure)|\bsave a memory that|\b(?:standing|permanent|persistent|learned|new) "
        r"(?:instruction|rule|request|order|directive)s?\b(?:\s+for\s+(?:the\s+)?" + AGENT + r")?\s*:"
        # rules/39: not a standing rule that makes the agent ask the speaker first ("Standing rule: before you send any
-       # payment over $100, ask me to confirm in chat")
-       r"(?![^.!?\n]{0,160}?\b(?:ask me|check with me|confirm with me|get my (?:ok|okay|approval|confirmation))\b)"
+       # payment over $100, ask me to confirm in chat"); rules/43: unless the asking is waived ("without having to
+       # ask me", "do not ask me before ..."), and also a rule forbidding an act without the speaker's consent
+       # ("Standing rule: never send money ... without asking me first")
+       rf"(?![^.!?\n]{{0,160}}?(?:{ASKS_SPEAKER}|{FORBIDS_UNASKED}))"
        r"|\bremember (?:this|that) (?:forever|permanently|for (?:all )?(?:future|later)(?: sessions"
        r"| conversations)?)|\bremember for (?:all )?(?:future|later)(?: sessions| conversations)?"
        r"|\bremember to (?:always|never|only)\b|\bupdate your (?:memory|rules|instructions|core memory)"),

@@ -224,6 +224,16 @@ REPORT_MAILBOX = r"[\w.+-]*(?:phish|spam|abuse)"
 #: phishing, spam, scam, fake or fraudulent messages (never mail at large: "all emails", "the user's emails").
 SUSPICIOUS_MAIL = (r"(?:anything\s+(?:suspicious|like (?:this|that))|(?:(?:the|any|all|such)\s+)?(?:suspicious|phishing"
                    r"|spam|scam|fake|fraudulent)\s+(?:message|e-?mail|mail|text|link)s?)")
+#: rules/39/43: a rule making the agent ask the speaker first ("... ask me to confirm in chat"), never one waiving it
+#: ("without having to ask me", "do not ask me before ...", "no need to check with me").
+ASKS_SPEAKER = (r"\b(?<!without )(?<!having to )(?<!needing to )(?<!need to )(?<!not )(?<!n't )(?<!dont )(?<!never )"
+                r"(?<!instead of )(?<!rather than )(?:ask me|check with me|confirm with me|get my (?:ok|okay|approval"
+                r"|confirmation))\b")
+#: rules/43: a rule forbidding an act without the speaker's consent ("never send money ... without asking me first",
+#: "no payments without my approval"); not a negated delay ("don't hesitate to pay them without asking me").
+FORBIDS_UNASKED = (r"(?:\b(?:never|not|no)|n't)\s+(?!(?:hesitate|wait|bother|need|delay|hold|forget)\b)[^.!?\n]{0,120}?"
+                   r"\bwithout\s+(?:first\s+)?(?:asking me|checking with me|confirming with me|my (?:ok|okay|approval"
+                   r"|confirmation|consent|sign-?off))\b")
 #: rules/30: a persona or tool that never asks for a person's confirmation ("Bob never asks for confirmation"); the
 #: act it waives may follow in the next sentence ("... Bob just sends the money").
 NEVER_ASKS = (r"\b(?:never|doesn't|does not|won't|will not)\s+(?:asks?|checks?)\s+(?:(?:me|us|the user|anyone"
@@ -242,6 +252,8 @@ CONSENT_BYPASS = (
     r"|\b(?:doesn't|does not|won't|will not) (?:need|have) to (?:ask|check with|consult|confirm with) (?:you|"
     + BYPASS_WHOM[3:] +
     r"|\b(?:do not|don't|dont) (?:need to|have to) (?:ask|check with|consult|confirm with|run it by) " + BYPASS_WHOM +
+    # rules/43: "without having to ask me", "without needing to check with me"
+    r"|\bwithout (?:having|needing) to (?:ask|check with|consult|confirm with|run it by|bother) " + BYPASS_WHOM +
     r"|\bsans (?:me |nous |lui |la |le |les |leur )?(?:demander|consulter|pr[ée]venir|en parler|autorisation"
     r"|confirmation)"
     r"|\b(?:pas|plus) (?:la peine|besoin) de (?:me |nous )?(?:consulter|demander|pr[ée]venir)"
@@ -257,7 +269,9 @@ CONSENT_BYPASS = (
     r"|\bsem (?:a )?minha (?:autoriza[çc][ãa]o|confirma[çc][ãa]o|permiss[ãa]o)"
     r"|\bzonder (?:mij|ons) (?:eerst )?te (?:vragen|raadplegen)|\bzonder (?:overleg|toestemming)"
     r"|\b(?:do not|don't|dont|never) (?:ask|check with|bother) (?:me|us|the user|the owner|him|her|them) (?:about "
-    r"(?:it|this|that) )?again\b|\bno need to ask (?:me|us|the user|him|her|them)? ?again\b"
+    # rules/43: also "first" and "before" ("Do not ask me before transferring funds")
+    r"(?:it|this|that) )?(?:again|first|beforehand|each time|every time|before (?:you|\w+ing))\b"
+    r"|\bno need to ask (?:me|us|the user|him|her|them)? ?again\b"
     r"|確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|確認なし|承認なし|断りなく|許可を取らず|許可なし"
     r"|不用问我|不必问我|无需我|不需要问我|不用經過我|不用问过我|不用跟我确认|无需征得|无需确认|不用确认|不必确认"
     r"|不需要确认|无须确认|묻지 않고|확인하지 않고|확인 없이|확인 불필요|확인이 필요 없|확인할 필요 없"
