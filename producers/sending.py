@@ -9,6 +9,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Producer
 
 from memwarden.errors import StackUnavailable
+from memwarden.ops.kafka_log import KAFKA_LOG
 from memwarden.producers.building import Receipt
 
 #: The partitioner of every producer of ours: murmur2 of the key, as the Java client and the worker's
@@ -29,6 +30,7 @@ def producer(bootstrap_servers: str) -> Producer:
         "linger.ms": 5,
         "compression.type": "lz4",
         "message.max.bytes": 1_048_576,
+        "logger": KAFKA_LOG,
     })
 
 

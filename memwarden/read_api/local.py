@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from memwarden.bootstrap import Container
 from memwarden.commands.ledger import Outbound
 from memwarden.commands.readmodel.query import RecalledMemory, check_query
+from memwarden.ops.kafka_log import KAFKA_LOG
 from memwarden.projections.recall import Recaller
 from memwarden.read_api.audit import read_audited
 from memwarden.settings import Settings
@@ -21,7 +22,7 @@ def publish_now(settings: Settings, records: Sequence[Outbound]) -> None:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": settings.bootstrap_servers, "enable.idempotence": True, "acks": "all",
-                         "partitioner": "murmur2_random"})
+                         "partitioner": "murmur2_random", "logger": KAFKA_LOG})
     for r in records:
         producer.produce(settings.topic(r.topic), key=r.key, value=r.value, headers=list(r.headers) or None)
     producer.flush(30)
