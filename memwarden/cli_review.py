@@ -64,12 +64,14 @@ def review_list() -> None:
 
 
 def _review(command_id: str, by: str, note: str, approve: bool) -> None:
+    from memwarden.errors import Refused
     from memwarden.keystore import key_path, load_or_create_signer
     from memwarden.producers.client import MemwardenClient
     from memwarden.settings import Settings
     from memwarden.stores.gate_state import review_subject
     from memwarden.stores.pg import connect
 
+    verb = "approve" if approve else "reject"
     s = Settings()
     try:
         with connect(s) as conn:
@@ -81,20 +83,30 @@ def _review(command_id: str, by: str, note: str, approve: bool) -> None:
             raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
         with MemwardenClient(s, signers=[load_or_create_signer(path, by)]) as client:
             act = client.approve_quarantined if approve else client.reject_quarantined
-            r = act(command_id, by=by, subject=subject, note=note, wait=False)
-            outcome = client.decisions([r.command_id])[r.command_id]
+            r = act(command_id, by=by, subject=subject, note=note)  # waits; Refused when REJECTED
+    except Refused as exc:
+        detail = "; ".join(f"{x.get('code')}: {x['message']}" if x.get("message") else str(x.get("code"))
+                           for x in exc.reasons)
+        fail(ValueError(f"{verb} {command_id}: {exc.outcome} ({detail or 'no reason given'}); "
+                        f"review command {exc.command_id}"))
     except Exception as exc:  # noqa: BLE001
         fail(exc)
-    typer.echo(f"{'approve' if approve else 'reject'} {command_id}: {outcome}")
+    typer.echo(f"{verb} {command_id}: {r.outcome}")
 
 
 def review_approve(command_id: str, by: Annotated[str, typer.Option(help="reviewer principal id")],
                    note: Annotated[str, typer.Option(help="why")] = "") -> None:
-    """Release a quarantined memory command (signed by reviewer ``--by``; audited on the ledger)."""
+    """Release a quarantined memory command (signed by reviewer ``--by``; audited on the ledger).
+
+    Prints ``approve <id>: <outcome>`` and exits 0 once the gate released it; a refusal (``NOT_A_REVIEWER``,
+    ``ALREADY_REVIEWED`` ...) prints the gate's reason codes and messages and exits 1."""
     _review(command_id, by, note, approve=True)
 
 
 def review_reject(command_id: str, by: Annotated[str, typer.Option(help="reviewer principal id")],
                   note: Annotated[str, typer.Option(help="why")] = "") -> None:
-    """Reject a quarantined memory command: it never becomes readable and its data key is shredded."""
+    """Reject a quarantined memory command: it never becomes readable and its data key is shredded.
+
+    Prints ``reject <id>: ACCEPTED`` and exits 0; a refusal prints the gate's reason codes and messages and
+    exits 1."""
     _review(command_id, by, note, approve=False)
