@@ -83,6 +83,8 @@ async def load_batch(conn: psycopg.AsyncConnection, anchor: PrincipalRecord, com
         quarantine = await db.load_quarantine(cur, targets)
         quarantine.update(await db.load_quarantine_of_memories(  # a forget may discard a held command
             cur, [c.memory_id for c in commands if isinstance(c, ForgetMemory)]))
+        selectors = [_selector(c) for c in commands if isinstance(c, ForgetMatching | ForgetSubject)]
+        quarantine.update(await db.load_quarantine_selected(cur, selectors))  # ... and so may a forget of many
         facts, protected, claims, twins = await db.load_subject_state(cur, subjects, claim_keys, digests)
         # twins too: the gate admits a duplicate only when its twin is a live memory it knows
         mids = sorted({m for c in commands for m in memory_ids(c)} | set(cited)
@@ -92,8 +94,10 @@ async def load_batch(conn: psycopg.AsyncConnection, anchor: PrincipalRecord, com
         lifted = {m for c in commands if isinstance(c, LiftHold) for d in deferred.values() for m in d.memory_ids}
         forgotten_ids = [c.memory_id for c in commands if isinstance(c, ForgetMemory)]
         memories.update(await db.load_lineage(cur, sorted(set(forgotten_ids) | lifted)))
-        memories.update(await db.load_selected(cur, [_selector(c) for c in commands
-                                                     if isinstance(c, ForgetMatching | ForgetSubject)]))
+        memories.update(await db.load_selected(cur, selectors))
+        # the ids a forget of many names, forgotten ones too (ALREADY_FORGOTTEN, not UNKNOWN_MEMORY)
+        memories.update({k: v for k, v in (await db.load_memories(
+            cur, sorted({m for s in selectors for m in s.memory_ids}))).items() if k not in memories})
         principals = await db.load_principals(cur)
         principals[anchor.principal_id] = anchor
         policy = await db.load_policy(cur)

@@ -21,6 +21,12 @@ caught up for its content to be unreadable). Issue 14 part 3:
   held ones (outcome ``DEFERRED``, reason ``LEGAL_HOLD`` naming the holds); ``LiftHold`` carries the
   waiting forgets out for memories no other hold covers. Retention expiry and pruning are forgets
   too, so a hold keeps them waiting the same way.
+* **Held commands**: a write held for review is no memory yet, but its content is on the ledger under
+  its own data key, and an approval would admit it. A ``ForgetSubject``, and a ``ForgetMatching``
+  whose criteria a held command answers (subjects, writers, memory ids: :func:`held_selected`),
+  discard the held commands it selects that the issuer may discard (:func:`may_discard`): the review
+  closes as rejected and the data key is shredded (``QUARANTINE_DISCARDED``), as a ``ForgetMemory``
+  of a held id does. Erasure of a subject leaves nothing to approve back.
 * **Dry run**: the same decision, with the ids in ``listed`` and no effect.
 """
 
@@ -90,6 +96,27 @@ def selects(selector: ForgetSelector, memory: MemoryState) -> bool:
     return all(checks)
 
 
+def held_selected(selector: ForgetSelector, held: QuarantineState) -> bool:
+    """Whether the pending held command ``held`` falls under ``selector``: every criterion given is one
+    a held command answers (``subjects``, ``writers``, ``memory_ids``) and matches. A selector with any
+    other criterion (scopes, tags, sources, keys, times, expiry) leaves held commands alone: what they
+    carry is known only to their review."""
+    if selector.empty or held.status != "pending":
+        return False
+    if any((selector.scopes, selector.source_references, selector.key_ids, selector.tags)) or any(
+            t is not None for t in (selector.observed_from, selector.observed_to, selector.admitted_from,
+                                    selector.admitted_to, selector.expired_before)):
+        return False
+    return ((not selector.subjects or held.subject in selector.subjects)
+            and (not selector.writers or held.principal in selector.writers)
+            and (not selector.memory_ids or held.memory_id in selector.memory_ids))
+
+
+def may_discard(issuer: PrincipalRecord, held: QuarantineState) -> bool:
+    """Whether ``issuer`` may discard the held command ``held``: its writer, its subject or an admin."""
+    return issuer.principal_id in (held.principal, held.subject) or issuer.has_role(ADMIN_ROLE)
+
+
 def may_forget(issuer: PrincipalRecord, memory: MemoryState, state: GateState, now: datetime) -> bool:
     """Owner, subject, admin, or a ``FORGET`` grant valid at ``now`` covering the memory: its subject,
     scope and store kind, and its sensitivity up to the grant's ceiling (as a READ grant)."""
@@ -129,9 +156,10 @@ def _named(ids: Sequence[str]) -> str:
 
 
 def _forget(targets: Sequence[str], command_id: str, principal: str, why: str, state: GateState,
-            dry_run: bool, extra: tuple[Reason, ...] = ()) -> Decision:
+            dry_run: bool, extra: tuple[Reason, ...] = (), discard: Sequence[QuarantineState] = ()) -> Decision:
     """The decision that forgets ``targets`` (live memory ids, lineage already added): held ones wait,
-    the others are forgotten now, every data key of theirs is shredded."""
+    the others are forgotten now, every data key of theirs is shredded. The commands held for review
+    in ``discard`` close as rejected and their data keys are shredded too."""
     now_ids = [m for m in targets if not _holds_over(state.memories[m], state)]
     held = [m for m in targets if m not in now_ids]
     hold_ids = sorted({h for m in held for h in _holds_over(state.memories[m], state)})
@@ -141,20 +169,29 @@ def _forget(targets: Sequence[str], command_id: str, principal: str, why: str, s
                                  f"{_named(held)}"))
     if dry_run:
         listed = tuple(targets)
+        if discard:
+            reasons.append(Reason("QUARANTINE_DISCARDED", f"would discard {len(discard)} commands held for review"))
         return Decision(Outcome.ACCEPTED, (Reason("DRY_RUN", f"would forget {len(now_ids)} memories now"
                                                   + (f" and {len(held)} after their holds" if held else "")),
                                            *reasons), listed=listed, deferred=tuple(held))
+    closed = [review_closed(q) for q in discard]
+    if discard:
+        reasons.append(Reason("QUARANTINE_DISCARDED", f"discarded {len(discard)} commands held for review and "
+                              f"shredded their data keys: {_named([q.command_id for q in discard])}"))
     if not targets:
-        return Decision(Outcome.ACCEPTED, (Reason("NOTHING_TO_FORGET", "no live memory matched"), *reasons))
+        return Decision(Outcome.ACCEPTED, (Reason("NOTHING_TO_FORGET", "no live memory matched"), *reasons),
+                        effects=tuple(e for c in closed for e in c.effects), shred=tuple(k for c in closed
+                                                                                         for k in c.shred))
     forgets = tuple(Forgotten(replace(state.memories[m], forgotten=True), command_id, principal, why) for m in now_ids)
     effects: list[Effect] = [MemoryCleared(m) for m in now_ids]
     if held:
         effects.append(DeferredSet(DeferredForget(command_id, principal, why, tuple(held))))
+    effects += [e for c in closed for e in c.effects]
     if now_ids:
         reasons.append(Reason("OK", f"forgot {len(now_ids)} memories"))
     return Decision(Outcome.DEFERRED if held else Outcome.ACCEPTED, tuple(reasons), effects=tuple(effects),
                     forgets=forgets, listed=tuple(now_ids), deferred=tuple(held),
-                    shred=tuple(k for f in forgets for k in f.memory.key_ids))
+                    shred=(*(k for c in closed for k in c.shred), *(k for f in forgets for k in f.memory.key_ids)))
 
 
 def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateState) -> Decision:
@@ -181,7 +218,7 @@ def _discard_quarantined(command: ForgetMemory, issuer: PrincipalRecord, held: Q
     """A forget of a memory that exists only as a command held for review: the review closes as
     rejected and the held content's data key is shredded (it was never admitted, so nothing else
     holds it). Its writer, its subject or an admin only."""
-    if issuer.principal_id not in (held.principal, held.subject) and not issuer.has_role(ADMIN_ROLE):
+    if not may_discard(issuer, held):
         return reject("NOT_OWNER", "only the writer, the subject or an admin may discard this held command",
                       "envelope.principal")
     closed = review_closed(held)
@@ -211,11 +248,20 @@ def decide_forget_many(command: ForgetMatching | ForgetSubject, issuer: Principa
     if len(allowed) < len(matched):
         extra = (Reason("NOT_PERMITTED", f"{len(matched) - len(allowed)} matching memories are not "
                         f"{env.principal}'s to forget and were left alone", "envelope.principal"),)
-    unknown = [m for m in selector.memory_ids if m not in state.memories]
+    selected = [q for q in sorted(state.quarantine.values(), key=lambda q: q.command_id) if held_selected(selector, q)]
+    discard = [q for q in selected if may_discard(issuer, q)]
+    if len(discard) < len(selected):
+        extra = (*extra, Reason("NOT_PERMITTED", f"{len(selected) - len(discard)} matching commands held for review "
+                                f"are not {env.principal}'s to discard and were left alone", "envelope.principal"))
+    pending_ids = {q.memory_id for q in selected}
+    gone = [m for m in selector.memory_ids if m in state.memories and state.memories[m].forgotten]
+    if gone:
+        extra = (*extra, Reason("ALREADY_FORGOTTEN", f"already forgotten: {_named(gone)}", "selector.memory_ids"))
+    unknown = [m for m in selector.memory_ids if m not in state.memories and m not in pending_ids]
     if unknown:
         extra = (*extra, Reason("UNKNOWN_MEMORY", f"no memory {_named(unknown)}", "selector.memory_ids"))
     targets = lineage(allowed, state.memories.values()) if cascade else tuple(allowed)
-    return _forget(targets, env.command_id, env.principal, command.reason, state, command.dry_run, extra)
+    return _forget(targets, env.command_id, env.principal, command.reason, state, command.dry_run, extra, discard)
 
 
 def decide_hold(command: PlaceHold | LiftHold, issuer: PrincipalRecord, state: GateState) -> Decision:

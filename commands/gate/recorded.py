@@ -187,11 +187,15 @@ def _forgets(command: ForgetMemory | ForgetMatching | ForgetSubject | LiftHold, 
                                                if isinstance(command, LiftHold) and waiting is not None
                                                else (env.command_id, env.principal, getattr(command, "reason", "")))))
     ids = {f.memory.memory_id for f in forgets}
-    effects = [e for e in again.effects if not isinstance(e, MemoryCleared) or e.memory_id in ids]
+    # held commands discarded: only when the ledger says so (a forget recorded before forgets of many
+    # discarded held commands left them pending, and replay keeps what was decided)
+    discarded = "QUARANTINE_DISCARDED" in rec.codes
+    effects = [e for e in again.effects if (not isinstance(e, MemoryCleared) or e.memory_id in ids)
+               and (discarded or not isinstance(e, QuarantineSet))]
     cleared = {e.memory_id for e in effects if isinstance(e, MemoryCleared)}
     effects += [MemoryCleared(m) for m in recorded if m in ids and m not in cleared]
     memory_keys = {k for f in again.forgets for k in f.memory.key_ids}
-    others = tuple(k for k in again.shred if k not in memory_keys)  # a held command discarded by a forget
+    others = tuple(k for k in again.shred if k not in memory_keys and discarded)  # held commands discarded
     return replace(again, forgets=tuple(forgets), effects=tuple(effects), listed=tuple(recorded),
                    shred=(*others, *(k for f in forgets for k in f.memory.key_ids)))
 

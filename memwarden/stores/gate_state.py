@@ -205,6 +205,22 @@ async def load_quarantine_of_memories(cur: psycopg.AsyncCursor, memory_ids: Sequ
     return {r[0]: (QuarantineState(r[0], r[1], r[2], r[3], r[4], r[5]), bytes(r[6])) for r in await cur.fetchall()}
 
 
+async def load_quarantine_selected(cur: psycopg.AsyncCursor, selectors: Sequence[ForgetSelector]) -> dict[
+        str, tuple[QuarantineState, bytes]]:
+    """Pending quarantine rows (state and command bytes) a forget's ``selectors`` may discard, by command id:
+    those of a subject, a writer or a memory id the selector names (a superset: the gate's pure
+    ``held_selected`` decides)."""
+    subjects = sorted({x for s in selectors for x in s.subjects})
+    writers = sorted({x for s in selectors for x in s.writers})
+    mids = sorted({x for s in selectors for x in s.memory_ids})
+    if not (subjects or writers or mids):
+        return {}
+    await cur.execute("SELECT command_id::text, memory_id::text, principal, subject, status, key_id::text, command"
+                      " FROM gate_quarantine WHERE status = 'pending' AND (subject = ANY(%s::text[])"
+                      " OR principal = ANY(%s::text[]) OR memory_id = ANY(%s::uuid[]))", (subjects, writers, mids))
+    return {r[0]: (QuarantineState(r[0], r[1], r[2], r[3], r[4], r[5]), bytes(r[6])) for r in await cur.fetchall()}
+
+
 async def load_current_events(cur: psycopg.AsyncCursor, memory_ids: Sequence[str]) -> dict[str, bytes]:
     """The ``MemoryRecorded`` bytes of each memory's current version (sources of derived records)."""
     if not memory_ids:

@@ -12,8 +12,10 @@ import pytest
 
 from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector, ForgetSubject, LiftHold, PlaceHold
 from memwarden.commands.gate import GateState, MemoryState, Outcome, Position, decide, evolve
-from memwarden.commands.gate.forgetting import lineage, may_forget, selects
+from memwarden.commands.gate.forgetting import held_selected, lineage, may_forget, selects
+from memwarden.commands.gate.state import QuarantineState
 from memwarden.commands.readmodel.permission import Grant
+from memwarden.commands.reasons import Reason
 from memwarden.epoch import to_ms
 from tests import factories as f
 from tests.unit.test_recorded import Ledger, _replay
@@ -154,6 +156,16 @@ def test_forget_matching_refuses_an_empty_selector_and_leaves_what_is_not_the_is
     assert _replay(led).memories == led.state.memories
 
 
+def test_a_forget_by_ids_names_a_forgotten_memory_as_forgotten_not_unknown() -> None:
+    """``memwarden forget --memory ID`` of a memory forgotten before says so (``ALREADY_FORGOTTEN``), as a
+    ``ForgetMemory`` does, instead of calling it unknown (newcomer trial, nineteenth session)."""
+    led, made = _ledger_with(("user:alice", "a1"))
+    led.run(f.forget(made[0].memory_id, principal="user:alice", subject="user:alice"))
+    again = led.run(_forget_many("user:alice", memory_ids=(made[0].memory_id,)))
+    assert again.outcome is Outcome.ACCEPTED and not again.forgets and not again.shred
+    assert [r.code for r in again.reasons] == ["NOTHING_TO_FORGET", "ALREADY_FORGOTTEN"]
+
+
 def test_a_forget_by_id_cascades_to_every_derivative_whoever_wrote_it() -> None:
     src = _m("user:alice", memory_id=str(uuid.uuid4()), key_ids=("k1",))
     summary = _m("user:alice", memory_id=str(uuid.uuid4()), owner="agent:helper", derived_from=(src.memory_id,),
@@ -223,3 +235,84 @@ def test_a_forget_of_a_held_command_discards_it_and_shreds_its_key() -> None:
     again = led.run(f.forget(held.memory_id, principal="user:alice", subject="user:alice"))
     assert again.outcome is Outcome.REJECTED and again.reasons[0].code == "UNKNOWN_MEMORY"
     assert _replay(led).quarantine == led.state.quarantine
+
+
+_M1, _M2 = str(uuid.uuid4()), str(uuid.uuid4())
+_HELD = QuarantineState("c1", _M1, "agent:helper", "user:alice")
+
+
+@pytest.mark.parametrize(("selector", "hit"), [
+    (_sel(subjects=("user:alice",)), True), (_sel(subjects=("user:bob",)), False),
+    (_sel(writers=("agent:helper",)), True), (_sel(writers=("user:alice",)), False),
+    (_sel(memory_ids=(_M1,)), True), (_sel(memory_ids=(_M2,)), False),
+    (_sel(subjects=("user:alice",), writers=("agent:helper",)), True),
+    (_sel(subjects=("user:alice",), writers=("agent:other",)), False),  # AND across criteria
+    # what a held command carries is known only to its review: any other criterion leaves it alone
+    (_sel(subjects=("user:alice",), tags=("x",)), False), (_sel(subjects=("user:alice",), scopes=("work",)), False),
+    (_sel(writers=("agent:helper",), admitted_from=NOW), False), (_sel(expired_before=NOW), False),
+    (_sel(), False),
+])
+def test_a_held_command_falls_under_a_selector_only_by_subject_writer_or_id(selector: ForgetSelector,
+                                                                             hit: bool) -> None:
+    assert held_selected(selector, _HELD) is hit
+    assert not held_selected(selector, replace(_HELD, status="rejected"))  # only pending ones
+
+
+def test_erasing_a_subject_discards_its_held_commands_so_no_approval_brings_them_back() -> None:
+    """D1 of the nineteenth session's newcomer trial: ``ForgetSubject`` forgot bob's memories but left his
+    quarantined write pending, and a reviewer's approval then admitted it after the erasure."""
+    from memwarden.commands.model import ApproveQuarantined
+    from tests.unit.test_recorded import INJECTED
+
+    led, made = _ledger_with(("user:alice", "a1"))
+    held = f.record(INJECTED, principal="agent:helper", subject="user:alice")
+    assert led.run(held, INJECTED, "d-inj").outcome is Outcome.QUARANTINED
+    other = f.record(INJECTED + " (bob)", principal="agent:helper", subject="user:bob")
+    assert led.run(other, INJECTED + " (bob)", "d-inj-bob").outcome is Outcome.QUARANTINED
+    dry = led.run(ForgetSubject(envelope=f.envelope("user:alice", "user:alice"), dry_run=True))
+    assert "QUARANTINE_DISCARDED" in [r.code for r in dry.reasons] and not dry.effects and not dry.shred
+    assert led.state.quarantine[held.envelope.command_id].status == "pending"
+    done = led.run(ForgetSubject(envelope=f.envelope("user:alice", "user:alice")))
+    assert done.outcome is Outcome.ACCEPTED and [r.code for r in done.reasons] == ["QUARANTINE_DISCARDED", "OK"]
+    assert sorted(done.shred) == sorted((made[0].content.key_id, held.content.key_id))
+    assert led.state.quarantine[held.envelope.command_id].status == "rejected"
+    assert led.state.quarantine[other.envelope.command_id].status == "pending"  # another subject's: untouched
+    late = led.run(ApproveQuarantined(envelope=f.envelope("user:rita", "user:alice"),
+                                      quarantined_command_id=held.envelope.command_id))
+    assert late.outcome is Outcome.REJECTED and late.reasons[0].code == "ALREADY_REVIEWED"
+    assert _replay(led).quarantine == led.state.quarantine
+
+
+def test_a_forget_of_many_discards_the_held_commands_it_names_that_the_issuer_may_discard() -> None:
+    from tests.unit.test_recorded import INJECTED
+
+    led = Ledger()
+    held = f.record(INJECTED, principal="agent:helper", subject="user:alice")
+    assert led.run(held, INJECTED, "d-inj").outcome is Outcome.QUARANTINED
+    stranger = led.run(_forget_many("user:bob", memory_ids=(held.memory_id,)))
+    assert [r.code for r in stranger.reasons] == ["NOTHING_TO_FORGET", "NOT_PERMITTED"] and not stranger.shred
+    tagged = led.run(_forget_many("user:alice", subjects=("user:alice",), tags=("x",)))
+    assert [r.code for r in tagged.reasons] == ["NOTHING_TO_FORGET"]  # a held command has no known tags
+    by_id = led.run(_forget_many("user:alice", memory_ids=(held.memory_id,)))
+    assert by_id.outcome is Outcome.ACCEPTED and [r.code for r in by_id.reasons] == [
+        "NOTHING_TO_FORGET", "QUARANTINE_DISCARDED"]
+    assert by_id.shred == (held.content.key_id,)
+    assert led.state.quarantine[held.envelope.command_id].status == "rejected"
+    assert _replay(led).quarantine == led.state.quarantine
+
+
+def test_a_forget_recorded_before_discards_existed_replays_as_it_was_decided() -> None:
+    """Replay keeps what the ledger recorded: a ``ForgetSubject`` recorded without ``QUARANTINE_DISCARDED``
+    (decided before forgets of many discarded held commands) leaves its subject's held command pending."""
+    from memwarden.commands.gate.recorded import RecordedDecision, from_record
+    from tests.unit.test_recorded import INJECTED
+
+    led = Ledger()
+    held = f.record(INJECTED, principal="agent:helper", subject="user:alice")
+    led.run(held, INJECTED, "d-inj")
+    erase = ForgetSubject(envelope=f.envelope("user:alice", "user:alice"))
+    old = RecordedDecision(Outcome.ACCEPTED, (Reason("NOTHING_TO_FORGET", "no live memory matched"),), NOW,
+                           "default/1", "gate/0.2.0")
+    replayed = from_record(erase, old, led.state)
+    assert evolve(led.state, replayed).quarantine[held.envelope.command_id].status == "pending"
+    assert not replayed.shred
