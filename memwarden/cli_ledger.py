@@ -4,6 +4,7 @@ of truth (replay, point-in-time, digests) and reads of any namespace, a replayed
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from datetime import datetime
@@ -59,32 +60,36 @@ class _Bar:
 def replay(
     into: Annotated[str | None, typer.Option(help="target namespace (default <namespace>.replay-<8 hex>)")] = None,
     namespace: Annotated[str | None, typer.Option(help="source namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
-    until: Annotated[str | None, typer.Option(help="last position per partition: commands:0:1234,commands:1:980")]
-    = None,
+    until: Annotated[str | None, typer.Option(help="last position of every partition: commands:0:1234,"
+                                              "commands:1:980 (commands:P:-1: nothing from P)")] = None,
     until_time: Annotated[datetime | None, typer.Option("--until-time", help="ISO time with offset: the ledger "
                                                         "as it stood then")] = None,
-    verify: Annotated[bool, typer.Option(help="compare the digests of source and target (whole-ledger replays)")]
-    = False,
+    verify: Annotated[bool, typer.Option(help="compare the digests of source and target (whole-ledger replays "
+                                         "--into another namespace); exit 1 when they differ")] = False,
     in_place: Annotated[bool, typer.Option("--in-place", help="rebuild the namespace's own projections: build "
                                            "aside, then switch to the rebuild in one step")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Rebuild every projection from offset 0 of the ledger into another namespace, without touching
     the live one; with --until/--until-time, the state as the ledger stood then (point-in-time);
-    with --in-place, the namespace's own projections, switched in one step once rebuilt."""
+    with --in-place, the namespace's own projections, switched in one step once rebuilt.
+
+    With --verify (a whole-ledger replay into another namespace only: a usage error with --until,
+    --until-time or --in-place) it exits 1 when the digests differ, or when the live namespace's
+    worker holds its embedded index (stop it, then compare with ``memwarden state digest``)."""
     from memwarden.errors import MemwardenError
     from memwarden.processors.rebuild import rebuild_target
     from memwarden.processors.replay import run_replay, target_settings
-    from memwarden.processors.replay_cut import resolve_cut
 
     try:
-        source = namespace_settings(namespace)
         if in_place and (into or until or until_time):
             raise typer.BadParameter("an in-place rebuild is of the whole ledger, into the namespace itself",
                                      param_hint="--in-place")
+        _check_verify(verify, in_place, until, until_time)
+        source = namespace_settings(namespace)
         target = rebuild_target(source) if in_place else target_settings(
             source, into or f"{source.topic_prefix}.replay-{uuid.uuid4().hex[:8]}")
-        cut, point_in_time = resolve_cut(source, until, until_time)
+        cut, point_in_time = _cut(source, until, until_time)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
         with Progress(*columns, console=console, disable=as_json) as progress:
@@ -96,9 +101,10 @@ def replay(
             out["digests_equal"], out["digests"] = _compare(source, target)
     except (MemwardenError, ValueError) as exc:
         fail(exc)
+    differ = verify and not out["digests_equal"]
     if as_json:
         typer.echo(json.dumps(out, indent=2))
-        return
+        raise typer.Exit(1 if differ else 0)
     console.print(f"replayed {out['commands']} commands and {out['events']} events of {source.topic_prefix} into "
                   f"{target.topic_prefix} in {out['seconds']} s ({out['records_per_s']} records/s; "
                   f"{out['reused']} vectors reused, {out['embedded']} embedded)")
@@ -107,7 +113,67 @@ def replay(
         console.print(f"switched {sw['namespace']} to the rebuild in one step (caught up {sw['caught_up_commands']}"
                       f" commands; paused {sw['paused_s']} s{', by its worker' if sw.get('by_worker') else ''})")
     elif verify:
-        console.print("digests equal" if out["digests_equal"] else "[red]digests differ[/red]")
+        console.print("[red]digests differ[/red]" if differ else "digests equal")
+    if differ:
+        raise typer.Exit(1)
+
+
+def _check_verify(verify: bool, in_place: bool, until: str | None, until_time: datetime | None) -> None:
+    """Refuse ``--verify`` where no digest of the replay can equal the live one (a usage error, exit 2)."""
+    if not verify:
+        return
+    if in_place:
+        raise typer.BadParameter("an in-place rebuild becomes the namespace itself: there is no second namespace"
+                                 " to compare (run `memwarden state digest` before and after)",
+                                 param_hint=["--verify", "--in-place"])
+    if until or until_time:
+        other = "--until" if until else "--until-time"
+        raise typer.BadParameter("a point-in-time replay is the state as the ledger stood then, which cannot equal"
+                                 " the live state: compare whole-ledger replays only", param_hint=["--verify", other])
+
+
+#: One ``--until`` item: a commands partition and its last offset to include, ``-1`` for nothing from it.
+_UNTIL_ITEM = re.compile(r"^\s*commands:(\d+):(-1|\d+)\s*$")
+
+
+def _cut(source: Settings, until: str | None, until_time: datetime | None) -> tuple[dict[int, int], bool]:
+    """The cut of a replay and whether it is point-in-time
+    (:func:`memwarden.processors.replay_cut.resolve_cut`), where ``--until`` may name ``commands:P:-1``:
+    nothing from partition P (its offsets are the last to include, so -1 is the only value an empty
+    partition takes), and a partition left out gets an error saying what to write for it.
+    Raises ``ValidationError`` (field ``until``)."""
+    from memwarden.errors import ValidationError
+    from memwarden.processors.replay_cut import parse_until, resolve_cut
+    from memwarden.stores.ledger import end_offsets
+
+    if not until or until_time is not None:
+        return resolve_cut(source, until, until_time)
+    highs = end_offsets(source, "commands")
+    items = until.split(",")
+    named = {int(m.group(1)): int(m.group(2)) for m in map(_UNTIL_ITEM.match, items) if m}
+    if len(named) == len(items):  # well-formed: say what to write where it is wrong; else parse_until says why
+        for p, offset in named.items():
+            if p in highs and highs[p] == 0 and offset >= 0:
+                raise ValidationError("until", f"commands:{p}:{offset}: partition {p} is empty (log end 0); write"
+                                      f" commands:{p}:-1 (nothing from it)")
+        missing = sorted(set(highs) - set(named))
+        if missing:
+            add = ", ".join(_until_hint(p, highs[p]) for p in missing)
+            raise ValidationError("until", f"name every partition of commands: add {add}; or use --until-time")
+    nothing = {p for p, offset in named.items() if offset == -1}
+    if nothing - set(highs):
+        unknown = min(nothing - set(highs))
+        raise ValidationError("until", f"commands has no partition {unknown} (it has {sorted(highs)})")
+    rest = ",".join(item for item in items if not ((m := _UNTIL_ITEM.match(item)) and m.group(2) == "-1"))
+    ends = parse_until(rest, {p: h for p, h in highs.items() if p not in nothing}) if rest.strip() else {}
+    return {**ends, **{p: 0 for p in nothing}}, True
+
+
+def _until_hint(partition: int, end: int) -> str:
+    """What ``--until`` takes for ``partition`` of log end ``end``."""
+    if end == 0:
+        return f"commands:{partition}:-1 (empty)"
+    return f"commands:{partition}:<0..{end - 1}, the last offset to include; -1 for nothing from it>"
 
 
 def _worker_serves(settings: Settings) -> bool:
@@ -160,10 +226,30 @@ def _switch(live: Settings, rebuilt: Settings) -> dict[str, Any]:
 
 
 def _compare(source: Settings, target: Settings) -> tuple[bool, dict[str, Any]]:
-    from memwarden.bootstrap import namespace_digests
-
-    a, b = namespace_digests(source), namespace_digests(target)
+    remedy = (f"the replay into {target.topic_prefix} is done: stop the worker, then compare `memwarden state digest"
+              f" --namespace {source.topic_prefix}` with `... --namespace {target.topic_prefix}`")
+    a, b = _digests(source, remedy), _digests(target, remedy)
     return a == b, {"source": a, "target": b}
+
+
+def _digests(settings: Settings, remedy: str = "stop the worker, then run this again") -> dict[str, dict[str, Any]]:
+    """:func:`memwarden.bootstrap.namespace_digests`, failing in one line that names the cause and
+    ``remedy`` when another process (the namespace's running worker) holds its embedded index: one
+    process at a time may open a shard, its WAL is locked. Raises ``StackUnavailable`` then."""
+    from memwarden.bootstrap import namespace_digests
+    from memwarden.errors import StackUnavailable
+    from memwarden.projections.vector_index import IndexUnavailable
+
+    try:
+        return namespace_digests(settings)
+    except IndexUnavailable as exc:
+        if "WouldBlock" not in str(exc):
+            raise
+        pids = _live_workers(settings)
+        holder = (f"its running worker (pid {', '.join(map(str, pids))})" if pids
+                  else "another process (the namespace's running worker?)")
+        raise StackUnavailable(f"no digests: the embedded index of {settings.topic_prefix} is held open by {holder};"
+                               f" {remedy}") from None
 
 
 @state_app.command("digest")
@@ -172,13 +258,12 @@ def state_digest(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """One digest per projection (profile, index, registry, grants, gate) over its canonical rows and
-    points, never over plaintext. The embedded index must not be held by a running worker."""
+    points, never over plaintext. The embedded index must not be held by a running worker: while the
+    namespace's worker runs it fails in one line saying so (stop the worker first), exit 1."""
     from memwarden.errors import MemwardenError
 
     try:
-        from memwarden.bootstrap import namespace_digests
-
-        found = namespace_digests(namespace_settings(namespace))
+        found = _digests(namespace_settings(namespace))
     except MemwardenError as exc:
         fail(exc)
     if as_json:
