@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from memwarden.cli_ledger import fail, namespace_settings
+from memwarden.cli_ledger import console, fail, namespace_settings
 from memwarden.settings import Settings
 
 
@@ -23,6 +23,14 @@ def _ledger_of(namespace: str | None) -> tuple[Settings, Any]:
     s = namespace_settings(namespace)
     c = Container(s)
     return s, read_ledger(s, c.codec, c.kek)
+
+
+def _aware(value: datetime | None, option: str) -> None:
+    """Refuse a time without a UTC offset (as ``replay --until-time`` does): one line naming ``option``."""
+    from memwarden.errors import ValidationError
+
+    if value is not None and value.tzinfo is None:
+        fail(ValidationError(option, f"must carry a UTC offset (e.g. {value.isoformat()}+00:00)"))
 
 
 def _print(report: dict[str, Any], as_json: bool, rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> None:
@@ -43,8 +51,10 @@ def audit_at(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """Forensic audit of the record at TOPIC:PARTITION:OFFSET: signer and key, the gate's decision and
-    reasons, events produced, rows citing it, reads that returned it, what came later."""
+    reasons, events produced, rows citing it, reads that returned it, what came later. Content only
+    with ``--as`` a principal allowed to read it, while its data key exists."""
     from memwarden.errors import MemwardenError
+    from memwarden.ops.forensics import WITHHELD
     from memwarden.ops.forensics_report import audit_at as report_at
 
     try:
@@ -52,6 +62,9 @@ def audit_at(
         report = report_at(s, ledger, position, as_principal)
     except MemwardenError as exc:
         fail(exc)
+    if report.get("content") == WITHHELD:
+        report["content"] = ("(withheld: name a principal allowed to read it with --as)" if as_principal is None
+                             else f"(withheld: {as_principal} may not read it)")
     rows = [(k, json.dumps(v, default=str)[:160]) for k, v in report.items()]
     _print(report, as_json, rows, ("field", "value"))
 
@@ -62,8 +75,10 @@ def audit_memory(
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
     """The lineage of a memory as a timeline: commands, decisions, events, reads, erasure receipts;
-    never content."""
+    never content (``audit at <position> --as P`` shows a command's content to P). An id the ledger
+    does not know: one line saying so, exit 1."""
     from memwarden.errors import MemwardenError
+    from memwarden.ops.forensics import WITHHELD
     from memwarden.ops.forensics_report import audit_memory as report_memory
 
     try:
@@ -71,6 +86,11 @@ def audit_memory(
         report = report_memory(s, ledger, memory_id)
     except MemwardenError as exc:
         fail(exc)
+    if not (report["timeline"] or report["reads"] or report["erasure_receipts"]):
+        fail(ValueError(f"no memory {memory_id} on the ledger of {s.topic_prefix}"))
+    for e in report["timeline"]:
+        if e["content"] == WITHHELD:
+            e["content"] = f"(withheld: see `memwarden audit at {e['at']} --as <principal>`)"
     rows = [(e["at"], e["command"]["kind"], (e["decision"] or {}).get("outcome", "-"),
              ",".join(x["code"] for x in (e["decision"] or {}).get("reasons", [])), e["content"])
             for e in report["timeline"]]
@@ -87,15 +107,22 @@ def audit_principal(
     namespace: Annotated[str | None, typer.Option(help="namespace (default MEMWARDEN_TOPIC_PREFIX)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
-    """Everything a principal wrote, read, granted and was refused."""
+    """Everything a principal wrote, read, granted and was refused (``--from``/``--to``: decision or
+    read times, each with a UTC offset). Nothing recorded: one line saying so, exit 0."""
     from memwarden.errors import MemwardenError
     from memwarden.ops.forensics_report import audit_principal as report_principal
 
+    _aware(since, "--from")
+    _aware(until, "--to")
     try:
         _, ledger = _ledger_of(namespace)
         report = report_principal(ledger, principal, since, until)
     except MemwardenError as exc:
         fail(exc)
+    if not as_json and not any(report[part] for part in ("wrote", "read", "granted", "refused")):
+        window = "".join(f" {word} {t.isoformat()}" for word, t in (("from", since), ("to", until)) if t)
+        console.print(f"nothing recorded for {principal}{window}")
+        return
     rows = [(e["at"], part, e.get("kind", "read"), str(e.get("outcome", "")), ",".join(e.get("reasons", [])))
             for part in ("wrote", "granted", "refused") for e in report[part]]
     rows += [(r["at"], "read", r["purpose"], str(len(r["returned"])), r["read_at"]) for r in report["read"]]

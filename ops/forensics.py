@@ -103,19 +103,31 @@ def describe_command(rec: dict[str, Any], name: str) -> dict[str, Any]:
             "key_id": (rec.get("content") or {}).get("key_id")}
 
 
+#: What :func:`content_of` says of content that exists but may not be shown; each caller says how
+#: to see it, where it can (``memwarden audit at --as``).
+WITHHELD = "(withheld)"
+#: What it says when the data key is gone (its tombstone compacted away, or never published), with
+#: or without a reader: nobody can read the content any more.
+KEY_MISSING = "(the data key is missing: the content is gone)"
+
+
 def content_of(rec: dict[str, Any], ledger: Ledger, allowed: bool) -> str:
-    """The text of a memory command when ``allowed`` and its key exists; else why not."""
+    """The text of a memory command when ``allowed`` and its key exists; else why not (first that
+    the content is gone, when it is)."""
     content = rec.get("content")
     if not content:
         return "(no content)"
     key_id = content["key_id"]
     if key_id in ledger.shredded_at:
         return f"shredded at {_pos(ledger.shredded_at[key_id])}"
-    if not allowed:
-        return "(withheld: name a principal allowed to read it with --as)"
     assert ledger.keys is not None
-    text = open_content(content, {key_id: ledger.keys.get(key_id)})
-    return text if text is not None else "(the data key is missing)"
+    key = ledger.keys.get(key_id)
+    if key is None:
+        return KEY_MISSING
+    if not allowed:
+        return WITHHELD
+    text = open_content(content, {key_id: key})
+    return text if text is not None else "(the content does not open with its data key)"
 
 
 def decision_at(ledger: Ledger, position: str) -> dict[str, Any] | None:

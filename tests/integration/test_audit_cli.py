@@ -1,0 +1,76 @@
+"""``memwarden audit at | memory | principal`` against the real broker, worker and database: what the audit says
+of content it does not show is true for each command (``audit memory`` has no ``--as``: it points at ``audit at
+<position> --as``), a missing data key says the content is gone whoever asks, an unknown memory id is an error
+(exit 1), a principal with nothing recorded is said so, and a time without a UTC offset is one line (exit 1)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from memwarden.ops.worker_process import WorkerProcess
+from memwarden.producers.client import MemwardenClient, Receipt
+from memwarden.settings import Settings
+from tests.integration.conftest import run_cli, said
+
+pytestmark = pytest.mark.integration
+
+
+def _at(r: Receipt) -> str:
+    return f"commands:{r.partition}:{r.offset}"
+
+
+def _json(result: Any) -> dict[str, Any]:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def test_withheld_and_gone_content_is_named_truly_by_each_command(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
+    user = principal("user")
+    kept = client.record(principal=user, subject=user, text="Wren waters the fern on Thursdays")
+    command, _ = client.build_record(principal=user, subject=user, text="Wren's spare key is under the mat")
+    keyless = client._publish([(command, command.memory_id, None)])[0]  # its data key never published
+    decided = client.decisions([kept.command_id, keyless.command_id], timeout_s=120)
+    assert decided == {kept.command_id: "ACCEPTED", keyless.command_id: "REJECTED"}, decided
+
+    lineage = _json(run_cli(namespace, "audit", "memory", kept.memory_id, "--json"))
+    assert lineage["timeline"][0]["content"] == (f"(withheld: see `memwarden audit at {_at(kept)} --as "
+                                                 "<principal>`)")
+    at = _json(run_cli(namespace, "audit", "at", _at(kept), "--json"))
+    assert at["content"] == "(withheld: name a principal allowed to read it with --as)"
+    stranger = principal("user")
+    at_stranger = _json(run_cli(namespace, "audit", "at", _at(kept), "--as", stranger, "--json"))
+    assert at_stranger["content"] == f"(withheld: {stranger} may not read it)"
+
+    gone = "(the data key is missing: the content is gone)"
+    assert _json(run_cli(namespace, "audit", "memory", keyless.memory_id, "--json"))["timeline"][0]["content"] == gone
+    assert _json(run_cli(namespace, "audit", "at", _at(keyless), "--json"))["content"] == gone
+    assert _json(run_cli(namespace, "audit", "at", _at(keyless), "--as", user, "--json"))["content"] == gone
+
+
+def test_an_unknown_memory_is_an_error_and_an_idle_principal_is_said_so(
+        namespace: Settings, worker: WorkerProcess) -> None:
+    unknown = str(uuid.uuid4())
+    r = run_cli(namespace, "audit", "memory", unknown)
+    assert r.exit_code == 1 and f"no memory {unknown} on the ledger" in said(r), r.output
+
+    nobody = f"user:nobody-{uuid.uuid4().hex[:6]}"
+    idle = run_cli(namespace, "audit", "principal", nobody)
+    assert idle.exit_code == 0 and f"nothing recorded for {nobody}" in said(idle), idle.output
+
+
+@pytest.mark.parametrize("option", ["--from", "--to"])
+def test_a_time_without_offset_is_one_line(namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+                                           principal: Callable[..., str], option: str) -> None:
+    user = principal("user")  # with a decided write: a naive bound met an aware decision time (a TypeError)
+    wrote = client.record(principal=user, subject=user, text="Wren's bus leaves at 8:05")
+    client.decisions([wrote.command_id], timeout_s=120)
+    r = run_cli(namespace, "audit", "principal", user, option, "2026-12-07T06:40:00")
+    assert r.exit_code == 1, r.output
+    assert f"{option}: must carry a UTC offset" in said(r) and "Traceback" not in r.output, r.output
