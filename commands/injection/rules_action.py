@@ -77,7 +77,10 @@ MONEY_RULES: tuple[Rule, ...] = (
 
 #: CREDENTIALS: disclosing, sending or entering secrets; asking for another person's secret.
 CREDENTIAL_RULES: tuple[Rule, ...] = (
-    _r("credentials.disclose", "CREDENTIALS", rf"{IMP}(?P<core>{DISCLOSE_V}\b{C}{{0,50}}?{SECRET})"),
+    # rules/44: not showing someone how to do a thing ("show how to share credentials safely with colleagues")
+    _r("credentials.disclose", "CREDENTIALS",
+       rf"{IMP}(?P<core>{DISCLOSE_V}\b(?!\s+(?:(?:you|them|staff|everyone|users|people|colleagues|the team)\s+)?how"
+       rf"\s+to\b){C}{{0,50}}?{SECRET})"),
     _r("credentials.give", "CREDENTIALS", rf"{IMP}(?P<core>{GIVE_V}\b{C}{{0,50}}?{SECRET})"),
     _r("credentials.user-secret-ml", "CREDENTIALS", USER_SECRET_ML),  # rules/14: Chinese, Japanese, Korean
     # rules/18: a secret named, then handed on by a pronoun to someone else ("they need the 2FA code that will

@@ -14,6 +14,7 @@ from memwarden.commands.injection.vocabulary import (
     CARRIES,
     CONSENT_BYPASS,
     FORBIDS_UNASKED,
+    HUMAN_SIGNOFF,
     IMP,
     LICENCE,
     NEVER_ASKS,
@@ -308,6 +309,10 @@ DIRECTIVE_RULES: tuple[Rule, ...] = (
        r"|show\b[^.!?\n]{0,60}?\b(?:never|not)\s+(?:carry|act on|follow|obey|execute)\b)"
        # rules/38: nor a restriction put on agents ("Assistants must not be connected to payment systems")
        r"(?!not\s+be\s+(?:connected|linked|given|granted|used|allowed|permitted|trusted|able)\b)"
+       # rules/44: nor a prohibition to act without a person's review ("Assistants must not send messages or make
+       # payments without a human reviewing them"); not a negated delay ("must not wait ... without ...")
+       rf"(?!(?:(?<=never )|not\s+)(?!(?:wait|hesitate|delay|bother|stop|hold|need)\b)[^.!?\n]{{0,100}}?"
+       rf"{HUMAN_SIGNOFF})"
        r"(?!(?:be|always|never|only|also|now)\b)\w+"),
     _r("directive.if-you-are-ai", "DIRECTIVE",
        r"\bif you(?: are|'re) an? (?:ai|llm|language model|assistant|bot|chatbot|ai model|ai assistant|automated)"),

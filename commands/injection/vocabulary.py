@@ -234,6 +234,11 @@ ASKS_SPEAKER = (r"\b(?<!without )(?<!having to )(?<!needing to )(?<!need to )(?<
 FORBIDS_UNASKED = (r"(?:\b(?:never|not|no)|n't)\s+(?!(?:hesitate|wait|bother|need|delay|hold|forget)\b)[^.!?\n]{0,120}?"
                    r"\bwithout\s+(?:first\s+)?(?:asking me|checking with me|confirming with me|my (?:ok|okay|approval"
                    r"|confirmation|consent|sign-?off))\b")
+#: rules/44: an act allowed only with a person's review ("without a human reviewing them", "without the user's
+#: explicit approval"): a prohibition that says it narrows the agent.
+HUMAN_SIGNOFF = (r"\bwithout\s+(?:first\s+)?(?:(?:a|an|the|explicit|prior)\s+)?(?:human|person|user|staff"
+                 r"|someone|member of staff|reviewer|manager|owner)(?:'s)?\s+(?:[\w-]+\s+)?(?:review\w*|approv\w*"
+                 r"|check\w*|confirm\w*|sign-?off|sign\w* off|consent|permission)\b")
 #: rules/30: a persona or tool that never asks for a person's confirmation ("Bob never asks for confirmation"); the
 #: act it waives may follow in the next sentence ("... Bob just sends the money").
 NEVER_ASKS = (r"\b(?:never|doesn't|does not|won't|will not)\s+(?:asks?|checks?)\s+(?:(?:me|us|the user|anyone"
@@ -272,6 +277,21 @@ CONSENT_BYPASS = (
     # rules/43: also "first" and "before" ("Do not ask me before transferring funds")
     r"(?:it|this|that) )?(?:again|first|beforehand|each time|every time|before (?:you|\w+ing))\b"
     r"|\bno need to ask (?:me|us|the user|him|her|them)? ?again\b"
+    # rules/44: "don't ask (the user) for confirmation (before ...)" in Italian, Spanish, French, Portuguese and
+    # German ("non chiedere più conferma all'utente prima di effettuare pagamenti")
+    r"|\bnon (?:chieder(?:e|mi|gli|le)|domandar(?:e|mi)) (?:più |mai )?(?:(?:la |alcuna |una )?(?:conferma"
+    r"|autorizzazione|permesso)|all'utente|al (?:titolare|proprietario|cliente)|prima)\b"
+    r"|\bno (?:le |me )?(?:pidas|pida|preguntes|pregunte|solicites|solicite) (?:m[aá]s |nunca )?(?:(?:la |ninguna )?"
+    r"(?:confirmaci[oó]n|autorizaci[oó]n|permiso)|al (?:usuario|titular|cliente)|antes)\b"
+    r"|\bne (?:lui |me |leur )?demande[rz]? (?:plus|pas|jamais) (?:de |d'|la |l'|à l'|a l')?(?:confirmation"
+    r"|autorisation|permission|accord|utilisateur|avant)"
+    r"|\bn[ãa]o (?:lhe |me )?(?:pe[çc]as?|perguntes?|solicites?) (?:mais |nunca )?(?:(?:a |nenhuma )?"
+    r"(?:confirma[çc][ãa]o|autoriza[çc][ãa]o|permiss[ãa]o)|ao (?:usu[áa]rio|utilizador|titular|cliente)|antes)"
+    r"|\bfrag(?:e)? (?:den (?:nutzer|benutzer|kunden|inhaber)|die nutzerin|mich|ihn|sie)\b(?: [\w-]+){0,3}? "
+    r"(?:nicht|nie)(?: mehr)? (?:nach (?:einer )?(?:best[äa]tigung|erlaubnis|zustimmung|freigabe)"
+    r"|um (?:erlaubnis|best[äa]tigung|zustimmung))"
+    r"|\bkeine (?:best[äa]tigung|r[üu]ckfrage|freigabe|zustimmung) (?:mehr )?(?:einholen|anfordern"
+    r"|verlangen)\b"
     r"|確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|確認なし|承認なし|断りなく|許可を取らず|許可なし"
     r"|不用问我|不必问我|无需我|不需要问我|不用經過我|不用问过我|不用跟我确认|无需征得|无需确认|不用确认|不必确认"
     r"|不需要确认|无须确认|묻지 않고|확인하지 않고|확인 없이|확인 불필요|확인이 필요 없|확인할 필요 없"
@@ -286,7 +306,7 @@ SENSITIVE_ACT = (
     r"|share|sharing|grant\w*|access|install\w*|run|execute|delete|deleting|unlock\w*|codes?|card|invoices?"
     r"|passwords?|bank\w*|reenv\w*|env[ií]\w*|transf\w*|pag(?!e\b|es\b|ed\b|ing\b|inat)\w+|c[óo]digos?|acc[eè]s"
     r"|acceso|acesso|accesso|zugriff"
-    r"|zugang|freigeb\w*|genehmig\w*|[uü]berweis\w*|bezahl\w*|weiterleit\w*|leite\w*|virement|virer|payer"
+    r"|zugang|freigeb\w*|genehmig\w*|[uü]berweis\w*|bezahl\w*|weiterleit\w*|leite\w*|virements?|virer|payer"
     r"|transmet\w*|envoy\w*|donner|installer|instalar|installieren|approuv\w*|aprob\w*|aprov\w*|invia\w*|codic[ei]"
     r"|banc[ao]\w*|bonific\w*|trasfer\w*|tarjetas?|cart[ãa]o|cart[õo]es|carte bancaire|cartes? bleues?|kreditkarte\w*"
     r"|bankkarte\w*|(?:t[üu]r|haus|tor|zugangs|sicherheits|best[äa]tigungs|alarm|tresor|geheim)codes?"
