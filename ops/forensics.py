@@ -154,10 +154,20 @@ def reads_of(ledger: Ledger, memory_id: str) -> list[dict[str, Any]]:
 
 
 def commands_about(ledger: Ledger, memory_id: str) -> list[tuple[LedgerRecord, str, dict[str, Any]]]:
-    """The commands that create, supersede, forget or review ``memory_id``, in ledger order per partition."""
-    out = []
-    for r, name, rec in ledger.of("commands"):
+    """The commands about ``memory_id``, in ledger order per partition: those that name it (create,
+    supersede, forget by id), those whose recorded decision lists it (a forget of many, a legal hold's
+    lift, a dry run: ``GateDecided.memory_ids``), and the reviews of its held writes."""
+    listed = {(rec["position"]["partition"], rec["position"]["offset"]) for _, name, rec in ledger.of("decisions")
+              if name == "GateDecided" and (rec.get("memory_id") == memory_id
+                                             or memory_id in (rec.get("memory_ids") or ()))}
+    commands = list(ledger.of("commands"))
+    about: set[int] = set()
+    named: set[str] = set()
+    for i, (r, _, rec) in enumerate(commands):
         env = rec.get("envelope") or {}
-        if rec.get("memory_id") == memory_id or env.get("supersedes") == memory_id:
-            out.append((r, name, rec))
-    return out
+        if rec.get("memory_id") == memory_id or env.get("supersedes") == memory_id or (
+                r.position.partition, r.position.offset) in listed:
+            about.add(i)
+            named.add(env.get("command_id") or "")
+    about |= {i for i, (_, _, rec) in enumerate(commands) if rec.get("quarantined_command_id") in named}
+    return [commands[i] for i in sorted(about)]

@@ -74,3 +74,29 @@ def test_a_time_without_offset_is_one_line(namespace: Settings, worker: WorkerPr
     r = run_cli(namespace, "audit", "principal", user, option, "2026-12-07T06:40:00")
     assert r.exit_code == 1, r.output
     assert f"{option}: must carry a UTC offset" in said(r) and "Traceback" not in r.output, r.output
+
+
+def test_the_lineage_names_the_forget_of_many_that_removed_a_memory_and_the_review_of_a_held_write(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
+    """Newcomer trial, nineteenth session: a memory forgotten by ``forget --tag`` (a ``ForgetMatching``, which
+    names no memory id itself) showed no forget in ``audit memory`` or in ``audit at``'s ``later``; the review
+    that closed a held write was missing from its timeline too."""
+    user, agent, reviewer = principal("user"), principal("agent"), principal("reviewer")
+    pet = client.record(principal=user, subject=user, text="Wren's cat is called Pixel", tags=["pets"])
+    held = client.record(principal=agent, subject=user, text="Wren asked me to feed Pixel at noon")
+    assert client.decisions([pet.command_id, held.command_id], timeout_s=120) == {
+        pet.command_id: "ACCEPTED", held.command_id: "QUARANTINED"}
+    by_tag = client.forget_matching(principal=user, tags=["pets"], wait=False)
+    rejected = client.reject_quarantined(held.command_id, by=reviewer, subject=user, wait=False)
+    assert client.decisions([by_tag.command_id, rejected.command_id], timeout_s=120) == {
+        by_tag.command_id: "ACCEPTED", rejected.command_id: "ACCEPTED"}
+
+    kinds = [(e["command"]["kind"], e["command"]["command_id"])
+             for e in _json(run_cli(namespace, "audit", "memory", pet.memory_id, "--json"))["timeline"]]
+    assert kinds == [("RecordMemory", pet.command_id), ("ForgetMatching", by_tag.command_id)]
+    later = _json(run_cli(namespace, "audit", "at", _at(pet), "--json"))["later"]
+    assert [(x["kind"], x["command_id"]) for x in later] == [("ForgetMatching", by_tag.command_id)]
+    reviewed = [e["command"]["kind"] for e in _json(run_cli(namespace, "audit", "memory", held.memory_id,
+                                                            "--json"))["timeline"]]
+    assert reviewed == ["RecordMemory", "RejectQuarantined"]
