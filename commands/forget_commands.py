@@ -12,6 +12,11 @@ from pydantic import model_validator
 
 from memwarden.commands.envelope import Envelope, FrozenModel, Name, Text, UtcTime, Uuid
 
+#: The memory id a ``ForgetMatching`` names when its ``query`` matched nothing the issuer can read (the client
+#: resolves a query into ids and never publishes an empty selector): the nil UUID, which no memory has; the gate
+#: answers it with ``QUERY_MATCHED_NOTHING``, never as an unknown memory.
+NO_MATCH_ID = "00000000-0000-0000-0000-000000000000"
+
 
 class ForgetSelector(FrozenModel):
     """Which memories a ``ForgetMatching`` names: a memory matches when every field given matches
@@ -102,5 +107,5 @@ class LiftHold(FrozenModel):
 ForgetCommand = ForgetMatching | ForgetSubject
 HoldCommand = PlaceHold | LiftHold
 
-__all__ = ["ForgetCommand", "ForgetMatching", "ForgetSelector", "ForgetSubject", "HoldCommand", "LiftHold",
-           "PlaceHold"]
+__all__ = ["NO_MATCH_ID", "ForgetCommand", "ForgetMatching", "ForgetSelector", "ForgetSubject", "HoldCommand",
+           "LiftHold", "PlaceHold"]

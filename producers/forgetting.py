@@ -8,12 +8,18 @@ decision by default and raises :class:`~memwarden.errors.Refused` when it is ``R
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector, ForgetSubject, LiftHold, PlaceHold
+from memwarden.commands.forget_commands import (
+    NO_MATCH_ID,
+    ForgetMatching,
+    ForgetSelector,
+    ForgetSubject,
+    LiftHold,
+    PlaceHold,
+)
 from memwarden.commands.readmodel.query import MAX_K
 from memwarden.errors import ValidationError
 from memwarden.producers.building import Receipt, build, envelope, governance_envelope, names
@@ -64,7 +70,7 @@ class ForgetCalls(Settling):
                 raise ValidationError("query", "must not be blank")
             ids += [m for m in self.matching_ids(principal, query) if m not in ids]
             if not ids:
-                ids = [str(uuid.UUID(int=0))]  # "the query matched nothing", never an empty selector
+                ids = [NO_MATCH_ID]  # "the query matched nothing", never an empty selector
         selector = build(ForgetSelector, {
             "subjects": names(subjects, "subjects"), "scopes": names(scopes, "scopes"),
             "source_references": names(source_references, "source_references"), "writers": names(writers, "writers"),

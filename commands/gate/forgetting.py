@@ -36,7 +36,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from memwarden.commands.forget_commands import ForgetMatching, ForgetSelector, ForgetSubject, LiftHold, PlaceHold
+from memwarden.commands.forget_commands import (
+    NO_MATCH_ID,
+    ForgetMatching,
+    ForgetSelector,
+    ForgetSubject,
+    LiftHold,
+    PlaceHold,
+)
 from memwarden.commands.gate.effects import (
     Decision,
     DeferredSet,
@@ -257,7 +264,11 @@ def decide_forget_many(command: ForgetMatching | ForgetSubject, issuer: Principa
     gone = [m for m in selector.memory_ids if m in state.memories and state.memories[m].forgotten]
     if gone:
         extra = (*extra, Reason("ALREADY_FORGOTTEN", f"already forgotten: {_named(gone)}", "selector.memory_ids"))
-    unknown = [m for m in selector.memory_ids if m not in state.memories and m not in pending_ids]
+    if NO_MATCH_ID in selector.memory_ids:  # the client's query matched nothing the issuer can read
+        extra = (*extra, Reason("QUERY_MATCHED_NOTHING", f"the query matched no memory {env.principal} can read (a"
+                                " query is resolved by a read as the issuer)", "query"))
+    unknown = [m for m in selector.memory_ids if m not in state.memories and m not in pending_ids
+               and m != NO_MATCH_ID]
     if unknown:
         extra = (*extra, Reason("UNKNOWN_MEMORY", f"no memory {_named(unknown)}", "selector.memory_ids"))
     targets = lineage(allowed, state.memories.values()) if cascade else tuple(allowed)

@@ -156,6 +156,18 @@ def test_forget_matching_refuses_an_empty_selector_and_leaves_what_is_not_the_is
     assert _replay(led).memories == led.state.memories
 
 
+def test_a_query_that_matched_nothing_is_said_so_not_an_unknown_nil_id() -> None:
+    """``memwarden forget --query ...`` whose read as the issuer found nothing printed ``UNKNOWN_MEMORY: no memory
+    00000000-…`` (the client's stand-in for "nothing matched"; newcomer trial, nineteenth session)."""
+    from memwarden.commands.forget_commands import NO_MATCH_ID
+
+    led, _ = _ledger_with(("user:alice", "a1"))
+    nothing = led.run(_forget_many("service:admin", "user:alice", memory_ids=(NO_MATCH_ID,)))
+    assert nothing.outcome is Outcome.ACCEPTED and not nothing.forgets
+    assert [r.code for r in nothing.reasons] == ["NOTHING_TO_FORGET", "QUERY_MATCHED_NOTHING"]
+    assert "service:admin" in nothing.reasons[1].message and NO_MATCH_ID not in str(nothing.reasons)
+
+
 def test_a_forget_by_ids_names_a_forgotten_memory_as_forgotten_not_unknown() -> None:
     """``memwarden forget --memory ID`` of a memory forgotten before says so (``ALREADY_FORGOTTEN``), as a
     ``ForgetMemory`` does, instead of calling it unknown (newcomer trial, nineteenth session)."""
