@@ -4,7 +4,6 @@ of truth (replay, point-in-time, digests) and reads of any namespace, a replayed
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
 from datetime import datetime
@@ -80,6 +79,7 @@ def replay(
     from memwarden.errors import MemwardenError
     from memwarden.processors.rebuild import rebuild_target
     from memwarden.processors.replay import run_replay, target_settings
+    from memwarden.processors.replay_cut import resolve_cut
 
     try:
         if in_place and (into or until or until_time):
@@ -89,7 +89,7 @@ def replay(
         source = namespace_settings(namespace)
         target = rebuild_target(source) if in_place else target_settings(
             source, into or f"{source.topic_prefix}.replay-{uuid.uuid4().hex[:8]}")
-        cut, point_in_time = _cut(source, until, until_time)
+        cut, point_in_time = resolve_cut(source, until, until_time)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
         with Progress(*columns, console=console, disable=as_json) as progress:
@@ -130,50 +130,6 @@ def _check_verify(verify: bool, in_place: bool, until: str | None, until_time: d
         other = "--until" if until else "--until-time"
         raise typer.BadParameter("a point-in-time replay is the state as the ledger stood then, which cannot equal"
                                  " the live state: compare whole-ledger replays only", param_hint=["--verify", other])
-
-
-#: One ``--until`` item: a commands partition and its last offset to include, ``-1`` for nothing from it.
-_UNTIL_ITEM = re.compile(r"^\s*commands:(\d+):(-1|\d+)\s*$")
-
-
-def _cut(source: Settings, until: str | None, until_time: datetime | None) -> tuple[dict[int, int], bool]:
-    """The cut of a replay and whether it is point-in-time
-    (:func:`memwarden.processors.replay_cut.resolve_cut`), where ``--until`` may name ``commands:P:-1``:
-    nothing from partition P (its offsets are the last to include, so -1 is the only value an empty
-    partition takes), and a partition left out gets an error saying what to write for it.
-    Raises ``ValidationError`` (field ``until``)."""
-    from memwarden.errors import ValidationError
-    from memwarden.processors.replay_cut import parse_until, resolve_cut
-    from memwarden.stores.ledger import end_offsets
-
-    if not until or until_time is not None:
-        return resolve_cut(source, until, until_time)
-    highs = end_offsets(source, "commands")
-    items = until.split(",")
-    named = {int(m.group(1)): int(m.group(2)) for m in map(_UNTIL_ITEM.match, items) if m}
-    if len(named) == len(items):  # well-formed: say what to write where it is wrong; else parse_until says why
-        for p, offset in named.items():
-            if p in highs and highs[p] == 0 and offset >= 0:
-                raise ValidationError("until", f"commands:{p}:{offset}: partition {p} is empty (log end 0); write"
-                                      f" commands:{p}:-1 (nothing from it)")
-        missing = sorted(set(highs) - set(named))
-        if missing:
-            add = ", ".join(_until_hint(p, highs[p]) for p in missing)
-            raise ValidationError("until", f"name every partition of commands: add {add}; or use --until-time")
-    nothing = {p for p, offset in named.items() if offset == -1}
-    if nothing - set(highs):
-        unknown = min(nothing - set(highs))
-        raise ValidationError("until", f"commands has no partition {unknown} (it has {sorted(highs)})")
-    rest = ",".join(item for item in items if not ((m := _UNTIL_ITEM.match(item)) and m.group(2) == "-1"))
-    ends = parse_until(rest, {p: h for p, h in highs.items() if p not in nothing}) if rest.strip() else {}
-    return {**ends, **{p: 0 for p in nothing}}, True
-
-
-def _until_hint(partition: int, end: int) -> str:
-    """What ``--until`` takes for ``partition`` of log end ``end``."""
-    if end == 0:
-        return f"commands:{partition}:-1 (empty)"
-    return f"commands:{partition}:<0..{end - 1}, the last offset to include; -1 for nothing from it>"
 
 
 def _worker_serves(settings: Settings) -> bool:

@@ -1,6 +1,7 @@
 """Where a replay stops: per-partition end offsets of the commands topic (the cut).
 
-``--until commands:0:1234,commands:1:980`` names, for every partition, the last offset to include;
+``--until commands:0:1234,commands:1:980`` names, for every partition, the last offset to include
+(``commands:P:-1``: nothing from P, the only cut of an empty partition);
 ``--until-time T`` resolves a wall time through the broker's time index to the first offset of each
 partition appended after ``T``; neither means "up to the end". Bad input is a ``ValidationError``
 naming the field: a topic other than ``commands``, a partition that does not exist, one left out, an
@@ -17,12 +18,20 @@ from memwarden.errors import ValidationError
 from memwarden.settings import Settings
 from memwarden.stores.ledger import end_offsets, offsets_for_time, read
 
-_ITEM = re.compile(r"^\s*([a-z]+):(\d+):(\d+)\s*$")
+_ITEM = re.compile(r"^\s*([a-z]+):(\d+):(-1|\d+)\s*$")
+
+
+def until_hint(partition: int, end: int) -> str:
+    """What ``--until`` takes for ``partition`` of log end ``end``."""
+    if end == 0:
+        return f"commands:{partition}:-1 (empty)"
+    return f"commands:{partition}:<0..{end - 1}, the last offset to include; -1 for nothing from it>"
 
 
 def parse_until(text: str, highs: dict[int, int]) -> dict[int, int]:
-    """Exclusive ends from ``commands:<partition>:<offset>`` items (each offset included); ``highs``
-    are the log-end offsets per partition. Raises ``ValidationError`` (field ``until``)."""
+    """Exclusive ends from ``commands:<partition>:<offset>`` items (each offset included; ``-1``: nothing
+    from that partition); ``highs`` are the log-end offsets per partition. Raises ``ValidationError``
+    (field ``until``), saying what to write for a partition left out or an empty one."""
     ends: dict[int, int] = {}
     for item in text.split(","):
         m = _ITEM.match(item)
@@ -33,12 +42,16 @@ def parse_until(text: str, highs: dict[int, int]) -> dict[int, int]:
             raise ValidationError("until", f"positions are on the commands topic (the ledger), not {topic!r}")
         if partition not in highs:
             raise ValidationError("until", f"commands has no partition {partition} (it has {sorted(highs)})")
+        if offset >= 0 and highs[partition] == 0:
+            raise ValidationError("until", f"commands:{partition}:{offset}: partition {partition} is empty (log end"
+                                  f" 0); write commands:{partition}:-1 (nothing from it)")
         if offset >= highs[partition]:
             raise ValidationError("until", f"commands:{partition}:{offset} is past the log end ({highs[partition]})")
         ends[partition] = offset + 1
     missing = sorted(set(highs) - set(ends))
     if missing:
-        raise ValidationError("until", f"name every partition of commands (missing {missing}) or use --until-time")
+        add = ", ".join(until_hint(p, highs[p]) for p in missing)
+        raise ValidationError("until", f"name every partition of commands: add {add}; or use --until-time")
     return ends
 
 
