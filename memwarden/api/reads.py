@@ -3,7 +3,8 @@ audit of a memory, health. Recall and history go through the worker's read API, 
 caller's key (filtered inside the search, audited there: SSGM Eq. 5); decisions are the read API's
 public lookup, shown to the command's principal or subject (or an admin); the audit is the ledger's
 forensic timeline of a memory (:mod:`memwarden.ops.forensics_report`), never content, shown to an
-admin or auditor or to a principal that wrote or is the subject of one of its commands."""
+admin or auditor or to a principal that wrote or is the subject of one of its commands the gate did not
+refuse (a refused command about someone else's memory opens nothing: :func:`involved`)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,15 @@ from .gateway import Gateway
 router = APIRouter(prefix="/v1")
 #: Roles that may read the forensic audit of any memory.
 AUDIT_ROLES = (ADMIN_ROLE, "auditor")
+
+
+def involved(report: dict[str, Any], principal: str) -> bool:
+    """Whether ``principal`` wrote, or is the subject of, a command of the audit ``report``'s timeline that
+    the gate did not refuse (admitted, held for review or waiting for a legal hold). A refused command
+    opens nothing: anyone can send a forget of someone else's memory id and be refused (``NOT_OWNER``);
+    that must not show them the memory's timeline and reads (newcomer trial, nineteenth session)."""
+    return any(principal in (e["command"]["principal"], e["command"]["subject"])
+               and (e["decision"] or {}).get("outcome") not in (None, "REJECTED") for e in report["timeline"])
 
 
 def _unknown_memory(memory_id: str) -> ApiError:
@@ -83,9 +93,7 @@ def audit(memory_id: UUID, who: Authenticated, gw: Served) -> dict[str, Any]:
     """The lineage of a memory read from the ledger: every command about it with its decision and
     events, every audited read that returned it, its erasure receipts; never content."""
     report = audit_memory(gw.settings, read_ledger(gw.settings, gw.codec, gw.kek), str(memory_id))
-    involved = {who.principal} & {p for e in report["timeline"] for p in (e["command"]["principal"],
-                                                                         e["command"]["subject"])}
-    if not report["timeline"] or not (involved or who.record.has_role(*AUDIT_ROLES)):
+    if not report["timeline"] or not (involved(report, who.principal) or who.record.has_role(*AUDIT_ROLES)):
         raise _unknown_memory(str(memory_id))
     return report
 

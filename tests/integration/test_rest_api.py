@@ -173,14 +173,20 @@ def test_grant_lets_bob_read_until_it_is_revoked(api: TestClient, users: dict[st
     assert api.get(f"/v1/memories/{mine['memory_id']}", headers=auth(b_token)).status_code == 404
 
 
-def test_audit_of_a_memory_for_its_writer_only(api: TestClient, users: dict[str, Any]) -> None:
-    (alice, a_token), (_bob, b_token) = users["alice"], users["bob"]
+def test_audit_of_a_memory_for_its_writer_only(api: TestClient, users: dict[str, Any],
+                                              client: MemwardenClient) -> None:
+    (alice, a_token), (bob, b_token) = users["alice"], users["bob"]
     mine = _record(api, a_token, "Alice plays the cello").json()
     report = api.get(f"/v1/audit/memories/{mine['memory_id']}", headers=auth(a_token))
     assert report.status_code == 200, report.text
     (entry,) = report.json()["timeline"]
     assert entry["command"]["principal"] == alice and entry["decision"]["outcome"] == "ACCEPTED"
     assert "cello" not in report.text  # never content
+    assert api.get(f"/v1/audit/memories/{mine['memory_id']}", headers=auth(b_token)).status_code == 404
+    # a refused command about alice's memory opens nothing (newcomer trial, nineteenth session: bob's refused
+    # forget put him in the timeline, and the audit then showed him alice's commands and reads)
+    refused = client.forget(mine["memory_id"], principal=bob, subject=alice, wait=False)  # on the ledger
+    assert client.decisions([refused.command_id], timeout_s=120)[refused.command_id] == "REJECTED"
     assert api.get(f"/v1/audit/memories/{mine['memory_id']}", headers=auth(b_token)).status_code == 404
 
 
