@@ -27,6 +27,10 @@ caught up for its content to be unreadable). Issue 14 part 3:
   discard the held commands it selects that the issuer may discard (:func:`may_discard`): the review
   closes as rejected and the data key is shredded (``QUARANTINE_DISCARDED``), as a ``ForgetMemory``
   of a held id does. Erasure of a subject leaves nothing to approve back.
+* **Ids alone**: a ``ForgetMatching`` that names only memory ids, none of which the issuer may forget
+  (or none known), is refused (``NOT_OWNER`` / ``UNKNOWN_MEMORY``), as a ``ForgetMemory`` of each would be;
+  with other criteria, or with some id forgotten, held or already forgotten, the refused ones are
+  counted in an accepted decision (``NOT_PERMITTED``, ``UNKNOWN_MEMORY``).
 * **Dry run**: the same decision, with the ids in ``listed`` and no effect.
 """
 
@@ -271,6 +275,15 @@ def decide_forget_many(command: ForgetMatching | ForgetSubject, issuer: Principa
                and m != NO_MATCH_ID]
     if unknown:
         extra = (*extra, Reason("UNKNOWN_MEMORY", f"no memory {_named(unknown)}", "selector.memory_ids"))
+    refused = len(matched) - len(allowed) + len(selected) - len(discard)
+    if (not allowed and not discard and not gone and (refused or unknown) and NO_MATCH_ID not in selector.memory_ids
+            and selector.model_copy(update={"memory_ids": ()}).empty):
+        # ids alone, and none of them the issuer's to forget: a refusal, as a ForgetMemory of each would be
+        return Decision(Outcome.REJECTED, (
+            *((Reason("NOT_OWNER", f"none of the {refused} memories named is {env.principal}'s to forget (its owner,"
+                      " its subject, an admin or a FORGET grant covering it may)", "selector.memory_ids"),)
+              if refused else ()),
+            *((Reason("UNKNOWN_MEMORY", f"no memory {_named(unknown)}", "selector.memory_ids"),) if unknown else ())))
     targets = lineage(allowed, state.memories.values()) if cascade else tuple(allowed)
     return _forget(targets, env.command_id, env.principal, command.reason, state, command.dry_run, extra, discard)
 

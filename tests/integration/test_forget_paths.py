@@ -118,6 +118,8 @@ def test_forget_matching_by_tag_and_source_with_lineage_and_refusals(
     assert posing["outcome"] == "REJECTED" and _codes(posing) == ["NOT_OWNER"]
     not_theirs = _decided(client, client.forget_matching(principal=dave, subjects=[carol], wait=False))
     assert not_theirs["memory_ids"] == [] and "NOT_PERMITTED" in _codes(not_theirs)
+    by_id = _decided(client, client.forget_matching(principal=dave, memory_ids=[other.memory_id], wait=False))
+    assert by_id["outcome"] == "REJECTED" and _codes(by_id) == ["NOT_OWNER"]  # ids alone: refused, as `forget`
     assert other.memory_id in _readable(client, carol, "carol likes green tea")
 
 
