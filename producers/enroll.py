@@ -6,15 +6,17 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from memwarden.commands.model import PrincipalKind
 from memwarden.commands.signing import Signer
-from memwarden.errors import MemwardenError
+from memwarden.errors import Refused
 from memwarden.producers.client import MemwardenClient
 
 
 def enroll(client: MemwardenClient, admin: Signer, principals: Iterable[tuple[str, PrincipalKind | str, Sequence[str]]],
            attributes: Mapping[str, Mapping[str, str]] | None = None, timeout_s: float = 60.0) -> dict[str, Signer]:
     """Generate keys for ``(principal_id, kind, roles)`` items, register them through ``admin`` and wait
-    for the gate to decide; returns the signers (also added to ``client``). Raises ``MemwardenError``
-    when a registration is not accepted."""
+    for the gate to decide; returns the signers (also added to ``client``). Raises
+    ``memwarden.errors.Refused`` (``codes``: ``PRINCIPAL_EXISTS`` for a principal registered before ...) for
+    the first registration not accepted, ``StackUnavailable`` when the gate does not decide in
+    ``timeout_s`` seconds."""
     client.add_signer(admin)
     signers: dict[str, Signer] = {}
     receipts = []
@@ -26,8 +28,10 @@ def enroll(client: MemwardenClient, admin: Signer, principals: Iterable[tuple[st
             principal_id, by=admin.principal_id, kind=kind, roles=roles,
             attributes=(attributes or {}).get(principal_id), public_key=signer.public_key, key_id=signer.key_id,
             wait=False))
-    outcomes = client.decisions([r.command_id for r in receipts], timeout_s)
-    refused = {cid: o for cid, o in outcomes.items() if o != "ACCEPTED"}
-    if refused:
-        raise MemwardenError(f"registrations not accepted: {refused}")
+    decided = client.decided([r.command_id for r in receipts], timeout_s)
+    for r in receipts:  # the first refusal, as a waited-for governance call raises it (codes and reasons)
+        d = decided[r.command_id]
+        if d["outcome"] != "ACCEPTED":
+            reasons = tuple(d.get("reasons") or ())
+            raise Refused(d["outcome"], tuple(x["code"] for x in reasons), reasons, r.command_id)
     return signers

@@ -60,3 +60,17 @@ def test_a_grant_without_subjects_covers_the_grantors_own_memories_and_refusals_
     revoked = client.revoke_access(grant.memory_id, by=alice, grantee=agent)
     assert revoked.outcome == "ACCEPTED"
     assert client.recall(agent, "router reboots", purpose="support") == []
+
+
+def test_enrolling_a_registered_principal_again_raises_refused_with_principal_exists(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient, principal: Callable[..., str]) -> None:
+    """README "Using it", first snippet run twice (newcomer trial, nineteenth session): the second registration
+    raised a bare ``MemwardenError("registrations not accepted: {...: 'REJECTED'}")`` with no reason code."""
+    from memwarden.keystore import admin_signer
+    from memwarden.producers.enroll import enroll
+
+    alice = principal()
+    with pytest.raises(Refused) as refused:
+        enroll(client, admin_signer(namespace), [(alice, "USER", ())])
+    assert refused.value.outcome == "REJECTED" and refused.value.codes == ("PRINCIPAL_EXISTS",)
+    assert alice in str(refused.value)
