@@ -70,6 +70,11 @@ def issue(
     until = expires.isoformat(timespec="seconds") if expires else "until revoked"
     typer.echo(f"token {receipt.memory_id} for {principal}, {until}; shown once below (only its SHA-256 is kept)",
                err=True)
+    from memwarden.keystore import key_path
+
+    if not key_path(s.data_dir, principal).exists() and principal != s.admin_principal:
+        typer.echo(f"note: this host holds no signing key for {principal} ({key_path(s.data_dir, principal)}): a"
+                   " server here answers its requests 409 NO_SIGNING_KEY until the key is there", err=True)
     typer.echo(token)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 from memwarden.keystore import key_path
 from memwarden.ops.worker_process import WorkerProcess
@@ -20,7 +21,7 @@ def test_an_issued_token_is_listed_under_a_header_and_never_shown_again(
         issued = run_cli(namespace, "token", "issue", principal)
         assert issued.exit_code == 0, issued.output
         token = issued.stdout.strip().splitlines()[-1]
-        assert token.startswith("mwt_")
+        assert token.startswith("mwt_") and "no signing key" not in issued.stderr
 
         listed = run_cli(namespace, "token", "list", "--principal", principal)
         assert listed.exit_code == 0, listed.output
@@ -32,3 +33,13 @@ def test_an_issued_token_is_listed_under_a_header_and_never_shown_again(
         assert [json.loads(line)["principal"] for line in as_json.stdout.strip().splitlines()] == [principal]
     finally:
         key_path(namespace.data_dir, principal).unlink(missing_ok=True)
+
+
+def test_a_token_for_a_principal_whose_key_this_host_lacks_says_so(
+        namespace: Settings, worker: WorkerProcess, principal: Callable[..., str]) -> None:
+    """Newcomer trial, nineteenth session: a token issued for a principal whose key is elsewhere was issued
+    silently, and every request then answered 409 NO_SIGNING_KEY."""
+    elsewhere = principal()  # registered with a key held in memory only, never in this host's key folder
+    issued = run_cli(namespace, "token", "issue", elsewhere)
+    assert issued.exit_code == 0 and issued.stdout.strip().startswith("mwt_"), issued.output
+    assert f"holds no signing key for {elsewhere}" in " ".join(issued.stderr.split()), issued.stderr
