@@ -242,7 +242,7 @@ class GateProcessor:
         loaded.state = evolve(loaded.state, decision)
         ctx: dict[str, Any] = {"position": item.position, "command": item.value,
                                "reasons": [r.__dict__ for r in decision.reasons],
-                               "reviewer": p.command.envelope.principal}
+                               "reviewer": p.command.envelope.principal, "decided_at": now}
         for effect in decision.effects:
             writes.effects.append((effect, ctx))
             if isinstance(effect, QuarantineSet) and effect.state.command_id not in loaded.held:

@@ -263,7 +263,9 @@ async def _store_hold(cur: psycopg.AsyncCursor, effect: HoldSet | DeferredSet | 
 
 async def store_effects(cur: psycopg.AsyncCursor, effects: Iterable[tuple[Effect, dict[str, Any]]]) -> None:
     """Persist decision effects in order. Each comes with context: ``position`` for quarantine rows
-    and ``command`` (bytes) and ``reasons`` for quarantine, ``reviewer`` for review outcomes."""
+    and ``command`` (bytes) and ``reasons`` for quarantine, ``reviewer`` for review outcomes, and
+    ``decided_at`` (the gate's clock, the recorded one in a replay: a rebuilt row keeps its time; the
+    database's clock when absent) for both."""
     for effect, ctx in effects:
         if isinstance(effect, PrincipalUpsert):
             p = effect.record
@@ -308,12 +310,13 @@ async def store_effects(cur: psycopg.AsyncCursor, effects: Iterable[tuple[Effect
                 await cur.execute(
                     "INSERT INTO gate_quarantine (command_id, memory_id, principal, subject, status, key_id, command,"
                     " reasons, ledger_partition, ledger_offset, quarantined_at) VALUES (%s, %s, %s, %s, 'pending',"
-                    " %s, %s, %s, %s, %s, now()) ON CONFLICT (command_id) DO NOTHING",
+                    " %s, %s, %s, %s, %s, coalesce(%s::timestamptz, now())) ON CONFLICT (command_id) DO NOTHING",
                     (q.command_id, q.memory_id, q.principal, q.subject, q.key_id, ctx["command"],
-                     json.dumps(ctx["reasons"]), pos.partition, pos.offset))
+                     json.dumps(ctx["reasons"]), pos.partition, pos.offset, ctx.get("decided_at")))
             else:
-                await cur.execute("UPDATE gate_quarantine SET status = %s, reviewed_by = %s, reviewed_at = now()"
-                                  " WHERE command_id = %s", (q.status, ctx.get("reviewer"), q.command_id))
+                await cur.execute("UPDATE gate_quarantine SET status = %s, reviewed_by = %s,"
+                                  " reviewed_at = coalesce(%s::timestamptz, now()) WHERE command_id = %s",
+                                  (q.status, ctx.get("reviewer"), ctx.get("decided_at"), q.command_id))
 
 
 async def store_memories(cur: psycopg.AsyncCursor, changed: Iterable[tuple[MemoryState, str | None]]) -> None:

@@ -29,7 +29,7 @@ from memwarden.processors.replay_ledger import EventsPart, read_ledger
 from memwarden.producers.client import MemwardenClient
 from memwarden.projections.recall import Recaller
 from memwarden.settings import Settings
-from tests.integration.conftest import enroll_ids
+from tests.integration.conftest import enroll_ids, rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -168,6 +168,10 @@ def test_a_whole_ledger_replay_has_the_live_digests(namespace: Settings, ledger:
         live, replayed = namespace_digests(namespace), namespace_digests(target)
         assert replayed == live
         assert all(d["rows"] for d in live.values())
+        # the review queue keeps its times (newcomer trial, nineteenth session: a rebuilt row took the replay's)
+        queue = ("SELECT command_id::text, status, reviewed_by, date_trunc('milliseconds', quarantined_at),"
+                 " date_trunc('milliseconds', reviewed_at) FROM gate_quarantine ORDER BY command_id")
+        assert rows(target, queue) == rows(namespace, queue) and len(rows(namespace, queue)) >= 2
         assert ledger["gone"] not in _recall(target, str(ledger["alice"]), "locker code")
         gone = set(ledger["carol_gone"])  # type: ignore[call-overload]
         assert not gone & set(_recall(target, str(ledger["carol"]), "Carol stamps summary badge"))
