@@ -1,5 +1,7 @@
 """Parsing read requests: a JSON body in, a validated request out, or ``ValidationError`` naming the
-field (the HTTP layer turns it into a 400)."""
+field (the HTTP layer turns it into a 400 ``{"error", "code", "field"}``, :func:`error_code`). A recall
+or history body takes its own keys and the signature's (``auth``, ``signed_at_ms``, ``nonce``) and no
+other (``UNKNOWN_FIELD``, as the REST API refuses an unknown field), and its flags are JSON booleans."""
 
 from __future__ import annotations
 
@@ -14,6 +16,31 @@ from memwarden.errors import ValidationError
 
 #: Most command ids one decisions lookup may name.
 MAX_LOOKUP_IDS = 5_000
+#: The keys of a signed request that authentication reads (:func:`memwarden.commands.read_auth.sign_request`).
+SIGNATURE_KEYS = frozenset({"auth", "signed_at_ms", "nonce"})
+#: The keys a recall body may carry (its own and the signature's).
+RECALL_KEYS = frozenset({"principal", "query", "k", "as_of", "known_at", "purpose", "freshness", "include_untrusted",
+                         "mode", "min_score", "recency", "repeats", "decompose"}) | SIGNATURE_KEYS
+#: The keys a history body may carry.
+HISTORY_KEYS = frozenset({"principal", "memory_id", "purpose", "include_untrusted"}) | SIGNATURE_KEYS
+
+
+class MissingField(ValidationError):
+    """A required key is absent from the body (``MISSING_FIELD``)."""
+
+    code = "MISSING_FIELD"
+
+
+class UnknownField(ValidationError):
+    """The body carries a key the request does not take (``UNKNOWN_FIELD``)."""
+
+    code = "UNKNOWN_FIELD"
+
+
+def error_code(exc: ValidationError) -> str:
+    """The REST API's code of a refused read body: ``MISSING_FIELD``, ``UNKNOWN_FIELD``, else
+    ``INVALID_FIELD`` (a value of the wrong type or out of range, a body that is not an object)."""
+    return str(getattr(exc, "code", "INVALID_FIELD"))
 
 
 @dataclass(frozen=True)
@@ -43,6 +70,26 @@ def _object(body: Any) -> Mapping[str, Any]:
     return body
 
 
+def _keys(body: Mapping[str, Any], allowed: frozenset[str], required: tuple[str, ...]) -> None:
+    """Refuse the first unknown key (sorted, so the answer is stable), then the first required key absent."""
+    unknown = sorted(str(key) for key in body if key not in allowed)
+    if unknown:
+        raise UnknownField(unknown[0], "unknown field")
+    for key in required:
+        if key not in body:
+            raise MissingField(key, "required")
+
+
+def _flag(body: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A boolean key (absent or ``null``: ``default``); anything but a JSON boolean names the key."""
+    value = body.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ValidationError(key, "must be a boolean (true or false)")
+    return value
+
+
 def _time(body: Mapping[str, Any], key: str) -> datetime | None:
     value = body.get(key)
     if value is None:
@@ -57,9 +104,14 @@ def recall_request(body: Any) -> RecallRequest:
     """The recall a JSON body asks for (keys ``principal``, ``query``, ``k`` (default 10), ``as_of``,
     ``known_at``, ``purpose``, ``freshness``, ``include_untrusted``, ``mode``, ``min_score`` (default 0),
     ``recency`` (default null: decided from the query), ``repeats`` (default true: near-repeats after
-    the others), ``decompose`` (default true: an enumerating question recalled per part); ``auth`` and
-    ``signed_at_ms`` are read by authentication). Raises ``ValidationError`` naming the field."""
+    the others), ``decompose`` (default true: an enumerating question recalled per part); ``auth``,
+    ``signed_at_ms`` and ``nonce`` are read by authentication). Raises ``ValidationError`` naming the field
+    (:class:`UnknownField` for a key not among these, :class:`MissingField` without ``principal`` or
+    ``query``; a flag that is not a JSON boolean is invalid)."""
     body = _object(body)
+    _keys(body, RECALL_KEYS, ("principal", "query"))
+    flags = {key: _flag(body, key, default) for key, default in (("freshness", True), ("include_untrusted", False),
+                                                                 ("repeats", True), ("decompose", True))}
     as_of, known_at = _time(body, "as_of"), _time(body, "known_at")
     purpose = body.get("purpose") or DEFAULT_PURPOSE
     mode: RecallMode = body.get("mode") or "hybrid"  # check_query refuses any other value
@@ -68,10 +120,9 @@ def recall_request(body: Any) -> RecallRequest:
     min_score = 0.0 if min_score is None else min_score
     recency = body.get("recency")
     check_query(body.get("principal"), body.get("query"), k, as_of, known_at, purpose, mode, min_score, recency)
-    return RecallRequest(body["principal"], body["query"], k, as_of, known_at, purpose,
-                         body.get("freshness", True) is not False, body.get("include_untrusted", False) is True, mode,
-                         float(min_score), None if recency is None else float(recency),
-                         body.get("repeats", True) is not False, body.get("decompose", True) is not False)
+    return RecallRequest(body["principal"], body["query"], k, as_of, known_at, purpose, flags["freshness"],
+                         flags["include_untrusted"], mode, float(min_score),
+                         None if recency is None else float(recency), flags["repeats"], flags["decompose"])
 
 
 @dataclass(frozen=True)
@@ -86,9 +137,12 @@ class HistoryRequest:
 
 def history_request(body: Any) -> HistoryRequest:
     """The history lookup a JSON body asks for (``principal``, ``memory_id`` (a UUID), ``purpose``,
-    ``include_untrusted``; ``auth`` and ``signed_at_ms`` are read by authentication). Raises
-    ``ValidationError`` naming the field."""
+    ``include_untrusted``; ``auth``, ``signed_at_ms`` and ``nonce`` are read by authentication). Raises
+    ``ValidationError`` naming the field (:class:`UnknownField`, :class:`MissingField` without
+    ``principal`` or ``memory_id``)."""
     body = _object(body)
+    _keys(body, HISTORY_KEYS, ("principal", "memory_id"))
+    include_untrusted = _flag(body, "include_untrusted", False)
     principal, purpose = body.get("principal"), body.get("purpose") or DEFAULT_PURPOSE
     if not isinstance(principal, str) or not principal.strip():
         raise ValidationError("principal", "must be a non-empty string")
@@ -98,7 +152,7 @@ def history_request(body: Any) -> HistoryRequest:
         memory_id = str(uuid.UUID(str(body.get("memory_id"))))
     except ValueError:
         raise ValidationError("memory_id", "must be a UUID") from None
-    return HistoryRequest(principal, memory_id, purpose, body.get("include_untrusted", False) is True)
+    return HistoryRequest(principal, memory_id, purpose, include_untrusted)
 
 
 def decision_ids(body: Any) -> list[str]:

@@ -36,7 +36,7 @@ from memwarden.ops.progress import backlog
 from memwarden.projections.recall import QueryEmbedding, Recaller
 from memwarden.read_api.audit import history_audited, read_audited, used_records
 from memwarden.read_api.history import lookup_history
-from memwarden.read_api.requests import RecallRequest, decision_ids, history_request, recall_request
+from memwarden.read_api.requests import RecallRequest, decision_ids, error_code, history_request, recall_request
 from memwarden.stores.decisions import find
 from memwarden.stores.pg import DB_ERRORS
 from memwarden.stores.registry import ReaderContext, ServedRequest
@@ -85,7 +85,9 @@ async def _audited(audit: Awaitable[None], answer: Reply) -> Reply:
 
 
 def _bad_request(exc: ValidationError) -> Reply:
-    return Reply(400, {"error": str(exc), "field": exc.field})
+    """400 ``{"error", "code", "field"}``: the REST API's shape and codes (``MISSING_FIELD``,
+    ``UNKNOWN_FIELD``, ``INVALID_FIELD``), since ``/v1/signed/recall`` and ``/v1/signed/history`` pass it on."""
+    return Reply(400, {"error": str(exc), "code": error_code(exc), "field": exc.field})
 
 
 class ReadService:
@@ -196,7 +198,7 @@ class ReadService:
                 self._recaller = None  # its connection is gone: the next recall opens a new one
                 return unavailable("database", exc)
             except (ValueError, TypeError) as exc:  # a value the checks above let through: still the caller's
-                return Reply(400, {"error": f"bad request: {exc}"})
+                return Reply(400, {"error": f"bad request: {exc}", "code": "BAD_REQUEST", "field": None})
             with stage("answer"):
                 answer = found.to_json()
             with stage("audit"):

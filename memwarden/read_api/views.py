@@ -60,7 +60,7 @@ def mount(app: faust.App, service: ReadService, roles: Sequence[str],
         try:
             body = await _json(request)
         except ValidationError as exc:
-            return view.json({"error": str(exc), "field": exc.field}, status=400)
+            return view.json({"error": str(exc), "code": "BAD_JSON", "field": exc.field}, status=400)
         return answer(view, await call(body))
 
     @app.page("/recall")

@@ -171,3 +171,31 @@ def test_a_request_signed_by_the_callers_own_key_is_served_once_and_a_replay_is_
                                                                  "memory_id": people["memory"]}, signer, now_ms()))
     assert history.status_code == 200 and history.json()["memory_id"] == people["memory"]
     assert api.post("/v1/signed/recall", json=["not", "an", "object"]).status_code == 400
+
+
+@pytest.mark.parametrize(("path", "body", "code", "field"), [
+    ("/v1/signed/recall", {"query": "dentist", "k": 0}, "INVALID_FIELD", "k"),
+    ("/v1/signed/recall", {"query": "dentist", "k": 500}, "INVALID_FIELD", "k"),
+    ("/v1/signed/recall", {"query": "dentist", "k": "5"}, "INVALID_FIELD", "k"),
+    ("/v1/signed/recall", {"query": "dentist", "colour": "red"}, "UNKNOWN_FIELD", "colour"),
+    ("/v1/signed/recall", {"query": "dentist", "include_untrusted": "yes"}, "INVALID_FIELD", "include_untrusted"),
+    ("/v1/signed/recall", {"k": 3}, "MISSING_FIELD", "query"),
+    ("/v1/signed/history", {"memory_id": "not-a-uuid"}, "INVALID_FIELD", "memory_id"),
+    ("/v1/signed/history", {"memory_id": _MEMORY, "colour": "red"}, "UNKNOWN_FIELD", "colour"),
+    ("/v1/signed/history", {}, "MISSING_FIELD", "memory_id"),
+])
+def test_a_signed_read_with_bad_input_is_a_400_with_the_token_routes_code(
+        api: TestClient, namespace: Settings, people: dict[str, Any], path: str, body: dict[str, Any], code: str,
+        field: str) -> None:
+    """A body signed by the caller's own key, as the Python client signs it, with a bad, missing or unknown
+    field: 400 ``{"error", "code", "field"}`` with the code the token routes give the same input (newcomer
+    trial: no ``code``, and an unknown field answered 200)."""
+    from memwarden.commands.read_auth import sign_request
+    from memwarden.epoch import now_ms
+    from memwarden.keystore import key_path, load_or_create_signer
+
+    signer = load_or_create_signer(key_path(namespace.data_dir, people["alice"]), people["alice"])
+    r = api.post(path, json=sign_request({"principal": people["alice"], **body}, signer, now_ms()))
+    assert r.status_code == 400, r.text
+    assert r.json()["code"] == code and r.json()["field"] == field, r.json()
+    assert set(r.json()) == {"error", "code", "field"}

@@ -16,7 +16,7 @@ from memwarden.commands.ledger import Outbound
 from memwarden.commands.readmodel.query import MAX_K, RecalledMemory
 from memwarden.errors import ValidationError
 from memwarden.projections.recall import QueryEmbedding, Recaller
-from memwarden.read_api.requests import MAX_LOOKUP_IDS, decision_ids, recall_request
+from memwarden.read_api.requests import MAX_LOOKUP_IDS, decision_ids, error_code, history_request, recall_request
 from memwarden.read_api.service import ReadService
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
@@ -47,6 +47,37 @@ def test_bad_recall_requests_name_the_field(body: Any, field: str) -> None:
     with pytest.raises(ValidationError) as err:
         recall_request(body)
     assert err.value.field == field
+
+
+_ALICE = {"principal": "user:alice"}
+_MEMORY_ID = "00000000-0000-4000-8000-00000000000a"
+
+
+@pytest.mark.parametrize(("parse", "body", "code", "field"), [
+    (recall_request, {**_ALICE, "query": "tea", "colour": "red"}, "UNKNOWN_FIELD", "colour"),
+    (recall_request, {**_ALICE, "query": "tea", "k": 0}, "INVALID_FIELD", "k"),
+    (recall_request, {**_ALICE, "query": "tea", "k": "5"}, "INVALID_FIELD", "k"),
+    (recall_request, {**_ALICE, "query": "tea", "include_untrusted": "yes"}, "INVALID_FIELD", "include_untrusted"),
+    (recall_request, {**_ALICE, "query": "tea", "freshness": 0}, "INVALID_FIELD", "freshness"),
+    (recall_request, _ALICE, "MISSING_FIELD", "query"),
+    (recall_request, {"query": "tea"}, "MISSING_FIELD", "principal"),
+    (recall_request, [], "INVALID_FIELD", "body"),
+    (history_request, {**_ALICE, "memory_id": _MEMORY_ID, "colour": "red"}, "UNKNOWN_FIELD", "colour"),
+    (history_request, {**_ALICE, "memory_id": "nope"}, "INVALID_FIELD", "memory_id"),
+    (history_request, _ALICE, "MISSING_FIELD", "memory_id"),
+    (history_request, {**_ALICE, "memory_id": _MEMORY_ID, "include_untrusted": 1}, "INVALID_FIELD",
+     "include_untrusted"),
+])
+def test_bad_read_bodies_carry_the_rest_apis_code(parse: Any, body: Any, code: str, field: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        parse(body)
+    assert (error_code(err.value), err.value.field) == (code, field)
+
+
+def test_a_signed_body_takes_the_signature_keys() -> None:
+    signature = {"auth": {"key_id": "k", "signature": "s"}, "signed_at_ms": 1, "nonce": "00"}
+    assert recall_request({**_ALICE, "query": "tea", **signature}).query == "tea"
+    assert history_request({**_ALICE, "memory_id": _MEMORY_ID, **signature}).memory_id == _MEMORY_ID
 
 
 def test_a_recall_request_takes_its_defaults() -> None:
