@@ -2,7 +2,12 @@
 server's token again (a revoked or expired token stops the next call), calls the REST API's route
 function with a body built from its arguments, and maps the answer to a tool result
 (:mod:`.answers`): the same checks, signer lookup, pre-checks and decision mapping as ``memwarden
-serve``, with ``gateway = "mcp"`` on the commands it signs. Writes always wait for the decision."""
+serve``, with ``gateway = "mcp"`` on the commands it signs. Writes always wait for the decision.
+
+Arguments are checked as strictly as the REST API's bodies (:func:`strict_tool`): an unknown argument,
+a missing one or a value of the wrong type (``"k": "5"`` is not 5, ``"true"`` is no boolean) or out of
+range is an error result with ``status`` 400 and the REST API's code (``UNKNOWN_FIELD``,
+``MISSING_FIELD``, ``INVALID_FIELD``) naming the field (:class:`StrictServer`), never the SDK's text."""
 
 from __future__ import annotations
 
@@ -21,9 +26,12 @@ from fastapi.responses import JSONResponse
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult
-from pydantic import AnyHttpUrl, Field
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.types import CallToolResult, InputRequiredResult
+from pydantic import AnyHttpUrl, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic import ValidationError as PydanticValidationError
 
 from memwarden import __version__
@@ -54,6 +62,39 @@ gate decided."""
 MemoryId = Annotated[UUID, Field(description="the memory's id (memory_id of remember or recall)")]
 Time = Annotated[datetime | None, Field(description="ISO 8601 with a timezone, e.g. 2026-03-01T12:00:00Z")]
 Labels = Annotated[list[str] | None, Field(description="short labels")]
+
+
+def strict_tool(fn: Callable[..., Any]) -> Tool:
+    """``fn`` as an MCP tool (the SDK's :meth:`Tool.from_function`) whose argument model also refuses
+    unknown arguments (``extra="forbid"``; its input schema says ``additionalProperties: false``). The
+    strict types (``StrictInt``, ``StrictBool``, ``StrictStr``) are in ``fn``'s own annotations."""
+    tool = Tool.from_function(fn)
+    base = tool.fn_metadata.arg_model
+    strict: type[ArgModelBase] = type(base.__name__, (base,), {"model_config": ConfigDict(extra="forbid"),
+                                                               "__module__": base.__module__, "__doc__": base.__doc__})
+    tool.fn_metadata.arg_model = strict  # read at every call (FuncMetadata's documented contract)
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
+
+
+class StrictServer(MCPServer):
+    """The SDK's ``MCPServer`` whose tool calls answer arguments the tool's model refuses (the SDK raises
+    ``ToolError`` caused by the ``ValidationError``) as the REST API answers a bad body: an error result
+    with ``status`` 400, ``code`` (``UNKNOWN_FIELD``, ``MISSING_FIELD``, ``INVALID_FIELD``), ``codes``,
+    ``error`` and ``field`` (:func:`memwarden.mcp.answers.invalid`), not the SDK's text."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+                        ) -> CallToolResult | InputRequiredResult:
+        """The tool's result; bad arguments as a 400 error result (see the class doc). Raises what
+        ``MCPServer.call_tool`` raises otherwise (an unknown tool, a crash: ``ToolError``)."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, PydanticValidationError) or isinstance(exc, UnexpectedToolError):
+                raise
+            refused = invalid(exc.__cause__)
+            log.info("tool %s refused its arguments: %s", name, (refused.structured_content or {}).get("error"))
+            return refused
 
 
 class McpCaller(Caller):
@@ -122,14 +163,6 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
     ``token``'s principal (the server's configuration); over streamable HTTP at ``http_url`` every
     request must carry its own bearer token, checked by the SDK's auth middleware
     (:class:`GatewayTokens`) and again by every tool call, which acts for that token's principal."""
-    if http_url is None:
-        server: MCPServer = MCPServer(name="memwarden", version=__version__, instructions=INSTRUCTIONS)
-    else:
-        server = MCPServer(name="memwarden", version=__version__, instructions=INSTRUCTIONS,
-                           token_verifier=GatewayTokens(gateway),
-                           auth=AuthSettings(issuer_url=AnyHttpUrl(http_url), resource_server_url=AnyHttpUrl(
-                               f"{http_url}/mcp"), validate_token_resource=False))
-
     def run(tool: str, call: Callable[[McpCaller], Any]) -> CallToolResult:
         current = request_token() if http_url is not None else token
         if current is None:
@@ -137,9 +170,8 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
                            "Authorization")
         return guarded(gateway, current, tool, call)
 
-    @server.tool()
     def remember(
-        text: Annotated[str, Field(description="the memory, one self-contained statement")],
+        text: Annotated[StrictStr, Field(description="the memory, one self-contained statement")],
         subject: Annotated[str | None, Field(description="whom it concerns (default: your principal)")] = None,
         scope: Annotated[str | None, Field(description="where it belongs (default account:default)")] = None,
         tags: Labels = None,
@@ -163,18 +195,17 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
                      effective_from=effective_from, effective_to=effective_to, follows=follows)
         return run("remember", lambda who: writes.record(RecordBody.model_validate(args), who, gateway, wait=True))
 
-    @server.tool()
     def recall(
-        query: Annotated[str, Field(description="what you want to know, in plain words")],
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="how many memories at most")] = 10,
+        query: Annotated[StrictStr, Field(description="what you want to know, in plain words")],
+        k: Annotated[StrictInt, Field(ge=1, le=MAX_K, description="how many memories at most")] = 10,
         mode: Annotated[Literal["hybrid", "dense", "lexical"], Field(description="search mode")] = "hybrid",
         as_of: Annotated[datetime | None, Field(description="memories valid at this time (ISO 8601, with a"
                                                  " timezone; default now)")] = None,
         known_at: Annotated[datetime | None, Field(description="as the ledger knew them at this time")] = None,
         purpose: Annotated[str, Field(description="why you read (grants may be limited to purposes)")]
         = DEFAULT_PURPOSE,
-        include_untrusted: Annotated[bool, Field(description="also unverified memories")] = False,
-        recency: Annotated[float | None, Field(ge=0.0, le=MAX_RECENCY, description=(
+        include_untrusted: Annotated[StrictBool, Field(description="also unverified memories")] = False,
+        recency: Annotated[StrictFloat | None, Field(ge=0.0, le=MAX_RECENCY, description=(
             f"weight of recency in the ranking (score x (1 + recency x rank in time / (n - 1)); default:"
             f" {CURRENT_WEIGHT:g} for questions about a current, latest or final value, else 0)"))] = None,
     ) -> CallToolResult:
@@ -184,10 +215,9 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
                      include_untrusted=include_untrusted, recency=recency)
         return run("recall", lambda who: reads.recall(RecallBody.model_validate(args), who, gateway))
 
-    @server.tool()
     def supersede(
         memory_id: MemoryId,
-        text: Annotated[str, Field(description="the new version of the memory")],
+        text: Annotated[StrictStr, Field(description="the new version of the memory")],
         evidence: Annotated[list[str] | None, Field(description="why it changed (quotes, references)")] = None,
         source_ref: Annotated[str | None, Field(description="where the change was said")] = None,
     ) -> CallToolResult:
@@ -197,7 +227,6 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
         return run("supersede", lambda who: writes.supersede(memory_id, SupersedeBody.model_validate(args), who,
                                                              gateway, wait=True))
 
-    @server.tool()
     def forget(
         memory_id: Annotated[UUID | None, Field(description="forget this memory (every version)")] = None,
         subject: Annotated[str | None, Field(description="alone: forget everything about this subject")] = None,
@@ -207,7 +236,7 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
         memory_ids: Annotated[list[UUID] | None, Field(description="several memories")] = None,
         query: Annotated[str | None, Field(description="memories matching this search")] = None,
         reason: Annotated[str, Field(description="why (kept on the ledger)")] = "",
-        dry_run: Annotated[bool, Field(description="only list what would be forgotten")] = False,
+        dry_run: Annotated[StrictBool, Field(description="only list what would be forgotten")] = False,
     ) -> CallToolResult:
         """Forget memories irreversibly (their keys are shredded, derivatives follow): one memory_id, a
         subject alone, or selector criteria (all must match). Waits for the decision: memory_ids names
@@ -223,7 +252,6 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
 
         return run("forget", call)
 
-    @server.tool()
     def history(
         memory_id: MemoryId,
         purpose: Annotated[str, Field(description="why you read")] = DEFAULT_PURPOSE,
@@ -232,14 +260,19 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
         ledger position, and the text where it may be shown. Audited."""
         return run("history", lambda who: reads.history(memory_id, who, gateway, purpose=purpose))
 
-    @server.tool()
     def why(memory_id: MemoryId) -> CallToolResult:
         """Where a memory came from and what the write gate decided: each command about it (writer,
         subject, source, when, signing key) with the decision's outcome and reason codes, and its
         erasure receipts. Never content."""
         return run("why", lambda who: why_of(reads.audit(memory_id, who, gateway)))
 
-    return server
+    tools = [strict_tool(fn) for fn in (remember, recall, supersede, forget, history, why)]
+    if http_url is None:
+        return StrictServer(name="memwarden", version=__version__, instructions=INSTRUCTIONS, tools=tools)
+    return StrictServer(name="memwarden", version=__version__, instructions=INSTRUCTIONS, tools=tools,
+                        token_verifier=GatewayTokens(gateway),
+                        auth=AuthSettings(issuer_url=AnyHttpUrl(http_url), resource_server_url=AnyHttpUrl(
+                            f"{http_url}/mcp"), validate_token_resource=False))
 
 
 def _exit(signum: int, frame: object) -> None:
@@ -287,5 +320,5 @@ def serve(settings: Settings, transport: Literal["stdio", "http"] = "stdio", hos
             worker.stop()
 
 
-__all__ = ["INSTRUCTIONS", "GatewayTokens", "McpCaller", "authenticate", "build_server", "guarded", "request_token",
-           "serve"]
+__all__ = ["INSTRUCTIONS", "GatewayTokens", "McpCaller", "StrictServer", "authenticate", "build_server", "guarded",
+           "request_token", "serve", "strict_tool"]

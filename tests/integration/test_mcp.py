@@ -29,7 +29,7 @@ from memwarden.producers.client import MemwardenClient
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
 from tests.integration.conftest import read_topic
-from tests.integration.rest_fixtures import fresh, issue, register
+from tests.integration.rest_fixtures import ends, fresh, issue, register
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 MEMWARDEN = str(Path(sys.executable).parent / "memwarden")
@@ -134,6 +134,50 @@ def test_a_forget_of_another_principals_memory_is_an_error_with_its_code(
         out = structured(seen[name])
         assert out["code"] == "NOT_OWNER" and "NOT_OWNER" in out["codes"] and out["status"] == 403
     assert client.history(bob, r.memory_id) is not None  # still there
+
+
+BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str, str]] = [
+    # (tool, arguments, code, field): what the SDK's own argument validation refused with its text only
+    ("recall", {"query": "tea", "k": 0}, "INVALID_FIELD", "k"),
+    ("recall", {"query": "tea", "k": 500}, "INVALID_FIELD", "k"),
+    ("recall", {"query": "tea", "k": "5"}, "INVALID_FIELD", "k"),  # strict, as REST: not coerced
+    ("recall", {"query": "tea", "include_untrusted": "true"}, "INVALID_FIELD", "include_untrusted"),
+    ("recall", {"query": "tea", "principal": "user:bob"}, "UNKNOWN_FIELD", "principal"),  # was silently ignored
+    ("recall", {}, "MISSING_FIELD", "query"),
+    ("remember", {}, "MISSING_FIELD", "text"),
+    ("remember", {"text": "tea", "colour": "red"}, "UNKNOWN_FIELD", "colour"),
+    ("remember", {"text": "tea", "tags": [1]}, "INVALID_FIELD", "tags[0]"),
+    ("supersede", {"memory_id": "not-a-uuid", "text": "tea"}, "INVALID_FIELD", "memory_id"),
+    ("forget", {"subject": "user:x", "dry_run": "yes"}, "INVALID_FIELD", "dry_run"),
+    ("history", {"memory_id": str(uuid.uuid4()), "purpose": 7}, "INVALID_FIELD", "purpose"),
+    ("why", {}, "MISSING_FIELD", "memory_id"),
+]
+
+
+def test_bad_arguments_are_an_error_result_naming_the_field(namespace: Settings, users: dict[str, Any]) -> None:
+    """Arguments the tool's schema refuses (a value out of range or of the wrong type, strictly as the
+    REST API: ``"k": "5"`` is not 5; an unknown argument; a missing one) are an error result with
+    ``status`` 400 and the REST API's ``code``, ``codes``, ``error`` and ``field``, never the SDK's
+    text with a pydantic URL; nothing is published."""
+    _, token = users["alice"]
+    seen: list[tuple[str, str, str, CallToolResult]] = []
+    before = ends(namespace)
+
+    async def body(c: Client) -> None:
+        listed = {t.name: t for t in (await c.list_tools()).tools}
+        assert all(t.input_schema.get("additionalProperties") is False for t in listed.values())
+        for tool, arguments, code, field in BAD_ARGUMENTS:
+            seen.append((tool, code, field, await c.call_tool(tool, arguments)))
+
+    session(namespace, token, body)
+    for tool, code, field, r in seen:
+        assert r.is_error, (tool, field)
+        out = structured(r)
+        assert (out["status"], out["code"], out["codes"], out["field"]) == (400, code, [code], field), (tool, out)
+        assert out["error"].startswith(f"{field}: ")
+        text = json.dumps([c.model_dump() for c in r.content])
+        assert "pydantic" not in text and "Error executing tool" not in text, text
+    assert ends(namespace) == before
 
 
 @pytest.mark.parametrize("token", [None, "mwt_not-a-token-" + "x" * 20])
