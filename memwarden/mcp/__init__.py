@@ -7,6 +7,8 @@ IDE, an agent framework), over stdio or streamable HTTP, built with the official
   thin adapters over the REST API's routes (:mod:`memwarden.api.writes`, :mod:`memwarden.api.reads`)
   and its :class:`~memwarden.api.gateway.Gateway` (token lookup, signer lookup, pre-checks), so the two
   doors cannot drift apart;
+- :mod:`.http_auth` — over streamable HTTP, a request without a bearer token audited like a refused
+  one (``AuthRefused``) and every 401 naming its reason code, as the REST API's;
 - :mod:`.answers` — pure mappings: a route's answer or refusal to a tool result, the server token
   from the environment, which forget a ``forget`` call is, what ``why`` shows of a memory's audit.
 

@@ -47,6 +47,7 @@ from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
 from memwarden.settings import Settings
 
 from .answers import GATEWAY, TOKEN_ENV, forget_call, given, invalid, refusal, result, token_from_env, why_of
+from .http_auth import AuthAnswers, note_refusal
 
 log = logging.getLogger("memwarden.mcp")
 #: The "method" and "route" of MCP calls in the gateway's audit of refusals.
@@ -136,8 +137,10 @@ def guarded(gateway: Gateway, token: str, tool: str, call: Callable[[McpCaller],
 class GatewayTokens:
     """The SDK's bearer check for the streamable HTTP transport (``TokenVerifier``): a request's
     ``Authorization: Bearer mwt_...`` is accepted when the REST API would accept it (known, not
-    revoked, not expired, a signing key on this host); a refusal is audited by the gateway and the
-    SDK answers 401. The access token names the principal (``client_id``)."""
+    revoked, not expired, a signing key on this host); a refusal is audited by the gateway, its code
+    noted for the 401 (:mod:`.http_auth`) and the SDK answers 401. The access token names the principal
+    (``client_id``). A request without a bearer token never reaches it: :class:`.http_auth.AuthAnswers`
+    audits that one."""
 
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
@@ -146,9 +149,22 @@ class GatewayTokens:
         """The token's principal as an ``AccessToken``, or ``None`` (refused)."""
         try:
             who = await anyio.to_thread.run_sync(authenticate, self.gateway, token, "http")
-        except (ApiError, StackUnavailable):
+        except ApiError as exc:
+            note_refusal(exc.code, exc.message)  # named in the 401 by AuthAnswers
+            return None
+        except StackUnavailable:
             return None
         return AccessToken(token=token, client_id=who.principal, scopes=[])
+
+
+def http_app(server: MCPServer, gateway: Gateway, host: str) -> AuthAnswers:
+    """The SDK's streamable HTTP app of ``server`` (at ``/mcp``, behind its bearer middleware) wrapped
+    in :class:`.http_auth.AuthAnswers`: a request without a bearer token is audited (``AuthRefused``,
+    ``TOKEN_MISSING``) and every 401 names its reason code, as the REST API's."""
+    def refuse_missing(header: str | None) -> object:
+        return gateway.authenticate(header, METHOD, "mcp:http")
+
+    return AuthAnswers(server.streamable_http_app(host=host), refuse_missing)
 
 
 def request_token() -> str | None:
@@ -307,7 +323,11 @@ def serve(settings: Settings, transport: Literal["stdio", "http"] = "stdio", hos
             server = build_server(gateway, None, f"http://{host}:{port}")
             say(f"memwarden MCP server on http://{host}:{port}/mcp: every request carries its own"
                 " Authorization: Bearer mwt_... and acts for that token's principal")
-            server.run("streamable-http", host=host, port=port)
+            import uvicorn
+
+            config = uvicorn.Config(http_app(server, gateway, host), host=host, port=port,
+                                    log_level=server.settings.log_level.lower())
+            anyio.run(uvicorn.Server(config).serve)
         else:
             assert who is not None
             server = build_server(gateway, token)
@@ -321,4 +341,4 @@ def serve(settings: Settings, transport: Literal["stdio", "http"] = "stdio", hos
 
 
 __all__ = ["INSTRUCTIONS", "GatewayTokens", "McpCaller", "StrictServer", "authenticate", "build_server", "guarded",
-           "request_token", "serve", "strict_tool"]
+           "http_app", "request_token", "serve", "strict_tool"]

@@ -12,7 +12,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from memwarden.producers.client import MemwardenClient
 from memwarden.schemas.codec import default_codec
 from memwarden.settings import Settings
 from tests.integration.conftest import read_topic
-from tests.integration.rest_fixtures import ends, fresh, issue, register
+from tests.integration.rest_fixtures import ends, fresh, issue, refusals, register
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 MEMWARDEN = str(Path(sys.executable).parent / "memwarden")
@@ -193,19 +194,32 @@ def test_without_a_valid_token_the_server_refuses_to_start_in_one_line(namespace
         assert "UNKNOWN_TOKEN" in last or "TOKEN_MALFORMED" in last
 
 
+@contextmanager
+def http_server(namespace: Settings) -> Iterator[str]:
+    """``memwarden mcp --transport http`` on a free port, without a token of its own: its ``/mcp`` URL."""
+    from memwarden.ops.pidfiles import free_port, port_answers
+
+    port = free_port()
+    proc = subprocess.Popen([MEMWARDEN, "mcp", "--transport", "http", "--port", str(port)], env=_env(namespace, None),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not port_answers(port) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def test_streamable_http_transport_authenticates_every_request(namespace: Settings, users: dict[str, Any]) -> None:
     """Over HTTP the server holds no token of its own: each request carries its bearer token and the
     tools act for that token's principal; no token or an unknown one is 401 from the SDK's auth."""
     import httpx
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    from memwarden.ops.pidfiles import free_port, port_answers
-
     (alice, a_token), (_, b_token) = users["alice"], users["bob"]
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen([MEMWARDEN, "mcp", "--transport", "http", "--port", str(port)], env=_env(namespace, None),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen: dict[str, Any] = {}
 
     async def as_(token: str, body: Callable[[Client], Awaitable[None]]) -> None:
@@ -226,20 +240,13 @@ def test_streamable_http_transport_authenticates_every_request(namespace: Settin
             await as_(a_token, alice_writes)
             await as_(b_token, bob_forgets)
 
-    try:
-        deadline = time.monotonic() + 60
-        while not port_answers(port) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    with http_server(namespace) as url:
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
         for headers in ({}, {"Authorization": "Bearer mwt_not-a-token-" + "x" * 20}):
             refused = httpx.post(url, json=init, headers={"Accept": "application/json, text/event-stream", **headers},
                                  timeout=30)
             assert refused.status_code == 401, refused.text
         anyio.run(main)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     assert seen["tools"] == TOOLS
     assert not seen["remember"].is_error and structured(seen["remember"])["outcome"] == "ACCEPTED"
     assert seen["bob"].is_error and "NOT_OWNER" in json.dumps(structured(seen["bob"]))  # acted as bob, not alice
@@ -248,3 +255,42 @@ def test_streamable_http_transport_authenticates_every_request(namespace: Settin
     commands = [codec.decode(m.value())[1] for m in read_topic(namespace, "commands")]
     (wrote,) = [r for r in commands if r.get("memory_id") == memory_id]  # bob's forget was refused before the ledger
     assert wrote["envelope"]["principal"] == alice and wrote["envelope"]["attributes"]["gateway"] == "mcp"
+
+
+@pytest.mark.parametrize(("authorization", "code"), [
+    (None, "TOKEN_MISSING"),  # the SDK's middleware answers 401 without asking the token verifier
+    ("Basic YWxpY2U6c2VjcmV0", "TOKEN_MISSING"),
+    ("Bearer mwt_short", "TOKEN_MALFORMED"),
+    ("Bearer mwt_" + "x" * 43, "UNKNOWN_TOKEN"),
+])
+def test_every_refused_http_request_is_audited_and_names_its_reason(namespace: Settings, worker: WorkerProcess,
+                                                                   authorization: str | None, code: str) -> None:
+    """Over streamable HTTP a request without a token, with another scheme, a malformed or an unknown
+    token is 401, audited as ``AuthRefused`` with its reason code (route ``mcp:http``), and the answer
+    names the code (body ``code`` and ``error_description``, ``WWW-Authenticate``) as the REST API does
+    (newcomer trial: no token was not audited, and every body was the SDK's generic one)."""
+    import httpx
+
+    def audited() -> int:
+        return len([r for r in refusals(namespace) if r["code"] == code and r["route"] == "mcp:http"])
+
+    before = audited()
+    with http_server(namespace) as url:
+        headers = {"Accept": "application/json, text/event-stream"}
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        refused = httpx.post(url, json=init, headers=headers, timeout=30)
+        health = httpx.get(url.removesuffix("/mcp") + "/.well-known/oauth-protected-resource/mcp", timeout=30)
+    assert refused.status_code == 401, refused.text
+    body = refused.json()
+    assert body["code"] == code and body["field"] == "Authorization" and body["error"] == "invalid_token", body
+    assert body["error_description"].startswith(f"{code}: ")
+    assert f'error_description="{code}"' in refused.headers["www-authenticate"]
+    assert refused.headers["www-authenticate"].startswith("Bearer ")
+    assert int(refused.headers["content-length"]) == len(refused.content)
+    assert health.status_code == 200  # the SDK's metadata route is public: nothing refused, nothing audited
+    deadline = time.monotonic() + 30
+    while audited() == before and time.monotonic() < deadline:  # the audit topic is read back
+        time.sleep(0.5)
+    assert audited() == before + 1
