@@ -67,10 +67,12 @@ class Caller:
 
 class Gateway:
     """The server's clients and checks (see the module doc). ``client`` defaults to a new
-    :class:`MemwardenClient` of ``settings``. Call :meth:`close` when done."""
+    :class:`MemwardenClient` of ``settings``; ``name`` is the gateway its ``AuthRefused`` records name
+    (``rest``; the MCP server passes ``mcp``). Call :meth:`close` when done."""
 
-    def __init__(self, settings: Settings, client: MemwardenClient | None = None) -> None:
+    def __init__(self, settings: Settings, client: MemwardenClient | None = None, name: str = GATEWAY) -> None:
         self.settings = settings
+        self.name = name  # the gateway its AuthRefused records name ("rest", or "mcp" for the MCP server)
         self.client = client or MemwardenClient(settings)
         self._pool = ConnectionPool(settings.postgres_dsn, min_size=1, max_size=8, open=True,
                                     kwargs={"options": f"-c search_path={settings.pg_schema}"})
@@ -161,7 +163,7 @@ class Gateway:
         """Audit an authentication or authorisation refusal (``AuthRefused``, ids only) and raise it."""
         token_id = caller.token_id if caller else token.token_id if token else None
         principal = caller.principal if caller else token.principal if token else None
-        record = {"refusal_id": str(uuid.uuid4()), "gateway": GATEWAY, "code": code, "method": method,
+        record = {"refusal_id": str(uuid.uuid4()), "gateway": self.name, "code": code, "method": method,
                   "route": route, "token_id": token_id, "principal": principal, "claimed_principal": claimed,
                   "refused_at": datetime.now(UTC)}
         try:

@@ -311,7 +311,7 @@ def serve(settings: Settings, transport: Literal["stdio", "http"] = "stdio", hos
     gateway = None
     signal.signal(signal.SIGTERM, _exit)
     try:
-        gateway = Gateway(settings)
+        gateway = Gateway(settings, name=GATEWAY)
         who = None
         if token is not None:
             try:

@@ -271,8 +271,9 @@ def test_every_refused_http_request_is_audited_and_names_its_reason(namespace: S
     (newcomer trial: no token was not audited, and every body was the SDK's generic one)."""
     import httpx
 
-    def audited() -> int:
-        return len([r for r in refusals(namespace) if r["code"] == code and r["route"] == "mcp:http"])
+    def audited() -> int:  # named as the MCP gateway's, not the REST API's
+        return len([r for r in refusals(namespace) if r["code"] == code and r["route"] == "mcp:http"
+                    and r["gateway"] == "mcp"])
 
     before = audited()
     with http_server(namespace) as url:
