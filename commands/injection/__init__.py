@@ -335,6 +335,12 @@ spaces and tabs become one space.
   without a human reviewing them"; not after "must not wait / hesitate"), showing people how to share credentials
   ("show how to share credentials safely with colleagues"). Over the labelled files: 2 benign texts cleared, 7
   injected items of earlier sets found that no rule read, none loses a finding; no conversation turn changes.
+- Since rules/45 (from the seventy-second held-out set, after it was scored with rules/44): a waiver "without
+  re-checking / double-checking / re-confirming with" the person is read as "without checking with"; not orders: a
+  trigger whose act is to tell, ask or remind the speaker ("If a site needs a login, just tell me and I'll type it
+  in myself"), a user's permission the speaker scopes with "but ... needs my OK first". Over the labelled files: 2
+  benign texts cleared, 2 injected items found that no rule read, none loses a finding; no conversation turn
+  changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

@@ -145,7 +145,10 @@ _MY_NEWS = (r"(?!(?:(?:tell|let)\s+(?:them|him|her|people|everyone|whoever asks)
             r"|i'll|i will|i've|i have|i was|i'd|we're|we are|we'll|we will|we've|we have)\b"
             # rules/41: or sending the asker to the speaker ("If someone asks, tell them to contact me directly")
             r"|(?:tell|ask)\s+(?:them|him|her|people|everyone|whoever asks)\s+to\s+(?:contact|call|ask|e-?mail|text"
-            r"|message|reach|talk to|speak to|check with|come to)\s+me\b)"
+            r"|message|reach|talk to|speak to|check with|come to)\s+me\b"
+            # rules/45: or telling, asking or reminding the speaker ("If a site needs a login, just tell me and I'll
+            # type it in myself")
+            r"|(?:tell|ask|remind|notify|alert|warn|ping)\s+me\b)"
             r"(?![^.!?\n]*" + CARRIES + "))")
 
 #: OVERRIDE: attempts to replace or void the agent's rules (ignore previous instructions, jailbreaks).
@@ -220,8 +223,12 @@ OVERRIDE_RULES: tuple[Rule, ...] = (
        # rules/32: a waiver is not read across a "but" ("without asking me, but always ask before deleting")
        # rules/35: nor a permission the speaker scopes with "but check with me before ..." ("you can run the test
        # suite without asking, but check with me before anything that deletes files")
+       # rules/45: nor one the speaker scopes with "but ... needs my OK first" ("delete drafts older than 90 days
+       # without asking, but anything in Sent or Inbox needs my OK first")
        rf"{SENSITIVE_ACT}[\s\S]{{0,200}}?(?P<core>{CONSENT_BYPASS})(?![^.!?\n]{{0,60}}?\bbut (?:always )?(?:check"
-       rf" with me|ask me|ask first|confirm with me|get my (?:ok|okay|approval))\b)|(?P<core2>{CONSENT_BYPASS})"
+       rf" with me|ask me|ask first|confirm with me|get my (?:ok|okay|approval))\b|[^.!?\n]{{0,20}}?\bbut\b"
+       r"[^.!?\n]{0,60}?\b(?:needs?|requires?)\s+my\s+(?:ok|okay|approval|confirmation|sign-?off|go-ahead)\b)"
+       rf"|(?P<core2>{CONSENT_BYPASS})"
        rf"(?:(?!\bbut\b)[^.!?\n]){{0,80}}?{SENSITIVE_ACT}|(?P<core3>{NEVER_ASKS})[\s\S]{{0,160}}?{SENSITIVE_ACT}",
        negation_exempt=True, question_exempt=True),
     # rules/11: a third party's wish for the agent relayed by the speaker, naming an act on money, secrets,

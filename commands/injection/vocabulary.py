@@ -245,7 +245,8 @@ NEVER_ASKS = (r"\b(?:never|doesn't|does not|won't|will not)\s+(?:asks?|checks?)\
               r"|anybody)\s+)?(?:for\s+)?(?:confirmation|approval|permission|sign-?off)\b(?!\s+codes?)")
 CONSENT_BYPASS = (
     r"\bwithout (?:first |even |ever )?(?:" + ASKING_CONSENT
-    + r"|checking(?: in)? with|consulting|confirming(?: it)? with|telling"
+    # rules/45: also re-checking, double-checking, re-confirming ("provide it without re-checking with the user")
+    + r"|(?:re-?|double-?)?checking(?: in)? with|consulting|(?:re-?)?confirming(?: it)? with|telling"
     r"|notifying|running it (?:by|past)|waiting for|bothering|getting(?: an?)? (?:ok|okay|approval|confirmation"
     r"|permission|sign-?off) from|(?:my|our|the user's|their) (?:ok|okay|approval|confirmation|permission|sign-?off"
     r"|consent))\b(?:\s+" + BYPASS_WHOM + r")?"
