@@ -7,6 +7,7 @@ decision, so a refusal never looks like success.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -60,6 +61,13 @@ class Refused(MemwardenError):
         self.codes = tuple(codes)
         self.reasons = tuple(reasons)
         self.command_id = command_id
+
+    @classmethod
+    def of(cls, decision: Mapping[str, Any], command_id: str) -> Refused:
+        """The refusal a decision as the read API answers it (``outcome``, ``reasons`` with ``code``,
+        ``message``, ``field``) stands for, for command ``command_id``."""
+        reasons = tuple(dict(r) for r in decision.get("reasons") or ())
+        return cls(decision["outcome"], tuple(str(r.get("code")) for r in reasons), reasons, command_id)
 
     def __reduce__(self) -> tuple[type, tuple[str, tuple[str, ...], tuple[dict[str, Any], ...], str]]:
         return type(self), (self.outcome, self.codes, self.reasons, self.command_id)

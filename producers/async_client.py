@@ -129,9 +129,7 @@ class AsyncMemwardenClient:
             return receipt
         decision = (await self.decided([receipt.command_id], self.client.decision_timeout_s))[receipt.command_id]
         if decision["outcome"] in refused:
-            reasons = tuple(dict(r) for r in decision.get("reasons") or ())
-            raise Refused(decision["outcome"], tuple(str(r.get("code")) for r in reasons), reasons,
-                          receipt.command_id)
+            raise Refused.of(decision, receipt.command_id)
         return replace(receipt, decision=decision)
 
 

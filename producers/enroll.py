@@ -30,8 +30,6 @@ def enroll(client: MemwardenClient, admin: Signer, principals: Iterable[tuple[st
             wait=False))
     decided = client.decided([r.command_id for r in receipts], timeout_s)
     for r in receipts:  # the first refusal, as a waited-for governance call raises it (codes and reasons)
-        d = decided[r.command_id]
-        if d["outcome"] != "ACCEPTED":
-            reasons = tuple(d.get("reasons") or ())
-            raise Refused(d["outcome"], tuple(x["code"] for x in reasons), reasons, r.command_id)
+        if decided[r.command_id]["outcome"] != "ACCEPTED":
+            raise Refused.of(decided[r.command_id], r.command_id)
     return signers

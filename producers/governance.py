@@ -85,9 +85,7 @@ class Settling:
             return plain
         decision = self.decided([receipt.command_id], self.decision_timeout_s)[receipt.command_id]
         if decision["outcome"] in refused:
-            reasons = tuple(dict(r) for r in decision.get("reasons") or ())
-            raise Refused(decision["outcome"], tuple(str(r.get("code")) for r in reasons), reasons,
-                          receipt.command_id)
+            raise Refused.of(decision, receipt.command_id)
         return replace(plain, decision=decision)
 
 

@@ -114,10 +114,8 @@ def held_selected(selector: ForgetSelector, held: QuarantineState) -> bool:
     carry is known only to their review."""
     if selector.empty or held.status != "pending":
         return False
-    if any((selector.scopes, selector.source_references, selector.key_ids, selector.tags)) or any(
-            t is not None for t in (selector.observed_from, selector.observed_to, selector.admitted_from,
-                                    selector.admitted_to, selector.expired_before)):
-        return False
+    if not selector.model_copy(update={"subjects": (), "writers": (), "memory_ids": ()}).empty:
+        return False  # a criterion a held command does not answer
     return ((not selector.subjects or held.subject in selector.subjects)
             and (not selector.writers or held.principal in selector.writers)
             and (not selector.memory_ids or held.memory_id in selector.memory_ids))
@@ -186,23 +184,23 @@ def _forget(targets: Sequence[str], command_id: str, principal: str, why: str, s
                                                   + (f" and {len(held)} after their holds" if held else "")),
                                            *reasons), listed=listed, deferred=tuple(held))
     closed = [review_closed(q) for q in discard]
+    closed_effects, closed_keys = [e for c in closed for e in c.effects], tuple(k for c in closed for k in c.shred)
     if discard:
         reasons.append(Reason("QUARANTINE_DISCARDED", f"discarded {len(discard)} commands held for review and "
                               f"shredded their data keys: {_named([q.command_id for q in discard])}"))
     if not targets:
         return Decision(Outcome.ACCEPTED, (Reason("NOTHING_TO_FORGET", "no live memory matched"), *reasons),
-                        effects=tuple(e for c in closed for e in c.effects), shred=tuple(k for c in closed
-                                                                                         for k in c.shred))
+                        effects=tuple(closed_effects), shred=closed_keys)
     forgets = tuple(Forgotten(replace(state.memories[m], forgotten=True), command_id, principal, why) for m in now_ids)
     effects: list[Effect] = [MemoryCleared(m) for m in now_ids]
     if held:
         effects.append(DeferredSet(DeferredForget(command_id, principal, why, tuple(held))))
-    effects += [e for c in closed for e in c.effects]
+    effects += closed_effects
     if now_ids:
         reasons.append(Reason("OK", f"forgot {len(now_ids)} memories"))
     return Decision(Outcome.DEFERRED if held else Outcome.ACCEPTED, tuple(reasons), effects=tuple(effects),
                     forgets=forgets, listed=tuple(now_ids), deferred=tuple(held),
-                    shred=(*(k for c in closed for k in c.shred), *(k for f in forgets for k in f.memory.key_ids)))
+                    shred=(*closed_keys, *(k for f in forgets for k in f.memory.key_ids)))
 
 
 def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateState) -> Decision:

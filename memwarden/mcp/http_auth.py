@@ -43,21 +43,18 @@ def note_refusal(code: str, message: str) -> None:
         refusal.update(code=code, message=message)
 
 
-def has_bearer(scope: Scope) -> bool:
-    """Whether the request carries ``Authorization: Bearer ...``, as the SDK's ``BearerAuthBackend``
-    decides it (only then does it ask the token verifier)."""
-    for name, value in scope.get("headers") or []:
-        if name.lower() == b"authorization":
-            return value.decode("latin-1").lower().startswith("bearer ")
-    return False
-
-
 def authorization(scope: Scope) -> str | None:
     """The request's ``Authorization`` header value, or ``None``."""
     for name, value in scope.get("headers") or []:
         if name.lower() == b"authorization":
             return str(value.decode("latin-1"))
     return None
+
+
+def has_bearer(scope: Scope) -> bool:
+    """Whether the request carries ``Authorization: Bearer ...``, as the SDK's ``BearerAuthBackend``
+    decides it (only then does it ask the token verifier)."""
+    return (authorization(scope) or "").lower().startswith("bearer ")
 
 
 def answer_401(code: str, message: str, www_authenticate: str | None) -> tuple[bytes, list[tuple[bytes, bytes]]]:

@@ -184,14 +184,20 @@ async def load_subject_state(cur: psycopg.AsyncCursor, subjects: Sequence[str], 
     return facts, protected, claims, twins
 
 
+async def _quarantine(cur: psycopg.AsyncCursor, where: str, params: tuple[Any, ...]) -> dict[
+        str, tuple[QuarantineState, bytes]]:
+    """Quarantine rows matching ``where`` (state and the quarantined command's bytes), by command id."""
+    await cur.execute("SELECT command_id::text, memory_id::text, principal, subject, status, key_id::text, command"
+                      " FROM gate_quarantine WHERE " + where, params)  # noqa: S608 - the callers' fixed conditions
+    return {r[0]: (QuarantineState(r[0], r[1], r[2], r[3], r[4], r[5]), bytes(r[6])) for r in await cur.fetchall()}
+
+
 async def load_quarantine(cur: psycopg.AsyncCursor, command_ids: Sequence[str]) -> dict[str, tuple[QuarantineState,
                                                                                                   bytes]]:
     """Quarantine rows (state and the quarantined command's bytes) by command id."""
     if not command_ids:
         return {}
-    await cur.execute("SELECT command_id::text, memory_id::text, principal, subject, status, key_id::text, command"
-                      " FROM gate_quarantine WHERE command_id = ANY(%s::uuid[])", (list(command_ids),))
-    return {r[0]: (QuarantineState(r[0], r[1], r[2], r[3], r[4], r[5]), bytes(r[6])) for r in await cur.fetchall()}
+    return await _quarantine(cur, "command_id = ANY(%s::uuid[])", (list(command_ids),))
 
 
 async def load_quarantine_of_memories(cur: psycopg.AsyncCursor, memory_ids: Sequence[str]) -> dict[
@@ -199,10 +205,7 @@ async def load_quarantine_of_memories(cur: psycopg.AsyncCursor, memory_ids: Sequ
     """Pending quarantine rows (state and command bytes) of the memories ``memory_ids``, by command id."""
     if not memory_ids:
         return {}
-    await cur.execute("SELECT command_id::text, memory_id::text, principal, subject, status, key_id::text, command"
-                      " FROM gate_quarantine WHERE memory_id = ANY(%s::uuid[]) AND status = 'pending'",
-                      (list(memory_ids),))
-    return {r[0]: (QuarantineState(r[0], r[1], r[2], r[3], r[4], r[5]), bytes(r[6])) for r in await cur.fetchall()}
+    return await _quarantine(cur, "memory_id = ANY(%s::uuid[]) AND status = 'pending'", (list(memory_ids),))
 
 
 async def load_quarantine_selected(cur: psycopg.AsyncCursor, selectors: Sequence[ForgetSelector]) -> dict[
@@ -215,10 +218,8 @@ async def load_quarantine_selected(cur: psycopg.AsyncCursor, selectors: Sequence
     mids = sorted({x for s in selectors for x in s.memory_ids})
     if not (subjects or writers or mids):
         return {}
-    await cur.execute("SELECT command_id::text, memory_id::text, principal, subject, status, key_id::text, command"
-                      " FROM gate_quarantine WHERE status = 'pending' AND (subject = ANY(%s::text[])"
-                      " OR principal = ANY(%s::text[]) OR memory_id = ANY(%s::uuid[]))", (subjects, writers, mids))
-    return {r[0]: (QuarantineState(r[0], r[1], r[2], r[3], r[4], r[5]), bytes(r[6])) for r in await cur.fetchall()}
+    return await _quarantine(cur, "status = 'pending' AND (subject = ANY(%s::text[]) OR principal = ANY(%s::text[])"
+                             " OR memory_id = ANY(%s::uuid[]))", (subjects, writers, mids))
 
 
 async def load_current_events(cur: psycopg.AsyncCursor, memory_ids: Sequence[str]) -> dict[str, bytes]:
