@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -45,27 +45,41 @@ def problem(status: int, code: str, message: str, field: str | None = None,
                         headers=headers)
 
 
-def field_of(loc: Sequence[Any]) -> str:
+#: Where a pydantic error location of a request starts (the part of the request, not a field).
+REQUEST_PARTS = ("body", "query", "path", "header")
+
+
+def field_of(loc: Sequence[Any], whole: str = "body", sources: Sequence[str] = REQUEST_PARTS) -> str:
     """A pydantic error location as a dotted path without its source (``("body", "fact", "value")`` →
-    ``fact.value``, list indexes as ``[i]``); the body itself is ``body``."""
-    parts = list(loc[1:]) if loc and loc[0] in ("body", "query", "path", "header") else list(loc)
+    ``fact.value``, list indexes as ``[i]``); a first element in ``sources`` is dropped, and an empty
+    path is ``whole`` (the body itself, or an MCP tool's ``arguments`` with ``sources=()``)."""
+    parts = list(loc[1:]) if loc and loc[0] in sources else list(loc)
     out = ""
     for p in parts:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out or "body"
+    return out or whole
+
+
+def invalid_field(errors: Sequence[Mapping[str, Any]], whole: str = "body",
+                  sources: Sequence[str] = REQUEST_PARTS) -> tuple[str, str, str]:
+    """The first pydantic error of ``errors`` as ``(code, message, field)``: ``UNKNOWN_FIELD`` for an
+    extra field, ``MISSING_FIELD`` for a required one, ``INVALID_FIELD`` otherwise, the message led by
+    the field's dotted path (:func:`field_of`). The REST API and the MCP tools answer bad input alike."""
+    first = errors[0] if errors else {"loc": (), "msg": "invalid", "type": ""}
+    kind, field = str(first.get("type", "")), field_of(first.get("loc", ()), whole, sources)
+    if kind == "extra_forbidden":
+        return "UNKNOWN_FIELD", f"{field}: unknown field", field
+    if kind == "missing":
+        return "MISSING_FIELD", f"{field}: required", field
+    return "INVALID_FIELD", f"{field}: {str(first.get('msg', 'invalid')).removeprefix('Value error, ')}", field
 
 
 def _validation(exc: RequestValidationError) -> JSONResponse:
-    first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "invalid request", "type": ""}
-    kind, field = str(first.get("type", "")), field_of(first.get("loc", ()))
-    if kind == "json_invalid":
+    errors = exc.errors()
+    if errors and str(errors[0].get("type", "")) == "json_invalid":
         return problem(400, "BAD_JSON", "the body is not valid JSON", "body")
-    if kind == "extra_forbidden":
-        return problem(400, "UNKNOWN_FIELD", f"{field}: unknown field", field)
-    if kind == "missing":
-        return problem(400, "MISSING_FIELD", f"{field}: required", field)
-    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
-    return problem(400, "INVALID_FIELD", f"{field}: {message}", field)
+    code, message, field = invalid_field(errors)
+    return problem(400, code, message, field)
 
 
 def install(app: FastAPI) -> None:
@@ -144,4 +158,5 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
-__all__ = ["ApiError", "BodyLimit", "MAX_BODY_BYTES", "field_of", "install", "problem"]
+__all__ = ["ApiError", "BodyLimit", "MAX_BODY_BYTES", "REQUEST_PARTS", "field_of", "install", "invalid_field",
+           "problem"]

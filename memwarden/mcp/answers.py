@@ -13,6 +13,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError as PydanticValidationError
 
 from memwarden.api.bodies import ForgetBody
+from memwarden.api.errors import invalid_field
 from memwarden.errors import MemwardenError
 
 #: The environment variable holding the server's token (``mwt_...`` from ``memwarden token issue``).
@@ -44,27 +45,12 @@ def refusal(status: int, code: str, message: str, field: str | None = None,
     return result(status, {**(extra or {}), "error": message, "code": code, "codes": codes, "field": field})
 
 
-def field_of(loc: Sequence[Any]) -> str:
-    """A pydantic error location as a dotted path (``("fact", "value")`` → ``fact.value``, list indexes
-    as ``[i]``); the arguments themselves are ``arguments``."""
-    out = ""
-    for p in loc:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out or "arguments"
-
-
 def invalid(exc: PydanticValidationError) -> CallToolResult:
-    """Bad tool arguments as the REST API names them: 400 ``INVALID_FIELD`` / ``MISSING_FIELD`` /
-    ``UNKNOWN_FIELD`` with the field's dotted path."""
-    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid", "type": ""}
-    field = field_of(first.get("loc", ()))
-    kind = str(first.get("type", ""))
-    if kind == "missing":
-        return refusal(400, "MISSING_FIELD", f"{field}: required", field)
-    if kind == "extra_forbidden":
-        return refusal(400, "UNKNOWN_FIELD", f"{field}: unknown field", field)
-    return refusal(400, "INVALID_FIELD", f"{field}: {str(first.get('msg', 'invalid')).removeprefix('Value error, ')}",
-                   field)
+    """Bad tool arguments as the REST API names them (:func:`memwarden.api.errors.invalid_field`): 400
+    ``INVALID_FIELD`` / ``MISSING_FIELD`` / ``UNKNOWN_FIELD`` with the field's dotted path, the
+    arguments themselves being ``arguments``."""
+    code, message, field = invalid_field(exc.errors(), whole="arguments", sources=())
+    return refusal(400, code, message, field)
 
 
 def given(**values: Any) -> dict[str, Any]:
@@ -104,5 +90,5 @@ def why_of(report: Mapping[str, Any]) -> dict[str, Any]:
             "erasure_receipts": report.get("erasure_receipts") or []}
 
 
-__all__ = ["GATEWAY", "TOKEN_ENV", "field_of", "forget_call", "given", "invalid", "refusal", "result", "token_from_env",
+__all__ = ["GATEWAY", "TOKEN_ENV", "forget_call", "given", "invalid", "refusal", "result", "token_from_env",
            "why_of"]

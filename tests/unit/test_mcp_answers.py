@@ -16,7 +16,6 @@ from memwarden.commands.principals import PrincipalRecord
 from memwarden.errors import MemwardenError
 from memwarden.mcp.answers import (
     TOKEN_ENV,
-    field_of,
     forget_call,
     given,
     invalid,
@@ -71,7 +70,13 @@ def test_bad_arguments_name_their_field() -> None:
         Strict.model_validate({"items": [1, "x"]})
     out = invalid(nested.value)
     assert out.is_error and out.structured_content["field"] == "items[1]"
-    assert field_of(()) == "arguments" and field_of(("fact", "value")) == "fact.value"
+    with pytest.raises(ValidationError) as whole:
+        Strict.model_validate(["not", "an", "object"])
+    assert invalid(whole.value).structured_content["field"] == "arguments"
+    # An argument named like a part of an HTTP request keeps its name (REST drops "query" as a source).
+    with pytest.raises(ValidationError) as missing_query:
+        RecallBody.model_validate({"k": 3})
+    assert invalid(missing_query.value).structured_content["field"] == "query"
 
 
 def test_given_drops_what_was_not_given() -> None:
