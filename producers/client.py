@@ -221,7 +221,8 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
     def decided(self, command_ids: Sequence[str], timeout_s: float = 60.0) -> dict[str, dict[str, Any]]:
         """Wait until the gate decided every command id; returns ``command_id -> decision`` (``outcome``,
         ``reasons`` with ``code``/``message``/``field``, ``memory_id``, ``policy_version``, ledger
-        ``position``, ``decided_at``), asked of the read API's public decisions endpoint.
+        ``position``, ``decided_at``, and ``review``: a held write's review as it stands now, ``status``
+        pending / approved / rejected, else ``None``), asked of the read API's public decisions endpoint.
 
         Raises ``StackUnavailable`` after ``timeout_s`` seconds or when the read API does not answer.
         """

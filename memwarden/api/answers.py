@@ -37,14 +37,17 @@ def receipt_json(receipt: Receipt, id_name: str) -> dict[str, Any]:
 
 def decision_json(decision: dict[str, Any]) -> dict[str, Any]:
     """A decision of the read API as the REST API shows it: outcome, reasons (code, message, field),
-    ``codes`` alone, the memories it names, versions, position and time."""
+    ``codes`` alone, the memories it names, versions, position and time, and ``review``: a quarantined
+    write's review as it stands now (``status`` pending / approved / rejected, ``reviewed_by``,
+    ``reviewed_at``), ``null`` for a command never held."""
     reasons = [{"code": r.get("code"), "message": r.get("message"), "field": r.get("field")}
                for r in decision.get("reasons") or []]
     return {"outcome": decision["outcome"], "reasons": reasons, "codes": [r["code"] for r in reasons],
             "command_type": decision.get("command_type"), "memory_id": decision.get("memory_id"),
             "memory_ids": decision.get("memory_ids") or [], "deferred_ids": decision.get("deferred_ids") or [],
             "policy_version": decision.get("policy_version"), "gate_version": decision.get("gate_version"),
-            "decided_at": decision.get("decided_at"), "command_position": decision.get("position")}
+            "decided_at": decision.get("decided_at"), "command_position": decision.get("position"),
+            "review": decision.get("review")}
 
 
 def with_status(decided: dict[str, Any], creates: bool) -> tuple[int, dict[str, Any]]:

@@ -264,8 +264,8 @@ class ReadService:
     async def decisions(self, body: Any) -> Reply:
         """``POST /decisions`` with ``{"command_ids": [...]}``: 200 ``{"decisions": {command_id:
         {outcome, reasons, memory_id, memory_ids, command_type, principal, subject, gate_version, policy_version,
-        position, decided_at}}}`` for the
-        decided ones (undecided ids are absent); 400 naming a bad field."""
+        position, decided_at, review}}}`` for the decided ones (undecided ids are absent; ``review`` is the
+        review of a quarantined write as it stands now, else ``null``); 400 naming a bad field."""
         try:
             ids = decision_ids(body)
         except ValidationError as exc:
@@ -278,7 +278,8 @@ class ReadService:
             except DB_ERRORS as exc:
                 self._lookup = None
                 return unavailable("database", exc)
-        return Reply(200, {"decisions": {cid: self._decision_json(raw) for cid, raw in found.items()}})
+        return Reply(200, {"decisions": {cid: self._decision_json(f.decided) | {"review": f.review}
+                                          for cid, f in found.items()}})
 
     def _decision_json(self, raw: bytes) -> dict[str, Any]:
         _, d = self._c.codec.decode(raw)

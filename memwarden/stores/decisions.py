@@ -72,14 +72,29 @@ async def decided_among(cur: psycopg.AsyncCursor, command_ids: Sequence[str]) ->
     return {row[0] for row in await cur.fetchall()}
 
 
-async def find(conn: psycopg.AsyncConnection, command_ids: Sequence[str]) -> dict[str, bytes]:
-    """The ``GateDecided`` bytes of each decided command among ``command_ids`` (undecided ones are absent)."""
+@dataclass(frozen=True)
+class Found:
+    """A stored decision as callers see it: the ``GateDecided`` bytes and, for a quarantined write, its
+    review as it stands now (``{"status": "pending" | "approved" | "rejected", "reviewed_by",
+    "reviewed_at"}``; ``None`` for a command never held). The decision itself never changes: a released
+    write's decision stays ``QUARANTINED`` and its review says ``approved``."""
+
+    decided: bytes
+    review: dict[str, Any] | None
+
+
+async def find(conn: psycopg.AsyncConnection, command_ids: Sequence[str]) -> dict[str, Found]:
+    """Each decided command among ``command_ids`` (undecided ones are absent), with its review when the
+    gate held it for one (:class:`Found`)."""
     async with conn.cursor() as cur:
-        await cur.execute("SELECT command_id::text, decision FROM gate_decisions WHERE command_id = ANY(%s::uuid[])",
-                          (list(command_ids),))
+        await cur.execute("SELECT d.command_id::text, d.decision, q.status, q.reviewed_by, q.reviewed_at"
+                          " FROM gate_decisions d LEFT JOIN gate_quarantine q ON q.command_id = d.command_id"
+                          " WHERE d.command_id = ANY(%s::uuid[])", (list(command_ids),))
         rows = await cur.fetchall()
     await conn.commit()
-    return {cid: bytes(decided) for cid, decided in rows}
+    return {cid: Found(bytes(decided), None if status is None else {
+        "status": status, "reviewed_by": by, "reviewed_at": at.isoformat() if at is not None else None})
+        for cid, decided, status, by, at in rows}
 
 
 def outcome_counts(conn: psycopg.Connection) -> dict[str, int]:

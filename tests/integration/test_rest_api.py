@@ -245,6 +245,27 @@ def test_refusals_and_quarantine_answer_4xx_with_their_codes(api: TestClient, us
     assert got["reasons"][0]["message"]
 
 
+def test_a_held_write_s_decision_shows_its_review_as_it_stands(api: TestClient, users: dict[str, Any],
+                                                               namespace: Settings, client: MemwardenClient) -> None:
+    """The decision of a quarantined write never changes (the ledger is immutable), but its caller
+    learns what became of it: ``review`` is pending, then approved (or rejected) with who and when; a
+    command never held has ``review: null``."""
+    alice, token = users["alice"]
+    held = _record(api, token, f"Alice note {uuid.uuid4().hex[:6]}", subject="user:someone-else").json()
+    pending = api.get(held["decision_url"], headers=auth(token)).json()
+    assert pending["outcome"] == "QUARANTINED" and pending["review"]["status"] == "pending"
+    assert pending["review"]["reviewed_by"] is None
+    reviewer = register(client, namespace, f"reviewer:{fresh('rita')}")
+    approved = client.approve_quarantined(held["command_id"], by=reviewer, subject="user:someone-else")
+    assert approved.outcome in ("ACCEPTED", "ACCEPTED_UNVERIFIED"), approved
+    after = api.get(held["decision_url"], headers=auth(token)).json()
+    assert after["outcome"] == "QUARANTINED" and after["codes"] == pending["codes"]
+    assert after["review"]["status"] == "approved" and after["review"]["reviewed_by"] == reviewer
+    assert after["review"]["reviewed_at"] >= after["decided_at"]
+    plain = _record(api, token, f"Alice note {uuid.uuid4().hex[:6]}").json()
+    assert api.get(plain["decision_url"], headers=auth(token)).json()["review"] is None
+
+
 def test_a_retry_with_the_same_command_id_answers_the_first_decision(api: TestClient, users: dict[str, Any]) -> None:
     """Idempotency by command id: the gate decides the copy DUPLICATE and keeps the first decision,
     which is what the retry is answered with (the same memory, never a second one)."""
