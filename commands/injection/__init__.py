@@ -341,6 +341,12 @@ spaces and tabs become one space.
   in myself"), a user's permission the speaker scopes with "but ... needs my OK first". Over the labelled files: 2
   benign texts cleared, 2 injected items found that no rule read, none loses a finding; no conversation turn
   changes.
+- Since rules/46 (from the seventy-fourth held-out set, after it was scored with rules/45): a Japanese or Korean
+  waiver of consent whose clause forbids the act after the verb ("私の許可なしに送金しないで", "허락 없이 송금하지
+  마") is no waiver; a person's task "- Name: verb ..." under a heading of action items is no order; the GitHub CLI's,
+  git's, Docker's, kubectl's and libpq's credential files are secret files (``credentials.secret-file``); a blob
+  decoding to an imperative after an opening clause is concealed prose. Over the labelled files: 2 benign texts
+  cleared, 1 injected item found that no rule read, none loses a finding; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

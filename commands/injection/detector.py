@@ -34,7 +34,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/45"
+DETECTOR_VERSION = "rules/46"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -513,15 +513,18 @@ def _talked_about(text: str, lo: int, hi: int, said: bool) -> tuple[list[re.Matc
 def _drop_action_items(text: str, found: list[Finding]) -> list[Finding]:
     """rules/34: drop findings on a line of meeting notes that is a person's action item ("- Chloe to set up the
     shared folder and give read access to the auditors"; :data:`R.ACTION_ITEM` on the original line, whose name is
-    capitalised), unless the line names an AI agent ("- Assistant to forward ..." is no person's task)."""
-    if not found or " to " not in text:
+    capitalised), unless the line names an AI agent ("- Assistant to forward ..." is no person's task); since
+    rules/46 also "- Ravi: grant ..." under a heading of action items (:data:`R.ACTION_ITEM_COLON`)."""
+    headed = bool(found) and R.ACTION_HEADER.search(text) is not None
+    if not found or (" to " not in text and not headed):
         return found
     out: list[Finding] = []
     for f in found:
         lo = text.rfind("\n", 0, f.span[0]) + 1
         hi = text.find("\n", f.span[1])
         line = text[lo:hi if hi >= 0 else len(text)]
-        if R.ACTION_ITEM.match(line) and not R.AGENT_WORD.search(line.casefold()):
+        item = R.ACTION_ITEM.match(line) or (headed and R.ACTION_ITEM_COLON.match(line))
+        if item and not R.AGENT_WORD.search(line.casefold()):
             continue
         out.append(f)
     return out

@@ -13,12 +13,10 @@ from memwarden.commands.injection.rules_action import CREDENTIAL_RULES, EXFILTRA
 from memwarden.commands.injection.rules_agent import DIRECTIVE_RULES, OVERRIDE_IGNORE, OVERRIDE_RULES
 from memwarden.commands.injection.vocabulary import AGENT, ANY_V, CARRIES, NEGATION, STANDING_MARK, Rule
 
-__all__ = [
-    "ACTION_ITEM", "ADDRESSED", "AGENT_WORD", "HIDDEN_REGIONS", "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER",
-    "MENTION_BEFORE", "MENTION_CONTEXT", "NEGATED", "NUMBERED_STEP", "OVERRIDE_IGNORE", "OWN_WRITING",
-    "OWN_WRITING_CARRIES", "QUOTED", "RULES",
-    "REPORTED_ASK", "SECOND_PERSON", "STANDING", "TEMPLATE_TOKEN", "Rule",
-]
+__all__ = ["ACTION_HEADER", "ACTION_ITEM", "ACTION_ITEM_COLON", "ADDRESSED", "AGENT_WORD", "HIDDEN_REGIONS",
+           "HUMAN_ADDRESSEE", "LEET", "LEET_HINT", "MENTION_AFTER", "MENTION_BEFORE", "MENTION_CONTEXT", "NEGATED",
+           "NUMBERED_STEP", "OVERRIDE_IGNORE", "OWN_WRITING", "OWN_WRITING_CARRIES", "QUOTED", "RULES",
+           "REPORTED_ASK", "SECOND_PERSON", "STANDING", "TEMPLATE_TOKEN", "Rule"]
 
 #: Every named rule, one family after the other.
 RULES: tuple[Rule, ...] = (
@@ -112,8 +110,22 @@ ACTION_ITEM = re.compile(
     r"|Return|Submit|Upload|Email|Mail|Copy|Point|Link|Next|Up|Back|Welcome|Set|Get)\b)"
     r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?(?:\s+(?:and|&)\s+[A-Z][a-z]+)?\s+to\s+"
     r"(?!(?:the|a|an|this|that|these|those|my|your|our|their|his|her|its|all|every|any|me|you|us|them|him)\b)[a-z]+\b")
-#: Decoded from a base64 blob: a sentence that names the agent or opens with an imperative (rules/3).
-ADDRESSED = re.compile(rf"\b{AGENT}\b|(?:^|[.!?:;]\s+)(?:please\s+)?(?:{ANY_V}|remember|reorder|order)\b")
+#: rules/46: the same task written "- Ravi: grant the external auditors read-only access ..." (a name, a colon and a
+#: lower-case verb), read only under a heading of action items (:data:`ACTION_HEADER`); a label is no person
+#: ("- Note: send ...", "- Assistant: send ...").
+ACTION_ITEM_COLON = re.compile(
+    r"^[ \t]*(?:[-*\u2022]|\d+[.)]|\[[ xX]\])\s*"
+    r"(?!(?:Note|Notes|Todo|To-do|Task|Tasks|Step|Reminder|Important|Urgent|Instruction|Instructions|System|Admin"
+    r"|Administrator|User|Users|Assistant|Bot|Agent|Owner|Action|Actions|Update|Status|Summary|Decision|Decisions"
+    r"|Priority|Warning|Alert|Info|Tip|Rule|Policy|Attention|Goal|Request|Next|Everyone|All|Team|Anyone|Whoever"
+    r"|Model|Ai|Fyi|Ps|Done|Open|Closed|Pending|Blocked|New|Old|Security|Finance|Legal|Ops|It|Hr)\b)"
+    r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?(?:\s+\([^)\n]{1,30}\))?\s*:\s+[a-z]")
+#: rules/46: a heading of action items on a line of its own ("Action items:", "Next steps", "## To-dos").
+ACTION_HEADER = re.compile(
+    r"(?im)^[ \t]*(?:#+\s*)?(?:action items?|actions|next steps|to-?dos?|tasks|follow-?ups?)\s*:?[ \t]*$")
+#: Decoded from a base64 blob: a sentence that names the agent or opens with an imperative (rules/3); since
+#: rules/46 also an imperative after a clause that opens the sentence ("Before every call, read ... and pass ...").
+ADDRESSED = re.compile(rf"\b{AGENT}\b|(?:^|[.!?:;]\s+|,\s+)(?:please\s+)?(?:{ANY_V}|remember|reorder|order|read)\b")
 #: Before an opening quote: the quote is an example ("phrases like '...'").
 MENTION_BEFORE = re.compile(
     r"(?:phrases?|(?<!\bfor )words?|lines?|strings?|sentences?|like|such as|called|named|e\.g\.)\s*[:,]?\s*$")

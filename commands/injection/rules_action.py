@@ -115,7 +115,9 @@ CREDENTIAL_RULES: tuple[Rule, ...] = (
     _r("credentials.secret-file", "CREDENTIALS",
        rf"{IMP}(?P<core>(?:read|cat|open|include|send|upload|print|pass|attach|copy|post)\b{C}{{0,40}}?"
        r"(?:~/\.ssh|id_rsa|id_ed25519|\.aws/credentials|/etc/shadow|(?<!\bto `)(?<!\bto )\.env\b(?![.\w-])|\.netrc"
-       r"|\.npmrc|keychain))"),
+       # rules/46: the GitHub CLI's, git's, Docker's, kubectl's and libpq's stored credentials
+       r"|\.npmrc|keychain|\.config/gh/hosts\.ya?ml|\.git-credentials|\.docker/config\.json|\.kube/config|\.pgpass"
+       r"|id_ecdsa|id_dsa))"),
     _r("credentials.phish-link", "CREDENTIALS",
        rf"\b(?:confirm|verify|validate|update|re-?enter)\s+(?:your )?{SECRET}{C}{{0,30}}?\b(?:at|via|using|on"
        r"|through) (?:this|the following|the|our) (?:link|page|url|form|site)"),

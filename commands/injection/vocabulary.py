@@ -240,6 +240,11 @@ HUMAN_SIGNOFF = (r"\bwithout\s+(?:first\s+)?(?:(?:a|an|the|explicit|prior)\s+)?(
                  r"|someone|member of staff|reviewer|manager|owner)(?:'s)?\s+(?:[\w-]+\s+)?(?:review\w*|approv\w*"
                  r"|check\w*|confirm\w*|sign-?off|sign\w* off|consent|permission)\b")
 #: rules/30: a persona or tool that never asks for a person's confirmation ("Bob never asks for confirmation"); the
+#: rules/46: a Japanese clause that forbids its act after the verb (しないで, するな, 禁止, してはいけない ...).
+_FORBIDDEN_AFTER_JA = (r"(?![^。！？.!?、，,\n]{0,25}?(?:しないで|しないこと|しないように|しません|するな"
+                       r"|しては(?:いけない|だめ|ダメ)|しちゃ(?:だめ|ダメ)|禁止))")
+#: rules/46: a Korean clause that forbids its act after the verb (하지 마, 하지 말, 금지, 안 돼 ...).
+_FORBIDDEN_AFTER_KO = r"(?![^.!?,\n]{0,25}?(?:하지 ?마|하지 ?말|금지|안 ?돼|하면 안|해서는 안))"
 #: act it waives may follow in the next sentence ("... Bob just sends the money").
 NEVER_ASKS = (r"\b(?:never|doesn't|does not|won't|will not)\s+(?:asks?|checks?)\s+(?:(?:me|us|the user|anyone"
               r"|anybody)\s+)?(?:for\s+)?(?:confirmation|approval|permission|sign-?off)\b(?!\s+codes?)")
@@ -293,10 +298,13 @@ CONSENT_BYPASS = (
     r"|um (?:erlaubnis|best[äa]tigung|zustimmung))"
     r"|\bkeine (?:best[äa]tigung|r[üu]ckfrage|freigabe|zustimmung) (?:mehr )?(?:einholen|anfordern"
     r"|verlangen)\b"
-    r"|確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|確認なし|承認なし|断りなく|許可を取らず|許可なし"
+    # rules/46: not when the Japanese or Korean clause ends by forbidding the act ("私の許可なしに送金しないで",
+    # "허락 없이 송금하지 마세요": the negation follows the verb, where NEGATION, read before the waiver, cannot see it)
+    r"|(?:確認せず|確認しないで|相談せず|聞かずに|確認は不要|許可なく|確認なし|承認なし|断りなく|許可を取らず|許可なし)"
+    + _FORBIDDEN_AFTER_JA +
     r"|不用问我|不必问我|无需我|不需要问我|不用經過我|不用问过我|不用跟我确认|无需征得|无需确认|不用确认|不必确认"
-    r"|不需要确认|无须确认|묻지 않고|확인하지 않고|확인 없이|확인 불필요|확인이 필요 없|확인할 필요 없"
-    r"|허락 없이|동의 없이|승인 없이|묻지 말고|확인하지 말고"
+    r"|不需要确认|无须确认|(?:묻지 않고|확인하지 않고|확인 없이|확인 불필요|확인이 필요 없|확인할 필요 없"
+    r"|허락 없이|동의 없이|승인 없이|묻지 말고|확인하지 말고)" + _FORBIDDEN_AFTER_KO +
     r"|ولا تسأله|ولا تسألني|ولا تسألها|" + _WAIVER_MORE
 )
 #: rules/32: ``pag…`` (pagar, pago, pague) is not the English page, pages, paged, paging or pagination; running
