@@ -17,10 +17,14 @@ from memwarden.commands.vocabulary import EpistemicStatus, FactCardinality, Sens
 
 
 def _utf8(value: str) -> str:
+    """``value`` when it is text every store keeps: valid UTF-8 and no NUL character (PostgreSQL's ``text``
+    refuses U+0000, so a command carrying one would stop the gate's batch on every redelivery)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValueError(f"not valid UTF-8 (lone surrogate at index {exc.start})") from None
+    if "\x00" in value:
+        raise ValueError(f"contains a NUL character (U+0000) at index {value.index(chr(0))}")
     return value
 
 

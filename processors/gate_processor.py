@@ -45,6 +45,7 @@ from memwarden.commands.gate import (
     decide,
     evolve,
 )
+from memwarden.commands.gate.effects import reject
 from memwarden.commands.gate.recorded import from_record
 from memwarden.commands.injection import DEFAULT_DETECTOR, Detection, InstructionDetector
 from memwarden.commands.model import ApproveQuarantined, Command, from_avro
@@ -62,6 +63,8 @@ from memwarden.stores.keyring import KeyRing
 from memwarden.stores.offsets import next_offsets, save_offsets
 
 log = logging.getLogger("memwarden.gate")
+#: Reason code of a command the pure decision raised on (:meth:`GateProcessor._undecidable`).
+UNDECIDABLE = "UNDECIDABLE"
 #: How many times a batch is decided again after another worker's decision raced it.
 RACE_RETRIES = 3
 
@@ -222,15 +225,35 @@ class GateProcessor:
             if self.observer is not None and prior is None:
                 self.observer(replace(p, command=gated), view, inputs.texts.get(cid), inputs.digests.get(cid), rec)
         else:
-            decision = decide(gated, inputs.texts.get(cid), item.position, view, now, self._limits,
-                              signed_bytes=p.signed, content_digest=inputs.digests.get(cid),
-                              verify_signatures=self._full,
-                              detector=self._detector,
-                              claims=inputs.claims if self._full else NoClaims())
-            records = decision_records(self._codec, command, _as_on_ledger(decision, inputs.ledger), item, now)
+            try:
+                decision = decide(gated, inputs.texts.get(cid), item.position, view, now, self._limits,
+                                  signed_bytes=p.signed, content_digest=inputs.digests.get(cid),
+                                  verify_signatures=self._full,
+                                  detector=self._detector,
+                                  claims=inputs.claims if self._full else NoClaims())
+                records = decision_records(self._codec, command, _as_on_ledger(decision, inputs.ledger), item, now)
+            except Exception as exc:  # noqa: BLE001 - the pure decision failed on this command: refuse it, go on
+                decision, records, letter = self._undecidable(p, exc, now)
+                if prior is None:
+                    self._evolve(loaded, writes, p, decision, records, now)
+                return [letter, *outbound(records)]
         if prior is None:  # a copy of a decided command id is answered, never stored over the first decision
             self._evolve(loaded, writes, p, decision, records, now)
         return outbound(records)
+
+    def _undecidable(self, p: Parsed, exc: Exception, now: datetime) -> tuple[Decision, list[dict[str, Any]],
+                                                                             Outbound]:
+        """A command the pure decision raised on (a fault of ours on input no check foresaw): ``REJECTED``
+        with ``UNDECIDABLE`` naming the error, its bytes on the dead-letter topic with the reason, and the
+        gate goes on. A poison command must never stop a partition's gate: its decision is stored like any
+        other (a redelivery re-sends it, a replay folds it as a refusal). The trace goes to the log."""
+        cid = p.command.envelope.command_id
+        log.error("gate: command %s (%s) at %s could not be decided; refused as UNDECIDABLE", cid, p.command.kind,
+                  p.item.position, exc_info=exc)
+        message = f"the gate could not decide this command ({type(exc).__name__}: {str(exc)[:300]}); refused"
+        decision = reject(UNDECIDABLE, message)
+        records = decision_records(self._codec, p.command, decision, p.item, now)
+        return decision, records, dead_letter(p.item, UNDECIDABLE, message, None)
 
     def _evolve(self, loaded: Batch, writes: _Writes, p: Parsed, decision: Decision, records: list[dict[str, Any]],
                 now: datetime) -> None:

@@ -12,7 +12,8 @@ caught up for its content to be unreadable). Issue 14 part 3:
 * **Who may forget** (:func:`may_forget`): the memory's owner, its subject, an admin, or the holder
   of a ``FORGET`` grant covering its subject, scope and store kind. A ``ForgetSubject`` is the
   subject's own or an admin's (``NOT_SUBJECT`` otherwise). Matches the issuer may not forget are
-  left alone and counted in a ``NOT_PERMITTED`` reason; they are never listed.
+  left alone and invisible: never listed, and counted (``NOT_PERMITTED``) only when the selector named them
+  by id (a count by tags, writers or sources would tell the issuer what others hold).
 * **Lineage** (:func:`lineage`): every memory that cites a forgotten one in ``derived_from``,
   transitively, is forgotten with it (``cascade``; always for ``ForgetMemory`` and ``ForgetSubject``):
   a derivative can repeat what was forgotten, whoever wrote it.
@@ -30,7 +31,8 @@ caught up for its content to be unreadable). Issue 14 part 3:
 * **Ids alone**: a ``ForgetMatching`` that names only memory ids, none of which the issuer may forget
   (or none known), is refused (``NOT_OWNER`` / ``UNKNOWN_MEMORY``), as a ``ForgetMemory`` of each would be;
   with other criteria, or with some id forgotten, held or already forgotten, the refused ones are
-  counted in an accepted decision (``NOT_PERMITTED``, ``UNKNOWN_MEMORY``).
+  counted in an accepted decision (``NOT_PERMITTED``, ``UNKNOWN_MEMORY``). An already forgotten id is
+  ``ALREADY_FORGOTTEN`` only to whoever may forget it; to anyone else it is refused like a live one.
 * **Dry run**: the same decision, with the ids in ``listed`` and no effect.
 """
 
@@ -205,12 +207,14 @@ def _forget(targets: Sequence[str], command_id: str, principal: str, why: str, s
 
 def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateState) -> Decision:
     """``ForgetMemory``: the owner, the subject or an admin forgets every version and every derivative.
-    Forgetting a forgotten memory is accepted again and changes nothing (``ALREADY_FORGOTTEN``)."""
-    from memwarden.commands.gate.writes import live_target  # the same ownership rule as a supersede
+    Forgetting a forgotten memory is accepted again and changes nothing (``ALREADY_FORGOTTEN``), for those
+    only: anyone else is refused as for a live memory (``NOT_OWNER``, ``SUBJECT_MISMATCH``)."""
+    from memwarden.commands.gate.writes import live_target, not_owners  # the same ownership rule as a supersede
 
     target = state.memories.get(command.memory_id)
     if target is not None and target.forgotten:
-        return Decision(Outcome.ACCEPTED, (Reason("ALREADY_FORGOTTEN", "memory was already forgotten"),))
+        refused = not_owners(target, command, issuer)
+        return refused or Decision(Outcome.ACCEPTED, (Reason("ALREADY_FORGOTTEN", "memory was already forgotten"),))
     held = next((q for q in state.quarantine.values() if q.memory_id == command.memory_id and q.status == "pending"),
                 None)
     if target is None and held is not None:
@@ -253,17 +257,24 @@ def decide_forget_many(command: ForgetMatching | ForgetSubject, issuer: Principa
     matched = [m for m in sorted(state.memories.values(), key=lambda m: m.memory_id)
                if not m.forgotten and selects(selector, m)]
     allowed = [m.memory_id for m in matched if may_forget(issuer, m, state, now)]
+    named = set(selector.memory_ids)
+    # what the issuer may not forget is invisible to it: never counted, unless it named it by id (whoever holds
+    # an id knows its memory exists); a count by tags, writers or sources would tell what others hold
+    refused_ids = {m.memory_id for m in matched if m.memory_id in named and m.memory_id not in allowed}
     extra: tuple[Reason, ...] = ()
-    if len(allowed) < len(matched):
-        extra = (Reason("NOT_PERMITTED", f"{len(matched) - len(allowed)} matching memories are not "
-                        f"{env.principal}'s to forget and were left alone", "envelope.principal"),)
+    if refused_ids:
+        extra = (Reason("NOT_PERMITTED", f"{len(refused_ids)} of the memories named are not {env.principal}'s to "
+                        "forget and were left alone", "envelope.principal"),)
     selected = [q for q in sorted(state.quarantine.values(), key=lambda q: q.command_id) if held_selected(selector, q)]
     discard = [q for q in selected if may_discard(issuer, q)]
-    if len(discard) < len(selected):
-        extra = (*extra, Reason("NOT_PERMITTED", f"{len(selected) - len(discard)} matching commands held for review "
-                                f"are not {env.principal}'s to discard and were left alone", "envelope.principal"))
+    refused_held = {q.memory_id for q in selected if q.memory_id in named and not may_discard(issuer, q)}
+    if refused_held:
+        extra = (*extra, Reason("NOT_PERMITTED", f"{len(refused_held)} of the memories named are held for review "
+                                f"and not {env.principal}'s to discard; left alone", "envelope.principal"))
     pending_ids = {q.memory_id for q in selected}
-    gone = [m for m in selector.memory_ids if m in state.memories and state.memories[m].forgotten]
+    forgotten = [state.memories[m] for m in selector.memory_ids if m in state.memories and state.memories[m].forgotten]
+    gone = [m.memory_id for m in forgotten if may_forget(issuer, m, state, now)]
+    refused_ids |= {m.memory_id for m in forgotten if m.memory_id not in gone}
     if gone:
         extra = (*extra, Reason("ALREADY_FORGOTTEN", f"already forgotten: {_named(gone)}", "selector.memory_ids"))
     if NO_MATCH_ID in selector.memory_ids:  # the client's query matched nothing the issuer can read
@@ -273,7 +284,7 @@ def decide_forget_many(command: ForgetMatching | ForgetSubject, issuer: Principa
                and m != NO_MATCH_ID]
     if unknown:
         extra = (*extra, Reason("UNKNOWN_MEMORY", f"no memory {_named(unknown)}", "selector.memory_ids"))
-    refused = len(matched) - len(allowed) + len(selected) - len(discard)
+    refused = len(refused_ids | refused_held)
     if (not allowed and not discard and not gone and (refused or unknown) and NO_MATCH_ID not in selector.memory_ids
             and selector.model_copy(update={"memory_ids": ()}).empty):
         # ids alone, and none of them the issuer's to forget: a refusal, as a ForgetMemory of each would be

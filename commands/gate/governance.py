@@ -137,6 +137,11 @@ def _grant(command: GrantAccess, admin: bool, state: GateState) -> Decision:
     problem = _grant_scopes(command, admin, state)
     if problem is not None:
         return problem
+    starts = command.valid_from or env.issued_at
+    if command.valid_to is not None and command.valid_to <= starts:
+        return reject("INVALID_VALIDITY", f"valid_to {command.valid_to.isoformat()} is not later than the grant's "
+                      f"start {starts.isoformat()} (valid_from, else the issue time): the grant would never hold",
+                      "valid_to")
     return accept(granted(command, admin))
 
 

@@ -74,17 +74,25 @@ def live_target(memory_id: str, command: Command, issuer: PrincipalRecord, state
     """The live memory ``command`` changes, or the refusal: unknown, forgotten, another subject's, or
     not the issuer's to change (owner, subject or admin only)."""
     target = state.memories.get(memory_id)
-    env = command.envelope
     if target is None:
         return reject("UNKNOWN_MEMORY", f"no memory {memory_id}", "memory_id")
     if target.forgotten:
         return reject("MEMORY_FORGOTTEN", f"memory {memory_id} was forgotten", "memory_id")
+    refused = not_owners(target, command, issuer)
+    return target if refused is None else refused
+
+
+def not_owners(target: MemoryState, command: Command, issuer: PrincipalRecord) -> Decision | None:
+    """The refusal when ``command`` names another subject than ``target``'s (``SUBJECT_MISMATCH``) or its
+    issuer is neither the owner, the subject nor an admin (``NOT_OWNER``); ``None`` when it may change it.
+    Forgotten or not: a forget of a forgotten memory answers ``ALREADY_FORGOTTEN`` only to those."""
+    env = command.envelope
     if target.subject != env.subject:
         return reject("SUBJECT_MISMATCH", "memory belongs to another subject", "envelope.subject")
     if env.principal not in (target.owner, target.subject) and not issuer.has_role(ADMIN_ROLE):
         return reject("NOT_OWNER", "only the owner, the subject or an admin may change this memory",
                       "envelope.principal")
-    return target
+    return None
 
 
 def _authority(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, now: datetime,

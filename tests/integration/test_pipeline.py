@@ -84,6 +84,32 @@ def test_malformed_input_goes_to_the_dead_letter_topic_and_the_worker_keeps_goin
     assert later.command_id in {d["command_id"] for d in decisions(namespace)}
 
 
+def test_a_poison_command_is_refused_and_never_stops_the_gate(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
+        principal: Callable[..., str]) -> None:
+    """Field cases of a newcomer trial: a NUL character in a tag (PostgreSQL's ``text`` refuses it) and a
+    grant that ended before it began each stopped the namespace's gate for good, on every redelivery. Each is
+    now a refusal naming the field, and the next command is decided and recalled."""
+    from memwarden.errors import Refused
+
+    who, agent = principal(), principal()
+    good = client.build_record(principal=who, subject=who, text="a tag with a NUL")[0]
+    nul = to_avro(good)
+    nul["tags"] = ["a\x00b"]
+    receipt = client.publish_raw(b"k-nul", default_codec().encode("RecordMemory", nul))
+    letter = poll(lambda: [dict(m.headers()) for m in read_topic(namespace, "deadletter") if m.key() == b"k-nul"],
+                  what="the NUL command's dead letter")[0]
+    assert letter["reason_code"] == b"INVALID_FIELD" and letter["field"] == b"tags.0"
+    assert b"NUL" in letter["reason"] and int(letter["source_offset"]) == receipt.offset
+    with pytest.raises(Refused) as ended:
+        client.grant_access(agent, by=who, rights=["READ"], scopes=["account:default"],
+                            valid_to=datetime.now(UTC) - timedelta(hours=1))
+    assert "INVALID_VALIDITY" in str(ended.value)
+    later = client.record(principal=who, subject=who, text="recorded after the poison commands")
+    assert client.decisions([later.command_id])[later.command_id] == "ACCEPTED"
+    poll(lambda: client.recall(who, "after the poison commands"), what="a later command is still processed")
+
+
 def test_empty_and_oversize_text_published_past_the_client_is_rejected_with_no_row(
         namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
         principal: Callable[..., str]) -> None:

@@ -92,6 +92,9 @@ INVALID: list[Any] = [
     pytest.param({"text": " \t\n "}, "text", "empty", id="whitespace-text"),
     pytest.param({"text": "tea \ud800 pot"}, "text", "surrogate", id="lone-surrogate-text"),
     pytest.param({"principal": "user:\udfff"}, "principal", "surrogate", id="lone-surrogate-principal"),
+    # a NUL stopped the gate for good (PostgreSQL's text refuses it; newcomer trial, twentieth session)
+    pytest.param({"tags": ["a\x00b"]}, "tags.0", "NUL", id="nul-tag"),
+    pytest.param({"source_ref": "chat:\x00"}, ("source_ref", "source.reference"), "NUL", id="nul-source_ref"),
     pytest.param({"observed_at": datetime(2025, 7, 25, 2, 0)}, "observed_at", "timezone", id="naive-observed_at"),
     pytest.param({"effective_from": datetime(2025, 7, 25)}, "effective_from", "timezone", id="naive-effective_from"),
     pytest.param({"colour": "blue"}, "colour", "unknown", id="unknown-keyword"),

@@ -149,7 +149,7 @@ def test_forget_matching_refuses_an_empty_selector_and_leaves_what_is_not_the_is
     empty = led.run(_forget_many("user:alice"))
     assert empty.outcome is Outcome.REJECTED and empty.reasons[0].code == "EMPTY_SELECTOR" and not empty.forgets
     mixed = led.run(_forget_many("user:alice", subjects=("user:alice", "user:bob")))
-    assert mixed.listed == (made[0].memory_id,) and [r.code for r in mixed.reasons] == ["NOT_PERMITTED", "OK"]
+    assert mixed.listed == (made[0].memory_id,) and [r.code for r in mixed.reasons] == ["OK"]  # bob's: invisible
     ghost = str(uuid.uuid4())
     unknown = led.run(_forget_many("user:bob", memory_ids=(ghost,)))
     assert unknown.outcome is Outcome.REJECTED and [r.code for r in unknown.reasons] == ["UNKNOWN_MEMORY"]
@@ -341,3 +341,33 @@ def test_a_forget_recorded_before_discards_existed_replays_as_it_was_decided() -
     replayed = from_record(erase, old, led.state)
     assert evolve(led.state, replayed).quarantine[held.envelope.command_id].status == "pending"
     assert not replayed.shred
+
+
+def test_what_the_issuer_may_not_forget_is_never_counted_unless_named_by_id() -> None:
+    """A forget by criteria told its issuer how many of someone else's memories matched ("1 matching memories are
+    not user:bob's to forget"): by tags, writers or sources, a count of what others hold (newcomer trials,
+    twentieth session). The answer is now the same whether others' memories match or nothing does; a memory
+    named by id is still counted (whoever holds an id knows it exists)."""
+    led, made = _ledger_with(("user:alice", "a1"), ("user:bob", "b1"))
+    probe = led.run(_forget_many("user:bob", writers=("user:alice",), dry_run=True))
+    blank = led.run(_forget_many("user:bob", writers=("user:nobody",), dry_run=True))
+    assert [(r.code, r.message) for r in probe.reasons] == [(r.code, r.message) for r in blank.reasons]
+    assert [r.code for r in probe.reasons] == ["DRY_RUN"] and not probe.listed
+    named = led.run(_forget_many("user:bob", writers=("user:alice", "user:bob"),
+                                 memory_ids=(made[0].memory_id, made[1].memory_id), dry_run=True))
+    assert named.listed == (made[1].memory_id,) and "NOT_PERMITTED" in [r.code for r in named.reasons]
+
+
+def test_a_forgotten_memory_is_already_forgotten_only_to_whoever_may_forget_it() -> None:
+    """bob's forget of alice's forgotten memory answered ACCEPTED ``ALREADY_FORGOTTEN`` (a refusal that looks like
+    success, and the timeline of alice's memory then showed bob's forget; newcomer trial, twentieth session)."""
+    led, made = _ledger_with(("user:alice", "a1"))
+    mid = made[0].memory_id
+    led.run(f.forget(mid, principal="user:alice", subject="user:alice"))
+    for cmd, code in ((f.forget(mid, principal="user:bob", subject="user:alice"), "NOT_OWNER"),
+                      (f.forget(mid, principal="user:bob", subject="user:bob"), "SUBJECT_MISMATCH"),
+                      (_forget_many("user:bob", memory_ids=(mid,)), "NOT_OWNER")):
+        refused = led.run(cmd)
+        assert refused.outcome is Outcome.REJECTED and refused.reasons[0].code == code, cmd
+    again = led.run(f.forget(mid, principal="user:alice", subject="user:alice"))
+    assert again.outcome is Outcome.ACCEPTED and [r.code for r in again.reasons] == ["ALREADY_FORGOTTEN"]

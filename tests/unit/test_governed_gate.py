@@ -575,6 +575,16 @@ def test_grants_by_the_subject_or_an_admin_on_declared_scopes_and_revocation_by_
     assert run(by_grantor, state=GateState(grants=(existing,))).effects[0].grant.revoked_at_ms == NOW_MS
 
 
+def test_a_grant_that_ends_before_it_starts_is_refused_not_a_crash() -> None:
+    """A grant whose ``valid_to`` was already past stopped the gate (the grant's own invariant raised inside the
+    decision) on every redelivery (newcomer trial, twentieth session): it is a refusal naming ``valid_to``."""
+    own = GrantAccess(envelope=env(), grant_id="g-past", grantee="agent:helper", rights=("READ",),
+                      scopes=("account:default",), valid_to=env().issued_at - timedelta(hours=1))
+    d = run(own)
+    assert codes(d) == ["INVALID_VALIDITY"] and d.reasons[0].field == "valid_to"
+    assert run(own.model_copy(update={"valid_to": env().issued_at + timedelta(hours=1)})).admitted
+
+
 def test_only_an_admin_grants_write_on_a_closed_scope() -> None:
     """W6: a closed scope stays closed; a subject cannot open it for itself or an agent by a grant."""
     for grantee in ("user:alice", "agent:helper"):
