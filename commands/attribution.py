@@ -49,13 +49,19 @@ class Problem:
 @dataclass(frozen=True)
 class SourceRecord:
     """A cited source record as the gate knows it: its scope, sensitivity, status and (decrypted)
-    current text (``None`` when forgotten or unreadable)."""
+    current text (``None`` when forgotten or unreadable); its owner (writing principal), subject, store
+    kind and purpose tags decide who may cite it (only a principal that may read it: its quoted span
+    must not become an oracle on a text the writer cannot read; empty ``owner``: unknown, citable by no one)."""
 
     memory_id: str
     scope: str
     sensitivity: Sensitivity
     epistemic_status: EpistemicStatus
     text: str | None
+    owner: str = ""
+    subject: str = ""
+    store_kind: str = "PROFILE"
+    purposes: tuple[str, ...] = ()
 
 
 def status_problem(env: Envelope, may_confirm: bool) -> Problem | None:
@@ -80,7 +86,9 @@ def normalise(text: str) -> str:
 
 def derivation_problem(env: Envelope, sources: Mapping[str, SourceRecord], approved: bool) -> Problem | None:
     """W7 rules for a record derived from ``env.source.derived_from``. ``sources`` holds the live
-    cited records by memory id; ``approved``: a reviewer/approver writes it (may raise status).
+    cited records the writer may read, by memory id (a source it may not read is unknown to it: the same
+    ``UNKNOWN_SOURCE`` as a forgotten one, before any span, scope or sensitivity is compared);
+    ``approved``: a reviewer/approver writes it (may raise status).
     Returns ``None`` for a record that is not derived or passes."""
     cited: Sequence[str] = env.source.derived_from
     if not cited:

@@ -67,7 +67,9 @@ async def open_sources(codec: AvroCodec, keyring: KeyRing,
     for m, r in decoded.items():
         env = r["envelope"]
         out[m] = SourceRecord(m, env["scope"], Sensitivity(env["sensitivity"]),
-                              EpistemicStatus(env["epistemic_status"]), open_content(r["content"], keys))
+                              EpistemicStatus(env["epistemic_status"]), open_content(r["content"], keys),
+                              owner=env["principal"], subject=env["subject"], store_kind=env["store_kind"],
+                              purposes=tuple(env.get("purposes") or ()))
     return out
 
 

@@ -12,17 +12,17 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from memwarden.commands.attribution import derivation_problem, status_problem
+from memwarden.commands.attribution import SourceRecord, derivation_problem, status_problem
 from memwarden.commands.contradiction import ClaimExtractor, contradicts
 from memwarden.commands.facts import FactState, check_fact, fact_key, protected_supersede
 from memwarden.commands.gate.effects import Decision, Effect, MemoryCleared, MemoryFacts, QuarantineSet, reject
 from memwarden.commands.gate.state import ClaimState, GateLimits, GateState, MemoryState, Outcome, QuarantineState
 from memwarden.commands.injection import Detection, InstructionDetector
-from memwarden.commands.model import Command, FactCardinality, RecordMemory, SourceKind, SupersedeMemory
+from memwarden.commands.model import Command, FactCardinality, RecordMemory, SourceKind, StoreKind, SupersedeMemory
 from memwarden.commands.policy import write_rule
 from memwarden.commands.principals import ADMIN_ROLE, APPROVER_ROLE, REVIEWER_ROLE, PrincipalRecord
-from memwarden.commands.readmodel.payload import UNTRUSTED_TAG
-from memwarden.commands.readmodel.permission import Grant, may_write
+from memwarden.commands.readmodel.payload import UNTRUSTED_TAG, RecordAttrs
+from memwarden.commands.readmodel.permission import Grant, may_read_for_a_purpose, may_write
 from memwarden.commands.reasons import Reason
 from memwarden.commands.risk import SUSPICION_SOURCES, UNTRUSTED_SOURCES, Tier, tier
 from memwarden.epoch import to_ms
@@ -95,6 +95,17 @@ def not_owners(target: MemoryState, command: Command, issuer: PrincipalRecord) -
     return None
 
 
+def _may_cite(writer: str, issuer: PrincipalRecord, source: SourceRecord, grants: tuple[Grant, ...],
+              now: datetime) -> bool:
+    """Whether ``writer`` may read ``source`` for some purpose now, as a derived write citing it must
+    (:func:`~memwarden.commands.readmodel.permission.may_read_for_a_purpose`); an unknown owner: no one."""
+    if not source.owner or not source.subject:
+        return False
+    attrs = RecordAttrs(source.owner, source.subject, source.scope, StoreKind(source.store_kind), source.sensitivity,
+                        source.purposes)
+    return may_read_for_a_purpose(writer, issuer.roles, to_ms(now), grants, attrs)
+
+
 def _authority(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, now: datetime,
                released_by: str | None) -> _Authority | Decision:
     """Declared scope, the policy's write rule for the store kind, WRITE grants on closed scopes and
@@ -124,7 +135,8 @@ def _authority(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, 
         needs_review = (Reason("SUBJECT_NOT_GRANTED", f"{env.principal} writes about {env.subject} without a "
                                "WRITE grant: held for review", "envelope.subject"),)
     reviewer = issuer.has_role(REVIEWER_ROLE, APPROVER_ROLE) or released_by is not None
-    for check in (status_problem(env, reviewer), derivation_problem(env, state.sources, reviewer)):
+    citable = {m: s for m, s in state.sources.items() if _may_cite(env.principal, issuer, s, state.grants, now)}
+    for check in (status_problem(env, reviewer), derivation_problem(env, citable, reviewer)):
         if check is not None:
             return reject(check.code, check.message, check.field)
     return _Authority(grant, admin, needs_review)

@@ -188,6 +188,26 @@ def may_read(ctx: ReadContext, record: RecordAttrs) -> bool:
     )
 
 
+def may_read_for_a_purpose(principal: str, roles: Iterable[str], now_ms: int, grants: Iterable[Grant],
+                           record: RecordAttrs) -> bool:
+    """Whether ``principal`` (with bare ``roles``) may read ``record`` at ``now_ms`` for at least one purpose:
+    :func:`may_read` without a named purpose (its owner or subject; or a ``READ`` grant valid now covering its
+    subject, scope, store kind and sensitivity whose purposes meet the record's). What a derived write may
+    cite (W7): a span quoted from a source the writer may not read would tell it what that source says."""
+    if principal in (record.owner, record.subject):
+        return True
+    held = frozenset(roles)
+    for g in grants:
+        if Right.READ not in g.rights or not _is_grantee(g, principal, held) or not g.valid_at(now_ms):
+            continue
+        purposes = not g.purposes or ANY in g.purposes or not record.purposes or ANY in record.purposes \
+            or bool(set(g.purposes) & set(record.purposes))
+        if purposes and _grant_covers(g, record.subject, record.scope, record.store_kind) \
+                and SENSITIVITY_ORDER.index(record.sensitivity) <= SENSITIVITY_ORDER.index(g.sensitivity_ceiling):
+            return True
+    return False
+
+
 def may_write(principal: str, roles: Iterable[str], now_ms: int, grants: Iterable[Grant], subject: str, scope: str,
               store_kind: StoreKind, sensitivity: Sensitivity | None = None,
               right: Right = Right.WRITE) -> Grant | None:

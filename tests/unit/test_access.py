@@ -25,6 +25,7 @@ from memwarden.commands.readmodel.permission import (
     ReadContext,
     applicable_grants,
     may_read,
+    may_read_for_a_purpose,
     may_write,
     read_permission_filter,
 )
@@ -535,6 +536,18 @@ def test_property_revoking_a_grant_never_widens_access(c: ReadContext, r: Record
 def test_property_adding_a_grant_never_narrows_access(c: ReadContext, r: RecordAttrs, g: Grant) -> None:
     more = ReadContext(c.principal, c.roles, c.purpose, c.now_ms, c.grants + (g,))
     assert may_read(more, r) or not may_read(c, r)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(contexts_st, st.lists(records_st, min_size=1, max_size=8))
+def test_property_citable_is_readable_for_some_purpose(c: ReadContext, records: list[RecordAttrs]) -> None:
+    """What a derived write may cite (W7) is what :func:`may_read` lets its writer read for at least one purpose
+    (every purpose any grant or record names, and one no one names)."""
+    purposes = {p for g in c.grants for p in g.purposes} | {p for r in records for p in r.purposes} | {"other"}
+    purposes.discard("*")
+    for r in records:
+        some = any(may_read(ReadContext(c.principal, c.roles, p, c.now_ms, c.grants), r) for p in purposes)
+        assert may_read_for_a_purpose(c.principal, c.roles, c.now_ms, c.grants, r) == some
 
 
 def test_may_write_never_lets_a_principal_named_like_a_role_borrow_the_role() -> None:

@@ -339,7 +339,8 @@ SRC = str(uuid.uuid4())
 
 def _source(text: str = "Bob said on Friday that the launch moved to May", status: str = "QUOTED",
             scope: str = "account:default", sens: str = "INTERNAL") -> GateState:
-    return GateState(sources={SRC: SourceRecord(SRC, scope, Sensitivity(sens), EpistemicStatus(status), text)},
+    return GateState(sources={SRC: SourceRecord(SRC, scope, Sensitivity(sens), EpistemicStatus(status), text,
+                                                owner="user:alice", subject="user:alice")},
                      memories={SRC: MemoryState(SRC, "user:alice", "user:alice", 1, scope=scope)})
 
 
@@ -362,6 +363,22 @@ def test_derived_record_grounded_in_its_source_is_accepted() -> None:
 ])
 def test_derived_record_rules(cmd_over: dict[str, Any], state_over: dict[str, Any], code: str) -> None:
     assert codes(run(_derived(**cmd_over), "launch moved to May", _source(**state_over))) == [code]
+
+
+def test_a_source_the_writer_may_not_read_is_unknown_to_it_whatever_the_span() -> None:
+    """bob cited alice's RESTRICTED memory in his own write and learned from ``SPAN_NOT_IN_SOURCES`` whether a
+    guess ("90k" accepted, "80k" refused) was in her text (newcomer trial, twentieth session). A source the
+    writer may not read is ``UNKNOWN_SOURCE`` whatever the span; a READ grant covering it makes it citable."""
+    state = _source("Alice's salary is 90k", sens="RESTRICTED")
+    right = _derived("90k", principal="user:bob", subject="user:bob", sensitivity="RESTRICTED")
+    wrong = _derived("80k", principal="user:bob", subject="user:bob", sensitivity="RESTRICTED")
+    assert codes(run(right, "salary guess", state)) == codes(run(wrong, "salary guess", state)) == ["UNKNOWN_SOURCE"]
+    granted = replace(state, grants=(_grant("user:bob", ("READ",), ("account:default",), subjects=("user:alice",),
+                                            sensitivity_ceiling="RESTRICTED"),))
+    assert codes(run(wrong, "salary guess", granted)) == ["SPAN_NOT_IN_SOURCES"]
+    assert run(right, "salary guess", granted).outcome is not Outcome.REJECTED  # past W7 (held: RESTRICTED)
+    low = replace(state, grants=(_grant("user:bob", ("READ",), ("account:default",), subjects=("user:alice",)),))
+    assert codes(run(right, "salary guess", low)) == ["UNKNOWN_SOURCE"]  # a ceiling below the source's
 
 
 def test_attribution_cannot_be_dropped_by_raising_status() -> None:
