@@ -20,7 +20,8 @@ expired token; 403 ``PRINCIPAL_MISMATCH`` (the body names another principal than
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 #: Outcomes that changed memory or governed state.
 ADMITTED_OUTCOMES = frozenset({"ACCEPTED", "ACCEPTED_UNVERIFIED"})
@@ -40,7 +41,7 @@ FORBIDDEN = frozenset({
 CONFLICT = frozenset({
     "DUPLICATE_COMMAND_ID", "DUPLICATE_CONTENT", "GRANT_EXISTS", "PRINCIPAL_EXISTS", "KEY_ID_IN_USE", "TOKEN_EXISTS",
     "TOKEN_HASH_IN_USE", "CORE_FACT_CONFLICT", "MEMORY_ID_EXISTS", "MEMORY_FORGOTTEN", "POLICY_VERSION_NOT_NEWER",
-    "ALREADY_REVIEWED",
+    "ALREADY_REVIEWED", "COMMAND_ID_TAKEN",
 })
 #: Codes that explain an outcome without refusing anything (skipped when choosing a refusal's status).
 INFORMATIVE = frozenset({"OK", "DRY_RUN", "NOTHING_TO_FORGET", "ALREADY_FORGOTTEN", "LEGAL_HOLD", "NOT_PERMITTED"})
@@ -86,10 +87,31 @@ def decision_status(outcome: str, codes: Sequence[str], *, creates: bool) -> int
     return 502
 
 
+#: A command id another principal's command holds (:func:`taken`).
+COMMAND_ID_TAKEN = "COMMAND_ID_TAKEN"
+
+
+def taken(decision: Mapping[str, Any], principal: str) -> dict[str, Any] | None:
+    """The refusal to show ``principal`` when the decision stored under its command's id is another
+    principal's (the id was reused: the gate decided the caller's copy ``DUPLICATE`` and keeps the first
+    command's decision, which is not the caller's to see): ``REJECTED`` with ``COMMAND_ID_TAKEN`` (409) on
+    ``command_id``, nothing of the other decision. ``None`` when the decision is the caller's own (a retry of
+    its own command answers its first decision: idempotency by command id)."""
+    owner = decision.get("principal")
+    if owner is None or owner == principal:
+        return None
+    return {"outcome": "REJECTED", "reasons": [{
+        "code": COMMAND_ID_TAKEN, "message": "this command id belongs to another principal's command; nothing of "
+        "yours was decided under it: send the command again with a fresh command id", "field": "command_id"}],
+        "memory_id": None, "memory_ids": [], "deferred_ids": [], "command_type": decision.get("command_type"),
+        "principal": principal, "subject": None, "gate_version": decision.get("gate_version"),
+        "policy_version": decision.get("policy_version"), "position": None, "decided_at": None, "review": None}
+
+
 def auth_status(code: str) -> int:
     """The status of an authentication or authorisation refusal ``code`` (401 when unknown)."""
     return AUTH_STATUS.get(code, 401)
 
 
-__all__ = ["ADMITTED_OUTCOMES", "AUTH_STATUS", "CONFLICT", "FORBIDDEN", "INFORMATIVE", "NOT_FOUND", "auth_status",
-           "decision_status", "refusal_status"]
+__all__ = ["ADMITTED_OUTCOMES", "AUTH_STATUS", "COMMAND_ID_TAKEN", "CONFLICT", "FORBIDDEN", "INFORMATIVE", "NOT_FOUND",
+           "auth_status", "decision_status", "refusal_status", "taken"]

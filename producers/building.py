@@ -23,13 +23,15 @@ from memwarden.errors import ValidationError
 
 @dataclass(frozen=True)
 class Receipt:
-    """What a delivered command returns: its ids and ledger position (topic, partition, offset)."""
+    """What a delivered command returns: its ids, ledger position (topic, partition, offset) and principal."""
 
     command_id: str
     memory_id: str
     topic: str
     partition: int
     offset: int
+    #: the principal whose command it is ("" when unknown: raw bytes)
+    principal: str = ""
 
 
 def check_text(text: Any, max_chars: int, field: str = "text") -> str:

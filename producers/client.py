@@ -202,7 +202,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         records = [(self.settings.topic("commands"), c.envelope.subject.encode(), value)
                    for (c, _, _), value in zip(commands, encoded, strict=True)]
         receipts = self._send(records, [c.envelope.command_id for c, _, _ in commands])
-        return [Receipt(c.envelope.command_id, mid, r.topic, r.partition, r.offset)
+        return [Receipt(c.envelope.command_id, mid, r.topic, r.partition, r.offset, c.envelope.principal)
                 for (c, mid, _), r in zip(commands, receipts, strict=True)]
 
     def _send(self, records: Sequence[tuple[str, bytes | None, bytes | None]], ids: Sequence[str],

@@ -21,6 +21,7 @@ from typing import Any
 
 import pydantic
 
+from memwarden.commands.gateway_status import taken
 from memwarden.commands.model import (
     ApproveQuarantined,
     GrantAccess,
@@ -77,13 +78,16 @@ class Settling:
 
     def _settled(self, receipt: Receipt, wait: bool, refused: frozenset[str] = REFUSED) -> DecidedReceipt:
         """``receipt`` with its decision when ``wait`` (raising ``Refused`` for an outcome in
-        ``refused``), else at once without. Raises ``StackUnavailable`` when no decision comes in
+        ``refused``; ``COMMAND_ID_TAKEN`` when the id it reused is another principal's command's), else at
+        once without. Raises ``StackUnavailable`` when no decision comes in
         :attr:`decision_timeout_s` seconds."""
         plain = DecidedReceipt(receipt.command_id, receipt.memory_id, receipt.topic, receipt.partition,
-                               receipt.offset)
+                               receipt.offset, receipt.principal)
         if not wait:
             return plain
         decision = self.decided([receipt.command_id], self.decision_timeout_s)[receipt.command_id]
+        if receipt.principal:  # a reused command id: the decision stored under it is not the caller's
+            decision = taken(decision, receipt.principal) or decision
         if decision["outcome"] in refused:
             raise Refused.of(decision, receipt.command_id)
         return replace(plain, decision=decision)
@@ -170,7 +174,7 @@ class GovernanceCalls(Settling):
             "purposes": names(purposes, "purposes"), "store_kinds": names(store_kinds, "store_kinds"),
             "sensitivity_ceiling": sensitivity_ceiling, "valid_from": valid_from, "valid_to": valid_to,
             "relationship": relationship}, **envelope)
-        return self._settled(Receipt(receipt.command_id, gid, receipt.topic, receipt.partition, receipt.offset), wait)
+        return self._settled(replace(receipt, memory_id=gid), wait)
 
     def issue_token(self, principal_id: str, *, by: str, token_sha256: bytes, token_id: str | None = None,
                     expires_at: datetime | None = None, note: str = "", sign: bool = True) -> Receipt:
@@ -182,13 +186,13 @@ class GovernanceCalls(Settling):
         receipt = self._governance(IssueToken, by, principal_id, sign, {
             "token_id": tid, "principal_id": principal_id, "token_sha256": token_sha256, "expires_at": expires_at,
             "note": note})
-        return Receipt(receipt.command_id, tid, receipt.topic, receipt.partition, receipt.offset)
+        return replace(receipt, memory_id=tid)
 
     def revoke_token(self, token_id: str, *, by: str, principal: str, reason: str = "", sign: bool = True) -> Receipt:
         """``RevokeToken`` by ``by`` (an admin or the token's principal), keyed by the token's
         ``principal`` (the partition of its ``IssueToken``)."""
         receipt = self._governance(RevokeToken, by, principal, sign, {"token_id": token_id, "reason": reason})
-        return Receipt(receipt.command_id, token_id, receipt.topic, receipt.partition, receipt.offset)
+        return replace(receipt, memory_id=token_id)
 
     def revoke_access(self, grant_id: str, *, by: str, grantee: str, reason: str = "", sign: bool = True,
                       wait: bool = True, **envelope: Any) -> DecidedReceipt:

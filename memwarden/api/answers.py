@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from memwarden.commands.gateway_status import INFORMATIVE, decision_status
+from memwarden.commands.gateway_status import INFORMATIVE, decision_status, taken
 from memwarden.errors import StackUnavailable
 from memwarden.producers.building import Receipt
 from memwarden.producers.client import MemwardenClient
@@ -72,11 +72,12 @@ def written(client: MemwardenClient, receipt: Receipt, wait: bool, *, creates: b
         return JSONResponse({**base, "outcome": "PENDING"}, status_code=202, headers=headers)
     try:
         found = client.decided([receipt.command_id], timeout_s=WAIT_S)[receipt.command_id]
+        found = taken(found, receipt.principal) or found  # a reused command id: another principal's decision
     except StackUnavailable as exc:
         return JSONResponse({**base, "outcome": "PENDING", "error": f"no decision yet: {str(exc).splitlines()[0]}",
                              "code": "DECISION_TIMEOUT", "field": None}, status_code=504, headers=headers)
     status, body = with_status(decision_json(found), creates)
-    return JSONResponse({**base, **body}, status_code=status, headers=headers)
+    return JSONResponse({**base, **body, "http_status": status}, status_code=status, headers=headers)
 
 
 __all__ = ["WAIT_S", "decision_json", "decision_url", "receipt_json", "with_status", "written"]

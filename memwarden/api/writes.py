@@ -20,7 +20,7 @@ from memwarden.commands.gateway_checks import (
     forget_subject_refusal,
     revoke_grant_refusal,
 )
-from memwarden.commands.gateway_status import refusal_status
+from memwarden.commands.gateway_status import refusal_status, taken
 from memwarden.commands.reasons import Reason
 from memwarden.stores.gateway_reads import grant_of, held_for_review, memory_of
 
@@ -28,7 +28,7 @@ from .answers import written
 from .auth import Authenticated, Served
 from .bodies import EnvelopeBody, ForgetBody, GrantBody, RecordBody, SupersedeBody
 from .errors import ApiError
-from .gateway import Caller
+from .gateway import Caller, Gateway
 
 router = APIRouter(prefix="/v1")
 Wait = Annotated[bool, Query(description="wait for the gate's decision (201/200, or 403/404/409/422 with codes)")]
@@ -44,14 +44,26 @@ _WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def envelope_args(body: EnvelopeBody, who: Caller) -> dict[str, Any]:
-    """The client's envelope arguments of ``body``, with the gateway's attributes."""
+def envelope_args(body: EnvelopeBody, who: Caller, gw: Gateway) -> dict[str, Any]:
+    """The client's envelope arguments of ``body``, with the gateway's attributes. A ``command_id`` that
+    another principal's command holds is refused before anything is published (409 ``COMMAND_ID_TAKEN``):
+    the gate would decide the copy ``DUPLICATE`` and keep the other command's decision."""
     out: dict[str, Any] = {k: getattr(body, k) for k in _ENVELOPE}
     out["derived_from"] = [str(u) for u in body.derived_from]
     if body.command_id is not None:
         out["command_id"] = str(body.command_id)
+        _fresh(gw, who, out["command_id"])
     out["attributes"] = who.attributes
     return out
+
+
+def _fresh(gw: Gateway, who: Caller, command_id: str) -> None:
+    """Refuse a command id whose stored decision is another principal's command's (see :func:`envelope_args`)."""
+    found = gw.client.decision(command_id)
+    refused = taken(found, who.principal) if found is not None else None
+    if refused is not None:
+        reason = refused["reasons"][0]
+        raise ApiError(refusal_status([reason["code"]]), reason["code"], reason["message"], reason["field"])
 
 
 def _refuse(reason: Reason | None) -> None:
@@ -66,7 +78,7 @@ def record(body: RecordBody, who: Authenticated, gw: Served, wait: Wait = False)
     receipt = gw.client.record(principal=who.principal, subject=body.subject or who.principal, text=body.text,
                                memory_id=str(body.memory_id) if body.memory_id else None,
                                fact=body.fact.model_dump() if body.fact else None, tags=body.tags,
-                               follows=str(body.follows) if body.follows else None, **envelope_args(body, who))
+                               follows=str(body.follows) if body.follows else None, **envelope_args(body, who, gw))
     return written(gw.client, receipt, wait, creates=True)
 
 
@@ -81,7 +93,7 @@ def supersede(memory_id: UUID, body: SupersedeBody, who: Authenticated, gw: Serv
     _refuse(change_refusal(mid, subject, who.record, memory, datetime.now(UTC)))
     receipt = gw.client.supersede(mid, principal=who.principal, subject=subject, text=body.text,
                                   evidence=body.evidence, fact=body.fact.model_dump() if body.fact else None,
-                                  **envelope_args(body, who), wait=False)
+                                  **envelope_args(body, who, gw), wait=False)
     return written(gw.client, receipt, wait, creates=True)
 
 

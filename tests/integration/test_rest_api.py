@@ -278,6 +278,22 @@ def test_a_retry_with_the_same_command_id_answers_the_first_decision(api: TestCl
     assert again.json()["command_position"] == first.json()["command_position"] != again.json()["position"]
 
 
+def test_another_principal_s_command_id_is_409_and_shows_nothing_of_its_decision(
+        api: TestClient, users: dict[str, Any], namespace: Settings) -> None:
+    """bob sending alice's command id got 201 ACCEPTED with alice's memory id, time and position, and nothing of
+    his was recorded; without ``wait`` a 202 whose decision never came (newcomer trial, twentieth session)."""
+    (_alice, a_token), (_bob, b_token) = users["alice"], users["bob"]
+    first = _record(api, a_token, "Alice's locker is 12").json()
+    before = ends(namespace)
+    for wait in (True, False):
+        r = _record(api, b_token, "Bob's locker is 14", wait=wait, command_id=first["command_id"])
+        assert r.status_code == 409 and r.json()["code"] == "COMMAND_ID_TAKEN" and r.json()["field"] == "command_id"
+        assert first["memory_id"] not in r.text and "decided_at" not in r.json()
+    assert ends(namespace) == before  # nothing published
+    own = _record(api, a_token, "Alice's locker is 12", command_id=first["command_id"])  # alice's retry: hers
+    assert own.status_code == 201 and own.json()["memory_id"] == first["memory_id"] and own.json()["http_status"] == 201
+
+
 def test_reusing_a_memory_id_is_409(api: TestClient, users: dict[str, Any]) -> None:
     alice, token = users["alice"]
     mid = _record(api, token, "Alice's desk is 4.12").json()["memory_id"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from memwarden.commands.gateway_status import (
     AUTH_STATUS,
+    COMMAND_ID_TAKEN,
     CONFLICT,
     FORBIDDEN,
     INFORMATIVE,
@@ -17,6 +19,7 @@ from memwarden.commands.gateway_status import (
     auth_status,
     decision_status,
     refusal_status,
+    taken,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,8 +64,36 @@ def test_the_code_sets_do_not_overlap() -> None:
 def test_the_mapped_gate_codes_exist_in_the_gate() -> None:
     """Every code the table names is one the gate (or the token rules) can give: no dead entries."""
     source = "\n".join(p.read_text() for p in (ROOT / "commands").rglob("*.py") if p.name != "gateway_status.py")
-    known = set(re.findall(r'"([A-Z][A-Z_]{1,})"', source))
+    known = set(re.findall(r'"([A-Z][A-Z_]{1,})"', source)) | {COMMAND_ID_TAKEN}  # the gateways' own (taken)
     assert (NOT_FOUND | FORBIDDEN | CONFLICT | INFORMATIVE) - known == set()
+
+
+def test_a_decision_under_a_reused_command_id_is_shown_to_its_own_principal_only() -> None:
+    """A command id another principal's command holds: its caller sees ``COMMAND_ID_TAKEN`` (409), nothing of
+    the other decision (newcomer trial, twentieth session: bob got alice's ACCEPTED with her memory id)."""
+    alices = {"outcome": "ACCEPTED", "reasons": [{"code": "OK", "message": "accepted", "field": None}],
+              "principal": "user:alice", "memory_id": "m-alice", "position": {"offset": 7}, "decided_at": "t"}
+    assert taken(alices, "user:alice") is None and taken({"outcome": "REJECTED"}, "user:bob") is None
+    shown = taken(alices, "user:bob")
+    assert shown is not None and shown["outcome"] == "REJECTED" and "m-alice" not in str(shown)
+    assert [r["code"] for r in shown["reasons"]] == [COMMAND_ID_TAKEN] and shown["position"] is None
+    assert decision_status(shown["outcome"], [COMMAND_ID_TAKEN], creates=True) == 409
+
+
+def test_a_waiting_client_call_raises_for_a_reused_command_id() -> None:
+    from memwarden.errors import Refused
+    from memwarden.producers.building import Receipt
+    from memwarden.producers.governance import Settling
+
+    class Stub(Settling):
+        def decided(self, command_ids: Any, timeout_s: float = 60.0) -> dict[str, dict[str, Any]]:
+            return {"c1": {"outcome": "ACCEPTED", "reasons": [{"code": "OK", "message": "", "field": None}],
+                           "principal": "user:alice"}}
+
+    with pytest.raises(Refused) as raised:
+        Stub()._settled(Receipt("c1", "g1", "t", 0, 3, "user:bob"), wait=True)
+    assert "COMMAND_ID_TAKEN" in str(raised.value)
+    assert Stub()._settled(Receipt("c1", "g1", "t", 0, 3, "user:alice"), wait=True).outcome == "ACCEPTED"
 
 
 @pytest.mark.parametrize(("code", "status"), [
