@@ -446,10 +446,13 @@ class Recaller:
             raise
         repeats = repeats and mode == "hybrid"  # dense and lexical rank by their own score alone
         vectors = await embedding_task
-        ranked = await self._ranked(query, None, vectors[0], where, k, mode, weight, repeats, sql, params)
+        asked_known = known if known_at is not None else None
+        ranked = await self._ranked(query, None, vectors[0], where, k, mode, weight, repeats, sql, params,
+                                    asked_known)
         if parts:  # the whole question's ranking first, then each part's, merged in turn
             rankings = [ranked] + [await self._ranked(part, self._lexical.part_query(part, query, CONTEXT_WEIGHT),
-                                                      vector, where, k, mode, weight, repeats, sql, params)
+                                                      vector, where, k, mode, weight, repeats, sql, params,
+                                                      asked_known)
                                    for part, vector in zip(parts, vectors[1:], strict=True)]
             ranked = interleave(rankings, key=lambda m: m.memory_id, limit=sum(len(r) for r in rankings))
         # the floor acts on the whole verified pool (a memory below it never takes a place of the top k);
@@ -459,10 +462,11 @@ class Recaller:
 
     async def _ranked(self, query: str, lexical: SparseVector | None, vector: list[float],
                       where: Filter, k: int, mode: RecallMode, weight: float, repeats: bool, sql: Any,
-                      params: Any) -> list[RecalledMemory]:
+                      params: Any, known: datetime | None = None) -> list[RecalledMemory]:
         """The verified and opened candidates of one query (``lexical``: its sparse vector, ``None``
         for ``query``'s own), best first, near-repeats demoted when ``repeats``; the caller takes
-        the top ``k`` after the floor. ``sql``/``params``: the read filter as SQL."""
+        the top ``k`` after the floor. ``sql``/``params``: the read filter as SQL. ``known``: a
+        ``known_at`` read's time (each version shown as the ledger knew it then)."""
         keep = REPEAT_POOL * k if repeats else k  # the repeats are demoted among twice as many candidates
         hits, vector, searched = await self._candidates(query, where, k, mode, vector, weight, keep, lexical)
         if not hits:
@@ -477,7 +481,7 @@ class Recaller:
             rows, keys = await self._verify([h.payload["command_id"] for h in hits], sql, params)
         scores = {h.payload["command_id"]: h.score for h in hits}
         with stage("open"):
-            out = self._opened(rows, keys, scores, cosines, query_terms)
+            out = self._opened(rows, keys, scores, cosines, query_terms, known)
             if lifted:
                 out = _inherit(out, lifted, searched.memory_cosines if searched is not None else {})
         ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
@@ -489,18 +493,24 @@ class Recaller:
 
     @staticmethod
     def _opened(rows: list[tuple[Any, ...]], keys: Mapping[str, bytes | None], scores: Mapping[str, float],
-                cosines: Mapping[str, float], query_terms: list[str]) -> list[RecalledMemory]:
-        """The verified rows whose text opens, as recalled memories with their relevance."""
+                cosines: Mapping[str, float], query_terms: list[str],
+                known: datetime | None = None) -> list[RecalledMemory]:
+        """The verified rows whose text opens, as recalled memories with their relevance. With ``known``
+        (a ``known_at`` read), a version closed after it shows as the ledger knew it then: current
+        (``status`` active, no ``valid_to``), not with a close nobody knew of yet."""
         out = []
         for r in rows:
             text = open_text(r[3], r[18], r[19], keys)
             if text is None:  # shredded: forgotten, whether or not the projectors know it yet
                 continue
+            valid_to, status = r[11], r[12]
+            if known is not None and r[20] is not None and r[20] > known:
+                valid_to, status = None, "active"
             relevance = score_relevance(cosines.get(r[2], 0.0), coverage(query_terms, tokens(text)))
             out.append(RecalledMemory(
                 memory_id=r[0], version=r[1], text=text, score=float(scores[r[2]]), principal=r[4], subject=r[5],
                 scope=r[6], source_kind=r[7], source_ref=r[8], observed_at=r[9].isoformat(),
-                valid_from=r[10].isoformat(), valid_to=r[11].isoformat() if r[11] else None, status=r[12],
+                valid_from=r[10].isoformat(), valid_to=valid_to.isoformat() if valid_to else None, status=status,
                 ledger_topic=r[13], ledger_partition=r[14], ledger_offset=r[15], unverified=r[16], tags=tuple(r[17]),
                 relevance=relevance,
             ))

@@ -64,7 +64,7 @@ WHERE memory_id = %(memory_id)s AND (status <> 'forgotten' OR forgotten_by IS NU
 _VERIFY = """
 SELECT memory_id::text, version, command_id::text, content_key_id::text, principal, subject, scope, source_kind,
        source_ref, observed_at, valid_from, valid_to, status, ledger_topic, ledger_partition, ledger_offset,
-       unverified, tags, content_nonce, content_sealed
+       unverified, tags, content_nonce, content_sealed, closed_at
 FROM memory_versions
 WHERE command_id = ANY(%(ids)s::uuid[]) AND {where}
   AND NOT """ + GATE_FORGOTTEN.format(memory_id="memory_versions.memory_id")
@@ -146,7 +146,8 @@ async def verify_candidates(conn: psycopg.AsyncConnection, command_ids: Sequence
     named parameters, :func:`memwarden.commands.readmodel.sql.read_filter_sql`), in one short
     transaction. Columns: memory_id, version, command_id, content key id, principal, subject, scope,
     source_kind, source_ref, observed_at, valid_from, valid_to, status, ledger topic, partition,
-    offset, unverified, tags, content nonce, sealed content (the caller opens it with the key ring).
+    offset, unverified, tags, content nonce, sealed content (the caller opens it with the key ring), and when
+    a later command closed the version (``closed_at``, ``None`` while it is open).
     One statement: on an autocommit connection (the read API's), one round trip.
 
     A memory the gate has decided to forget is left out at once (design card, forget step 2 "block

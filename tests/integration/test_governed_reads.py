@@ -305,7 +305,11 @@ def test_known_at_hides_versions_decided_later_and_shows_superseded_ones_as_then
     query = "where does Ivy work?"
     for mode in RECALL_MODES:
         assert client.recall(ivy, query, known_at=before, mode=mode) == []
-        assert texts(client.recall(ivy, query, known_at=middle, mode=mode)) == ["Ivy works at Acme"]
+        then = client.recall(ivy, query, known_at=middle, mode=mode)
+        assert texts(then) == ["Ivy works at Acme"]
+        # as the ledger knew it then: current, no close nobody knew of yet (newcomer trial, twentieth session:
+        # status "superseded" and a valid_to known only after the supersede)
+        assert (then[0].status, then[0].valid_to) == ("active", None), then[0]
         assert texts(client.recall(ivy, query, known_at=after, mode=mode)) == ["Ivy works at Globex"]
         assert texts(client.recall(ivy, query, mode=mode)) == ["Ivy works at Globex"]
 
