@@ -16,7 +16,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, 
 from memwarden.commands.vocabulary import EpistemicStatus, FactCardinality, Sensitivity, SourceKind, StoreKind
 
 
-def _utf8(value: str) -> str:
+def storable_text(value: str) -> str:
     """``value`` when it is text every store keeps: valid UTF-8 and no NUL character (PostgreSQL's ``text``
     refuses U+0000, so a command carrying one would stop the gate's batch on every redelivery)."""
     try:
@@ -51,8 +51,8 @@ def _utc_ms(value: datetime) -> datetime:
     return value.replace(microsecond=(value.microsecond // 1000) * 1000)
 
 
-Text = Annotated[str, AfterValidator(_utf8)]
-Name = Annotated[str, AfterValidator(_utf8), AfterValidator(_nonblank), Field(max_length=256)]
+Text = Annotated[str, AfterValidator(storable_text)]
+Name = Annotated[str, AfterValidator(storable_text), AfterValidator(_nonblank), Field(max_length=256)]
 Uuid = Annotated[str, BeforeValidator(_uuid_text), AfterValidator(_uuid)]
 UtcTime = Annotated[AwareDatetime, AfterValidator(_utc_ms)]
 

@@ -64,6 +64,17 @@ def build(model: type[pydantic.BaseModel], data: dict[str, Any], prefix: str = "
         raise ValidationError(prefix + field, msg) from None
 
 
+def refused_read(data: Mapping[str, Any], principal: str, signed: bool) -> ValidationError:
+    """The ``ValidationError`` of a read the read API refused (400 or 401 ``{"error", "code", "field"}``): the
+    field it names with the reason alone (the answer's message already leads with the field); a read refused
+    as unsigned by a client holding no signing key for ``principal`` names ``principal`` and says so."""
+    if data.get("code") == "READ_UNSIGNED" and not signed:
+        return ValidationError("principal", f"no signing key held for {principal}: reads are signed by their "
+                                            "principal (register it here, or add its signer to the client)")
+    field = str(data.get("field") or "request")
+    return ValidationError(field, str(data.get("error", "bad request")).removeprefix(f"{field}: "))
+
+
 def names(value: Any, field: str) -> tuple[Any, ...]:
     """A list of names; a bare string is refused rather than split into characters."""
     if isinstance(value, str | bytes):

@@ -50,7 +50,16 @@ from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key, seal_spa
 from memwarden.epoch import now_ms
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
 from memwarden.keystore import key_path, load_or_create_signer, signed_command
-from memwarden.producers.building import Receipt, build, build_fact, check_text, envelope, names, seal_fact
+from memwarden.producers.building import (
+    Receipt,
+    build,
+    build_fact,
+    check_text,
+    envelope,
+    names,
+    refused_read,
+    seal_fact,
+)
 from memwarden.producers.forgetting import ForgetCalls
 from memwarden.producers.governance import REFUSED_WRITE, DecidedReceipt, GovernanceCalls
 from memwarden.producers.lookups import LookupCalls
@@ -249,6 +258,9 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         response = self._post("/decisions", {"command_ids": list(command_ids)})
         if response.status_code == 503:  # a dependency of the worker is down: ask again until the timeout
             return {}
+        if response.status_code == 400:  # a bad id: the field it names (command_ids[i]), never a raw answer
+            data = response.json()
+            raise refused_read(data if isinstance(data, dict) else {}, "", True)
         if response.status_code != 200:
             raise MemwardenError(f"decisions lookup failed with HTTP {response.status_code}: {response.text}")
         decisions: dict[str, dict[str, Any]] = response.json()["decisions"]
@@ -293,7 +305,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         response = self._post("/recall", body)
         data = response.json()
         if response.status_code in (400, 401):
-            raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
+            raise refused_read(data, principal, signer is not None)
         if response.status_code != 200:
             raise MemwardenError(f"recall failed with HTTP {response.status_code}: {data}")
         self.last_server_timing = parse_server_timing(response.headers.get("server-timing"))

@@ -15,6 +15,7 @@ from memwarden.commands.readmodel.query import DEFAULT_PURPOSE
 from memwarden.commands.signing import Signer
 from memwarden.epoch import now_ms
 from memwarden.errors import MemwardenError, ValidationError
+from memwarden.producers.building import refused_read
 
 #: The read-API routes a caller may send signed by its own key through :meth:`LookupCalls.forward_signed`.
 SIGNED_PATHS = ("/recall", "/history")
@@ -61,7 +62,7 @@ class LookupCalls:
         if response.status_code == 404:
             return None
         if response.status_code in (400, 401):
-            raise ValidationError(data.get("field") or "request", data.get("error", "bad request"))
+            raise refused_read(data, principal, signer is not None)
         if response.status_code != 200:
             raise MemwardenError(f"history failed with HTTP {response.status_code}: {data}")
         found: dict[str, Any] = data

@@ -12,13 +12,26 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from uuid import UUID
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
 
+from memwarden.commands.envelope import storable_text
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, MAX_K, MAX_QUERY_CHARS
 from memwarden.commands.readmodel.recency import CURRENT_WEIGHT, MAX_RECENCY, check_recency
 from memwarden.commands.vocabulary import EpistemicStatus, FactCardinality, Right, Sensitivity, SourceKind, StoreKind
 
-Name = Annotated[StrictStr, Field(min_length=1, max_length=256)]
+#: A name as every store keeps it: 1 to 256 characters, valid UTF-8, no NUL (what the command models require,
+#: checked before a path or body value reaches a lookup in PostgreSQL).
+Name = Annotated[StrictStr, Field(min_length=1, max_length=256), AfterValidator(storable_text)]
 Names = Annotated[list[Name], Field(max_length=64)]
 Reason = Annotated[StrictStr, Field(max_length=1000)]
 
@@ -112,6 +125,14 @@ class RecallBody(Body):
     @classmethod
     def _recency(cls, value: object) -> object:
         check_recency(value)  # type: ignore[arg-type]
+        return value
+
+    @field_validator("min_score", mode="before")
+    @classmethod
+    def _a_number(cls, value: object) -> object:
+        # a JSON number only ("0.3" and true were taken as 0.3 and 1.0 while "k": "5" was refused)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"must be a number in [0, 1], got {value!r}")
         return value
 
     @field_validator("query")

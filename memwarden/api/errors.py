@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import ValidationError as PydanticValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -87,6 +88,10 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        kind = request.headers.get("content-type", "")
+        if request.method in ("POST", "PUT", "PATCH") and kind and "json" not in kind.lower():
+            return problem(415, "UNSUPPORTED_MEDIA_TYPE", f"the body must be JSON (Content-Type: application/json), "
+                           f"got {kind.split(';')[0][:80]!r}", "body")
         return _validation(exc)
 
     @app.exception_handler(ApiError)
@@ -97,6 +102,12 @@ def install(app: FastAPI) -> None:
     async def bad_value(request: Request, exc: ValidationError) -> JSONResponse:
         return problem(400, "INVALID_FIELD", str(exc), exc.field)
 
+    @app.exception_handler(PydanticValidationError)
+    async def bad_model(request: Request, exc: PydanticValidationError) -> JSONResponse:
+        # a command model built from the request refused a value no route type checked first: bad input, 400
+        code, message, field = invalid_field(exc.errors(), sources=())
+        return problem(400, code, message, field)
+
     @app.exception_handler(StackUnavailable)
     async def down(request: Request, exc: StackUnavailable) -> JSONResponse:
         first = str(exc).splitlines()[0] if str(exc) else "a dependency does not answer"
@@ -104,6 +115,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and "parsing the body" in str(exc.detail):  # JSON the parser gave up on
+            return problem(400, "BAD_JSON", "the body is not JSON this API can read (malformed or nested too deep)",
+                           "body")
         return problem(exc.status_code, f"HTTP_{exc.status_code}", str(exc.detail), None,
                        dict(exc.headers) if exc.headers else None)
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 
 from memwarden.commands.gateway_checks import (
@@ -26,7 +26,7 @@ from memwarden.stores.gateway_reads import grant_of, held_for_review, memory_of
 
 from .answers import written
 from .auth import Authenticated, Served
-from .bodies import EnvelopeBody, ForgetBody, GrantBody, RecordBody, SupersedeBody
+from .bodies import EnvelopeBody, ForgetBody, GrantBody, Name, RecordBody, SupersedeBody
 from .errors import ApiError
 from .gateway import Caller, Gateway
 
@@ -148,7 +148,8 @@ def grant(body: GrantBody, who: Authenticated, gw: Served, wait: Wait = False) -
 
 
 @router.delete("/grants/{grant_id}", status_code=202, responses=_WRITE_RESPONSES, tags=["grants"])
-def revoke(grant_id: str, who: Authenticated, gw: Served, wait: Wait = False, reason: WhyQuery = "") -> JSONResponse:
+def revoke(grant_id: Annotated[Name, Path(description="the grant's id")], who: Authenticated, gw: Served,
+           wait: Wait = False, reason: WhyQuery = "") -> JSONResponse:
     """Revoke grant ``grant_id`` (``RevokeAccess``; its grantor or an admin): it holds from the next read."""
     with gw.db() as conn:
         found = grant_of(conn, grant_id)

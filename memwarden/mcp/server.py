@@ -224,11 +224,14 @@ def build_server(gateway: Gateway, token: str | None, http_url: str | None = Non
         recency: Annotated[StrictFloat | None, Field(ge=0.0, le=MAX_RECENCY, description=(
             f"weight of recency in the ranking (score x (1 + recency x rank in time / (n - 1)); default:"
             f" {CURRENT_WEIGHT:g} for questions about a current, latest or final value, else 0)"))] = None,
+        min_score: Annotated[StrictFloat, Field(ge=0.0, le=1.0, description=(
+            "relevance floor in [0, 1], the same scale for every query (0 = none, 0.35 recommended): memories"
+            " below it are dropped and counted in below_floor; nothing left means nothing relevant"))] = 0.0,
     ) -> CallToolResult:
         """Look up the memories your principal may read that best match ``query``; each with its text,
-        memory_id, validity, provenance and score. Audited."""
+        memory_id, validity, provenance, score and relevance. Audited."""
         args = given(query=query, k=k, mode=mode, as_of=as_of, known_at=known_at, purpose=purpose,
-                     include_untrusted=include_untrusted, recency=recency)
+                     include_untrusted=include_untrusted, recency=recency, min_score=min_score)
         return run("recall", lambda who: reads.recall(RecallBody.model_validate(args), who, gateway))
 
     def supersede(

@@ -98,6 +98,7 @@ def test_the_tools_remember_recall_history_why_over_stdio(namespace: Settings, u
         seen["history"] = await c.call_tool("history", {"memory_id": seen["remember"]["memory_id"]})
         seen["why"] = await c.call_tool("why", {"memory_id": seen["remember"]["memory_id"]})
         seen["bad"] = await c.call_tool("recall", {"query": "   "})
+        seen["floor"] = await c.call_tool("recall", {"query": "zxqv-unknown-token", "k": 5, "min_score": 0.35})
 
     session(namespace, token, body)
     assert seen["remember"]["outcome"] == "ACCEPTED" and seen["remember"]["status"] == 201
@@ -110,6 +111,9 @@ def test_the_tools_remember_recall_history_why_over_stdio(namespace: Settings, u
     assert step["command"]["source_ref"] == "chat:mcp"
     assert seen["bad"].is_error and structured(seen["bad"])["code"] == "INVALID_FIELD"
     assert structured(seen["bad"])["field"] == "query"
+    floored = structured(seen["floor"])  # the relevance floor reaches an agent too (it was UNKNOWN_FIELD)
+    assert not seen["floor"].is_error and floored["min_score"] == 0.35 and floored["memories"] == []
+    assert floored["below_floor"] >= 1
     codec = default_codec()
     envs = [codec.decode(m.value())[1]["envelope"] for m in read_topic(namespace, "commands")]
     (env,) = [e for e in envs if e["command_id"] == seen["remember"]["command_id"]]
@@ -143,6 +147,8 @@ BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str, str]] = [
     ("recall", {"query": "tea", "k": 500}, "INVALID_FIELD", "k"),
     ("recall", {"query": "tea", "k": "5"}, "INVALID_FIELD", "k"),  # strict, as REST: not coerced
     ("recall", {"query": "tea", "include_untrusted": "true"}, "INVALID_FIELD", "include_untrusted"),
+    ("recall", {"query": "tea", "min_score": "0.3"}, "INVALID_FIELD", "min_score"),
+    ("recall", {"query": "tea", "min_score": 1.5}, "INVALID_FIELD", "min_score"),
     ("recall", {"query": "tea", "principal": "user:bob"}, "UNKNOWN_FIELD", "principal"),  # was silently ignored
     ("recall", {}, "MISSING_FIELD", "query"),
     ("remember", {}, "MISSING_FIELD", "text"),

@@ -84,6 +84,17 @@ CASES: list[tuple[str, str, str, Any, int, str, str | None]] = [
     ("unknown memory: history", "GET", f"/v1/memories/{_MEMORY}", None, 404, "UNKNOWN_MEMORY", "memory_id"),
     ("not a memory id", "DELETE", "/v1/memories/not-a-uuid", None, 400, "INVALID_FIELD", "memory_id"),
     ("unknown grant", "DELETE", "/v1/grants/g-nobody", None, 404, "UNKNOWN_GRANT", "grant_id"),
+    # newcomer trial, twentieth session: each of these was a 500 (a NUL reached PostgreSQL; a long id a model)
+    ("a NUL in a grant id", "DELETE", "/v1/grants/g%00x", None, 400, "INVALID_FIELD", "grant_id"),
+    ("a grant id over the limit", "DELETE", "/v1/grants/" + "g" * 300, None, 400, "INVALID_FIELD", "grant_id"),
+    ("a NUL in a tag", "POST", "/v1/memories", {"text": "tea", "tags": ["a\u0000b"]}, 400, "INVALID_FIELD",
+     "tags[0]"),
+    ("min_score as a string", "POST", "/v1/recall", {"query": "tea", "min_score": "0.3"}, 400, "INVALID_FIELD",
+     "min_score"),
+    ("min_score as a boolean", "POST", "/v1/recall", {"query": "tea", "min_score": True}, 400, "INVALID_FIELD",
+     "min_score"),
+    ("JSON nested too deep", "POST", "/v1/recall", '{"query": ' + "[" * 5000 + "]" * 5000 + "}", 400, "BAD_JSON",
+     "body"),
     ("empty forget", "POST", "/v1/forget", {}, 400, "EMPTY_SELECTOR", "selector"),
     ("forget with only a reason", "POST", "/v1/forget", {"reason": "all of it"}, 400, "EMPTY_SELECTOR", "selector"),
     ("grant without rights", "POST", "/v1/grants", {"grantee": "user:x", "rights": [], "scopes": ["account:a"]},
@@ -110,6 +121,16 @@ def test_bad_input_is_a_4xx_naming_the_field_and_publishes_nothing(api: TestClie
     assert got["code"] == code and got["field"] == field and got["error"], (name, got)
     assert "Traceback" not in r.text and "File \"" not in r.text
     assert ends(namespace) == before, name
+
+
+def test_a_body_that_is_not_json_is_415_naming_the_content_type(api: TestClient, namespace: Settings,
+                                                                people: dict[str, Any]) -> None:
+    """``Content-Type: text/plain`` answered "body: Input should be a valid dictionary", nothing about the type
+    (newcomer trial, twentieth session)."""
+    before = ends(namespace)
+    r = api.post("/v1/memories", headers={**people["a"], "Content-Type": "text/plain"}, content=b'{"text": "tea"}')
+    assert r.status_code == 415 and r.json()["code"] == "UNSUPPORTED_MEDIA_TYPE" and "text/plain" in r.json()["error"]
+    assert ends(namespace) == before
 
 
 def test_a_10_mb_body_is_413_and_the_server_keeps_serving(api: TestClient, namespace: Settings,
