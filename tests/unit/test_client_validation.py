@@ -273,3 +273,18 @@ def test_an_offset_time_given_as_iso_text_is_normalised_too(client: MemwardenCli
     command, _ = client.build_record(**_args(observed_at="2025-07-25T07:30:00+05:30"))
     assert command.envelope.observed_at == datetime(2025, 7, 25, 2, 0, tzinfo=UTC)
     assert command.envelope.observed_at.utcoffset() == timedelta(0)
+
+
+def test_a_refused_read_names_its_field_once_and_an_unsigned_one_the_missing_key() -> None:
+    """"include_untrusted: include_untrusted: must be a boolean", and "auth: READ_UNSIGNED ..." for a client
+    holding no key for the reader (newcomer trial, twentieth session)."""
+    from memwarden.producers.building import refused_read
+
+    bad = refused_read({"error": "include_untrusted: must be a boolean (true or false)", "code": "INVALID_FIELD",
+                        "field": "include_untrusted"}, "user:ann", signed=True)
+    assert bad.field == "include_untrusted" and str(bad) == "include_untrusted: must be a boolean (true or false)"
+    unsigned = {"error": "the request carries no auth.key_id and auth.signature", "code": "READ_UNSIGNED",
+                "field": "auth"}
+    keyless = refused_read(unsigned, "user:ann", signed=False)
+    assert keyless.field == "principal" and "no signing key held for user:ann" in str(keyless)
+    assert refused_read(unsigned, "user:ann", signed=True).field == "auth"
