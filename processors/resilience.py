@@ -39,13 +39,19 @@ class Backoff:
 
 @dataclass
 class Health:
-    """The state of each agent of a worker: ``running`` or ``retrying`` (since, reason)."""
+    """The state of each agent of a worker: ``running``, ``retrying`` (since, reason) or ``crashed`` (since,
+    reason)."""
 
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def running(self, agent: str) -> None:
         """``agent`` processed a batch (or started)."""
         self.agents[agent] = {"state": "running"}
+
+    def crashed(self, agent: str, reason: str) -> None:
+        """``agent`` failed on an error no retry mends: not ready from now on (its supervisor ends the process;
+        until it does, ``/ready`` must not say the agent runs)."""
+        self.agents[agent] = {"state": "crashed", "since": time.time(), "reason": reason[:300]}
 
     def retrying(self, agent: str, reason: str) -> None:
         """``agent`` is waiting for a dependency; the first failure's time is kept."""
@@ -62,14 +68,19 @@ async def retry_batch(agent: str, step: Callable[[], Awaitable[T]], reconnect: C
                       health: Health | None = None, backoff: Backoff = Backoff()) -> T:
     """``await step()``; on a database error, wait, ``reconnect()`` and run ``step`` again from its
     start, until it succeeds or has failed for ``backoff.give_up_s`` seconds (then the last error
-    propagates). ``health`` learns of the outage and of the recovery."""
+    propagates). ``health`` learns of the outage and of the recovery, and of any other error, which
+    propagates at once (the agent crashes; ``health`` marks it ``crashed``)."""
     delay, started = backoff.first_s, time.monotonic()
     while True:
         try:
             out = await step()
+        except asyncio.CancelledError:
+            raise
         except DB_ERRORS as exc:
             if time.monotonic() - started > backoff.give_up_s:
                 log.error("%s: database unavailable for %.0f s, giving up: %s", agent, backoff.give_up_s, exc)
+                if health is not None:
+                    health.crashed(agent, f"database unavailable for {backoff.give_up_s:.0f} s: {exc}")
                 raise
             if health is not None:
                 health.retrying(agent, f"database unavailable: {exc}")
@@ -82,6 +93,10 @@ async def retry_batch(agent: str, step: Callable[[], Awaitable[T]], reconnect: C
             except DB_ERRORS:
                 continue
             continue
+        except Exception as exc:
+            if health is not None:  # the agent dies with it: /ready says so at once, not "running"
+                health.crashed(agent, f"{type(exc).__name__}: {exc}")
+            raise
         if health is not None:
             health.running(agent)
         return out
