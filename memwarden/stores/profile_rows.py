@@ -57,6 +57,7 @@ WHERE m.memory_id = u.memory_id
 
 _FORGET = """
 UPDATE memory_versions SET status = 'forgotten', content_nonce = NULL, content_sealed = NULL,
+  tags = '{}', source_ref = NULL, source_uri = NULL, fact_entity = NULL, fact_attribute = NULL,
   forgotten_by = COALESCE(forgotten_by, %(command_id)s)
 WHERE memory_id = %(memory_id)s AND (status <> 'forgotten' OR forgotten_by IS NULL)
 """
@@ -74,15 +75,18 @@ def row_of(record: Mapping[str, Any], text: str | None) -> dict[str, Any]:
     """The ``memory_versions`` row of a ``MemoryRecorded`` event record. The text is stored sealed,
     as the event carries it (nonce and ciphertext under the version's data key): never in clear.
     ``text`` is the opened text, or ``None`` when the key is shredded: the row is then stored
-    ``forgotten``, without the sealed bytes."""
+    ``forgotten``, without the sealed bytes and without what describes the content (tags, source
+    reference and URI, fact entity and attribute), as :func:`mark_forgotten` leaves a live row."""
     env = record["envelope"]
-    fact = record.get("fact") or {}
+    fact = (record.get("fact") or {}) if text is not None else {}
+    gone = text is None
     pos = record["position"]
     return {
         "memory_id": record["memory_id"], "version": record["version"], "command_id": record["command_id"],
         "event_id": record["event_id"], "principal": env["principal"], "subject": env["subject"],
         "scope": env["scope"], "store_kind": env["store_kind"], "source_kind": env["source"]["kind"],
-        "source_ref": env["source"]["reference"], "source_uri": env["source"]["uri"],
+        "source_ref": None if gone else env["source"]["reference"],
+        "source_uri": None if gone else env["source"]["uri"],
         "derived_from": list(env["source"]["derived_from"]), "epistemic_status": env["epistemic_status"],
         "sensitivity": env["sensitivity"], "purposes": list(env["purposes"]),
         "content_nonce": record["content"]["nonce"] if text is not None else None,
@@ -93,7 +97,7 @@ def row_of(record: Mapping[str, Any], text: str | None) -> dict[str, Any]:
         "valid_to": env["effective_to"], "expires_at": env["expires_at"],
         "status": "active" if text is not None else "forgotten",
         "ledger_topic": pos["topic"], "ledger_partition": pos["partition"], "ledger_offset": pos["offset"],
-        "decided_at": record["decided_at"], "tags": list(record.get("tags") or []),
+        "decided_at": record["decided_at"], "tags": [] if gone else list(record.get("tags") or []),
         "unverified": record.get("outcome") == "ACCEPTED_UNVERIFIED", "approved_by": record.get("approved_by"),
     }
 
@@ -136,7 +140,8 @@ async def last_uses(conn: psycopg.AsyncConnection, memory_ids: Sequence[str]) ->
 
 
 async def mark_forgotten(cur: psycopg.AsyncCursor, command_id: str, memory_id: str) -> None:
-    """Apply a ``MemoryForgotten``: every version is ``forgotten`` and loses its content."""
+    """Apply a ``MemoryForgotten``: every version is ``forgotten`` and loses its content and what describes it
+    (tags, source reference and URI, fact entity and attribute: a tag such as "oncology" tells what was said)."""
     await cur.execute(_FORGET, {"command_id": command_id, "memory_id": memory_id})
 
 

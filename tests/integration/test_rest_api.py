@@ -190,15 +190,21 @@ def test_audit_of_a_memory_for_its_writer_only(api: TestClient, users: dict[str,
     assert api.get(f"/v1/audit/memories/{mine['memory_id']}", headers=auth(b_token)).status_code == 404
 
 
-def test_forget_by_id_then_nothing_comes_back(api: TestClient, users: dict[str, Any]) -> None:
+def test_forget_by_id_then_nothing_comes_back(api: TestClient, users: dict[str, Any], namespace: Settings) -> None:
     alice, token = users["alice"]
-    mine = _record(api, token, "Alice's old phone number is 555-0199").json()
+    mine = _record(api, token, "Alice's old phone number is 555-0199", tags=["oncology"], source_ref="clinic:7").json()
     r = api.delete(f"/v1/memories/{mine['memory_id']}?wait=true&reason=user+request", headers=auth(token))
     assert r.status_code == 200 and r.json()["outcome"] == "ACCEPTED" and mine["memory_id"] in r.json()["memory_ids"]
     history = poll_get(api, f"/v1/memories/{mine['memory_id']}", auth(token),
                        lambda x: x.status_code == 200 and x.json()["versions"][0]["status"] == "forgotten").json()
     assert history["current"] is None and history["versions"][0]["text"] is None
     assert history["versions"][0]["withheld"] == "forgotten"
+    # nor what describes it: a tag or a source reference tells what was said (newcomer trial, twentieth session)
+    assert history["versions"][0]["tags"] == [] and history["versions"][0]["source_ref"] is None
+    from tests.integration.conftest import rows
+    kept = rows(namespace, "SELECT tags, source_ref, fact_attribute FROM memory_versions WHERE memory_id = %s",
+                (mine["memory_id"],))
+    assert kept == [([], None, None)]
     found = api.post("/v1/recall", headers=auth(token), json={"query": "phone number 555-0199", "k": 10}).json()
     assert mine["memory_id"] not in [m["memory_id"] for m in found["memories"]]
     again = api.delete(f"/v1/memories/{mine['memory_id']}?wait=true", headers=auth(token)).json()
