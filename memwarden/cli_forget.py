@@ -70,6 +70,8 @@ def forget(
     until: Annotated[str | None, typer.Option("--to", help="observed before (ISO 8601)")] = None,
     query: Annotated[str | None, typer.Option(help="memories whose text contains this (resolved by a read as "
                                               "--as; the words never go on the ledger)")] = None,
+    purpose: Annotated[list[str] | None, typer.Option(help="with --query: also read for this purpose (a memory "
+                                                      "tagged with purposes is read only for one of them)")] = None,
     expired: Annotated[bool, typer.Option("--expired", help="every memory past its expires_at (retention)")]
     = False,
     reason: Annotated[str, typer.Option(help="why (kept on the ledger)")] = "",
@@ -101,8 +103,8 @@ def forget(
                     principal=who, subjects=[subject] if subject else [], scopes=scope or [], tags=tag or [],
                     source_references=source_ref or [], writers=writer or [], key_ids=key_id or [],
                     memory_ids=memory or [], observed_from=_when(since, "--from"), observed_to=_when(until, "--to"),
-                    expired_before=datetime.now(UTC) if expired else None, query=query, reason=reason,
-                    dry_run=dry_run, wait=False)
+                    expired_before=datetime.now(UTC) if expired else None, query=query, purposes=purpose or [],
+                    reason=reason, dry_run=dry_run, wait=False)
             _report(client, receipt, as_json)
     except MemwardenError as exc:
         fail(exc)

@@ -20,7 +20,7 @@ from memwarden.commands.forget_commands import (
     LiftHold,
     PlaceHold,
 )
-from memwarden.commands.readmodel.query import MAX_K
+from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, MAX_K
 from memwarden.errors import ValidationError
 from memwarden.producers.building import Receipt, build, envelope, governance_envelope, names
 from memwarden.producers.governance import DecidedReceipt, Settling
@@ -54,13 +54,15 @@ class ForgetCalls(Settling):
                         observed_to: datetime | None = None, admitted_from: datetime | None = None,
                         admitted_to: datetime | None = None, expired_before: datetime | None = None,
                         query: str | None = None, reason: str = "", dry_run: bool = False, cascade: bool = True,
-                        sign: bool = True, wait: bool = True, **given: Any) -> DecidedReceipt:
+                        purposes: Sequence[str] = (), sign: bool = True, wait: bool = True,
+                        **given: Any) -> DecidedReceipt:
         """Publish a ``ForgetMatching``: every memory matching all the criteria given (AND across
         criteria, OR within one list) that ``principal`` may forget, with its derivatives when
         ``cascade``. ``query`` is resolved here, never sent: the memories ``principal`` can read whose
-        text contains it (case and spacing folded, every retrieval leg, untrusted included) become
-        ``memory_ids`` (nothing matched: a refusal-free no-op is still published so the outcome is on
-        the ledger). ``subject`` is the command's Kafka key (default: ``principal``).
+        text contains it (case and spacing folded, every retrieval leg, untrusted included), read for the
+        default purpose and for each of ``purposes`` (a memory tagged with purposes is read only for one of
+        them), become ``memory_ids`` (nothing matched: a refusal-free no-op is still published so the
+        outcome is on the ledger). ``subject`` is the command's Kafka key (default: ``principal``).
 
         Raises ``ValidationError`` naming the field for bad arguments; an empty selector is published
         and refused by the gate with ``EMPTY_SELECTOR`` (it never means everything)."""
@@ -68,7 +70,8 @@ class ForgetCalls(Settling):
         if query is not None:
             if not query.strip():
                 raise ValidationError("query", "must not be blank")
-            ids += [m for m in self.matching_ids(principal, query) if m not in ids]
+            for purpose in dict.fromkeys((DEFAULT_PURPOSE, *names(purposes, "purposes"))):
+                ids += [m for m in self.matching_ids(principal, query, purpose) if m not in ids]
             if not ids:
                 ids = [NO_MATCH_ID]  # "the query matched nothing", never an empty selector
         selector = build(ForgetSelector, {
@@ -83,16 +86,16 @@ class ForgetCalls(Settling):
                                          "cascade": cascade})
         return self._settled(self._publish([(command, "", None)], sign)[0], wait)
 
-    def matching_ids(self, principal: str, query: str) -> list[str]:
-        """Ids of the memories ``principal`` can read now whose text contains ``query`` as whole words
-        (folded), among the ``MAX_K`` best of the lexical and of the dense leg for the default
-        purpose, ranked by relevance alone (``recency=0``, ``repeats=False``: every copy of a value
+    def matching_ids(self, principal: str, query: str, purpose: str = DEFAULT_PURPOSE) -> list[str]:
+        """Ids of the memories ``principal`` can read now for ``purpose`` whose text contains ``query`` as
+        whole words (folded), among the ``MAX_K`` best of the lexical and of the dense leg,
+        ranked by relevance alone (``recency=0``, ``repeats=False``: every copy of a value
         keeps its rank): a value stored in more memories
         than that needs a second forget (its dry run shows what is left)."""
         found: dict[str, None] = {}
         for mode in ("lexical", "dense"):
             for m in self.recall(principal, query, k=MAX_K, mode=mode, freshness=False, include_untrusted=True,
-                                 recency=0, repeats=False):
+                                 recency=0, repeats=False, purpose=purpose):
                 if contains_words(m.text, query):
                     found[m.memory_id] = None
         return list(found)

@@ -279,7 +279,8 @@ def decide_forget_many(command: ForgetMatching | ForgetSubject, issuer: Principa
         extra = (*extra, Reason("ALREADY_FORGOTTEN", f"already forgotten: {_named(gone)}", "selector.memory_ids"))
     if NO_MATCH_ID in selector.memory_ids:  # the client's query matched nothing the issuer can read
         extra = (*extra, Reason("QUERY_MATCHED_NOTHING", f"the query matched no memory {env.principal} can read (a"
-                                " query is resolved by a read as the issuer)", "query"))
+                                " query is resolved by a read as the issuer, for the default purpose and the"
+                                " purposes it names)", "query"))
     unknown = [m for m in selector.memory_ids if m not in state.memories and m not in pending_ids
                and m != NO_MATCH_ID]
     if unknown:

@@ -180,6 +180,8 @@ class ForgetBody(Body):
     admitted_from: AwareDatetime | None = None
     admitted_to: AwareDatetime | None = None
     query: Annotated[StrictStr, Field(min_length=1, max_length=MAX_QUERY_CHARS)] | None = None
+    purposes: Names = Field([], description="the purposes the query is also read for (a memory tagged with "
+                            "purposes is read only for one of them); the default purpose always")
     reason: Reason = ""
     dry_run: StrictBool = False
     cascade: StrictBool = True

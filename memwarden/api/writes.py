@@ -130,8 +130,8 @@ def forget_many(body: ForgetBody, who: Authenticated, gw: Served, wait: Wait = F
             scopes=body.scopes, source_references=body.source_references, writers=body.writers,
             key_ids=body.key_ids, tags=body.tags, memory_ids=[str(m) for m in body.memory_ids],
             observed_from=body.observed_from, observed_to=body.observed_to, admitted_from=body.admitted_from,
-            admitted_to=body.admitted_to, query=body.query, reason=body.reason, dry_run=body.dry_run,
-            cascade=body.cascade, attributes=who.attributes, wait=False)
+            admitted_to=body.admitted_to, query=body.query, purposes=body.purposes, reason=body.reason,
+            dry_run=body.dry_run, cascade=body.cascade, attributes=who.attributes, wait=False)
     return written(gw.client, receipt, wait, creates=False)
 
 

@@ -336,3 +336,20 @@ def test_a_decided_forget_blocks_reads_before_the_projections_apply_it(
     assert blocked is not None and blocked["current"] is None
     assert [(v["status"], v["text"]) for v in blocked["versions"]] == [("forgotten", None)]
     assert open_["current"]["text"] == "iris keeps her bicycle in the blue shed"
+
+
+def test_a_forget_by_query_reads_for_the_purposes_it_names(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient, principal: Callable[..., str]) -> None:
+    """A memory tagged with a purpose is read only for it: a forget by query read for the default purpose alone
+    answered "matched nothing" and left it readable (newcomer trial, twentieth session). The query is read for
+    the purposes the forget names as well."""
+    gus = principal()
+    kept = client.record(principal=gus, subject=gus, text="Gus's home address is 5 Elm Street", purposes=["shipping"])
+    assert client.decisions([kept.command_id])[kept.command_id] == "ACCEPTED"
+    poll(lambda: client.recall(gus, "home address", purpose="shipping"), what="the memory is readable for shipping")
+    missed = _decided(client, client.forget_matching(principal=gus, query="5 Elm Street", wait=False))
+    assert _codes(missed) == ["NOTHING_TO_FORGET", "QUERY_MATCHED_NOTHING"] and "purposes" in str(missed["reasons"])
+    done = _decided(client, client.forget_matching(principal=gus, query="5 Elm Street", purposes=["shipping"],
+                                                   wait=False))
+    assert done["outcome"] == "ACCEPTED" and done["memory_ids"] == [kept.memory_id]
+    assert client.recall(gus, "home address", purpose="shipping") == []
