@@ -3,6 +3,7 @@ their local signing keys (issue 3) and the quarantine review they sign."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated
 
 import typer
@@ -21,11 +22,14 @@ def principal_register(
     it prints the gate's reason codes (``PRINCIPAL_EXISTS``: registered before, maybe with a key this host does not
     hold) and exits 1, and a key file this call created for it is removed again. The worker is asked first, so
     nothing is published when it does not answer (exit 1)."""
-    from memwarden.errors import Refused
+    from memwarden.errors import Refused, ValidationError
     from memwarden.keystore import admin_signer, key_path, load_or_create_signer
     from memwarden.producers.client import MemwardenClient
     from memwarden.settings import Settings
 
+    if not principal_id.strip() or any(ch.isspace() or not ch.isprintable() for ch in principal_id):
+        fail(ValueError(f"principal_id: {principal_id!r} must be a non-empty id without spaces or control "
+                        "characters, e.g. user:rita"))
     s = Settings()
     path = key_path(s.data_dir, principal_id)
     created = not path.exists()
@@ -40,7 +44,11 @@ def principal_register(
             path.unlink(missing_ok=True)  # the key of a refused registration verifies nothing: keep no orphan
         fail(ValueError(f"{principal_id}: {exc.outcome} ({', '.join(exc.codes) or 'no reason given'}); "
                         f"command {exc.command_id}"))
-    except Exception as exc:  # noqa: BLE001 - reported, not raised
+    except ValidationError as exc:  # refused before anything was published (a bad kind ...): no key kept either
+        if created:
+            path.unlink(missing_ok=True)
+        fail(exc)
+    except Exception as exc:  # noqa: BLE001 - reported, not raised (a key of a published registration stays)
         fail(exc)
     typer.echo(f"{principal_id}: {r.outcome} (key {signer.key_id}, file {path})")
 
@@ -74,6 +82,11 @@ def _review(command_id: str, by: str, note: str, approve: bool) -> None:
     verb = "approve" if approve else "reject"
     s = Settings()
     try:
+        try:
+            command_id = str(uuid.UUID(command_id))
+        except ValueError:
+            raise ValueError(f"command_id: {command_id!r} is not a command id (a UUID; `memwarden review list` shows "
+                             "the held ones)") from None
         with connect(s) as conn:
             subject = review_subject(conn, command_id)
         if subject is None:

@@ -47,7 +47,7 @@ def load_or_create_signer(path: Path, principal_id: str) -> Signer:
         finally:
             tmp.unlink()
     try:
-        key_id, raw = path.read_text().split()
+        key_id, raw = path.read_text().splitlines()  # the key id on its own line, whatever it holds
         return Signer.from_private_bytes(principal_id, key_id, base64.b64decode(raw))
     except ValueError as exc:
         raise MemwardenError(f"{path}: not a memwarden signing key file ({exc})") from None

@@ -26,13 +26,16 @@ from memwarden.stores.ledger import LedgerRecord, ends_of, read_many
 TOPICS = ["commands", "decisions", "events", "audit", "keys"]
 
 
-def parse_position(text: str, partitions: dict[str, list[int]]) -> tuple[str, int, int]:
-    """``TOPIC:PARTITION:OFFSET`` (a logical topic of the namespace) checked against the partitions
-    that exist; raises ``ValidationError`` (field ``position``)."""
+def parse_position(text: str, partitions: dict[str, list[int]], prefix: str | None = None) -> tuple[str, int, int]:
+    """``TOPIC:PARTITION:OFFSET`` (a logical topic of the namespace, or its full name ``<prefix>.<topic>`` as
+    receipts and ``memwarden forget`` print it) checked against the partitions that exist; raises
+    ``ValidationError`` (field ``position``)."""
     parts = text.split(":")
     if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
         raise ValidationError("position", f"{text!r} is not TOPIC:PARTITION:OFFSET")
     topic, partition, offset = parts[0], int(parts[1]), int(parts[2])
+    if prefix is not None and topic.startswith(f"{prefix}.") and topic[len(prefix) + 1:] in partitions:
+        topic = topic[len(prefix) + 1:]
     if topic not in partitions:
         raise ValidationError("position", f"{topic!r} is not a ledger topic ({', '.join(sorted(partitions))})")
     if partition not in partitions[topic]:

@@ -56,9 +56,11 @@ def _rows_citing(settings: Settings, topic: str, partition: int, offset: int) ->
 
 def audit_at(settings: Settings, ledger: Ledger, position: str, reader: str | None = None) -> dict[str, Any]:
     """Everything the ledger and the projections say about the record at ``position``
-    (``TOPIC:PARTITION:OFFSET``). Raises ``ValidationError`` for a malformed or unknown position."""
+    (``TOPIC:PARTITION:OFFSET``, the topic logical or in full). Raises ``ValidationError`` for a malformed or
+    unknown position."""
     parts = {t: sorted(e) for t, e in ledger.ends.items()}
-    topic, partition, offset = parse_position(position, parts)
+    topic, partition, offset = parse_position(position, parts, settings.ledger_prefix or settings.topic_prefix)
+    position = f"{topic}:{partition}:{offset}"  # as this report names positions, whichever form was given
     if offset >= ledger.ends[topic].get(partition, 0):
         raise ValidationError("position", f"{position} is past the log end ({ledger.ends[topic][partition]})")
     found = next(((r, n, rec) for r, n, rec in ledger.of(topic)

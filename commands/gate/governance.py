@@ -24,7 +24,7 @@ from memwarden.commands.gate.effects import (
     accept,
     reject,
 )
-from memwarden.commands.gate.state import GateState
+from memwarden.commands.gate.state import GateState, Outcome
 from memwarden.commands.model import (
     Command,
     GrantAccess,
@@ -39,6 +39,7 @@ from memwarden.commands.model import (
 from memwarden.commands.policy import PolicyError, parse_policy
 from memwarden.commands.principals import ADMIN_ROLE, KeyRecord, PrincipalRecord, all_key_ids
 from memwarden.commands.readmodel.permission import Grant
+from memwarden.commands.reasons import Reason
 from memwarden.epoch import to_ms
 
 
@@ -69,7 +70,7 @@ def key_change(command: RotateKey | RevokeKey, target: PrincipalRecord, now: dat
                                                       issued_ms)))
     key = target.key(command.key_id)
     if key is not None and key.revoked_at_ms is not None:
-        return accept(message="key was already revoked")
+        return Decision(Outcome.ACCEPTED, (Reason("KEY_ALREADY_REVOKED", "key was already revoked; nothing changed"),))
     return accept(PrincipalUpsert(target.with_revoked(command.key_id, to_ms(now))))
 
 
@@ -182,7 +183,8 @@ def _revoke(command: RevokeAccess, admin: bool, state: GateState, now: datetime)
 def grant_revoked(grant: Grant, now: datetime) -> Decision:
     """The accepted revocation of ``grant`` from ``now`` (an already revoked grant changes nothing)."""
     if grant.revoked_at_ms is not None:
-        return accept(message="grant was already revoked")
+        return Decision(Outcome.ACCEPTED, (Reason("GRANT_ALREADY_REVOKED", f"grant {grant.grant_id!r} was already "
+                                                  "revoked; nothing changed"),))
     return accept(GrantUpsert(replace(grant, revoked_at_ms=to_ms(now))))
 
 

@@ -44,6 +44,9 @@ def test_withheld_and_gone_content_is_named_truly_by_each_command(
                                                  "<principal>`)")
     at = _json(run_cli(namespace, "audit", "at", _at(kept), "--json"))
     assert at["content"] == "(withheld: name a principal allowed to read it with --as)"
+    # the full topic name, as receipts and `memwarden forget` print it, is the same position (it was refused)
+    full = _json(run_cli(namespace, "audit", "at", f"{kept.topic}:{kept.partition}:{kept.offset}", "--json"))
+    assert full == at
     stranger = principal("user")
     at_stranger = _json(run_cli(namespace, "audit", "at", _at(kept), "--as", stranger, "--json"))
     assert at_stranger["content"] == f"(withheld: {stranger} may not read it)"

@@ -273,7 +273,9 @@ def test_bad_cuts_are_refused_naming_the_field(namespace: Settings, ledger: dict
     with pytest.raises(ValidationError) as err:
         resolve_cut(namespace, "commands:99:0", None)
     assert err.value.field == "until" and "no partition 99" in str(err.value)
-    with pytest.raises(ValidationError, match="past the log end"):
+    # past the end of a partition that holds records, or any offset of one that holds none (which one the
+    # fixture's keys fill varies from run to run)
+    with pytest.raises(ValidationError, match="past the log end|is empty"):
         resolve_cut(namespace, ",".join(f"commands:{p}:999999" for p in range(namespace.partitions)), None)
     with pytest.raises(ValidationError, match="before the first record"):
         resolve_cut(namespace, None, datetime(2001, 1, 1, tzinfo=UTC))

@@ -51,3 +51,20 @@ def test_a_refused_review_names_the_reason_and_exits_1(
     again = run_cli(namespace, "review", "reject", held.command_id, "--by", reviewer)
     assert again.exit_code == 1, again.output
     assert "ALREADY_REVIEWED" in said(again), again.output
+
+
+def test_bad_ids_and_kinds_are_named_and_leave_no_key_file(namespace: Settings, worker: WorkerProcess) -> None:
+    """Newcomer trial, twentieth session: ``review approve not-a-uuid`` printed PostgreSQL's own error; a principal
+    id with spaces wrote a key file it could then never read; ``--kind ROBOT`` left its key file behind; an empty
+    id was called ``subject``."""
+    bad = run_cli(namespace, "review", "approve", "not-a-uuid", "--by", "reviewer:x")
+    assert bad.exit_code == 1 and "command_id" in said(bad) and "syntax" not in said(bad), bad.output
+    for pid in ("bad id with spaces", ""):
+        r = run_cli(namespace, "principal", "register", pid)
+        assert r.exit_code == 1 and "principal_id" in said(r) and "subject" not in said(r), r.output
+        if pid.strip():
+            assert not key_path(namespace.data_dir, pid).exists()
+    robot = f"user:robot-{uuid.uuid4().hex[:8]}"
+    r = run_cli(namespace, "principal", "register", robot, "--kind", "ROBOT")
+    assert r.exit_code == 1 and "kind" in said(r), r.output
+    assert not key_path(namespace.data_dir, robot).exists()

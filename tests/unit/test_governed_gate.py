@@ -590,6 +590,10 @@ def test_grants_by_the_subject_or_an_admin_on_declared_scopes_and_revocation_by_
     assert codes(run(revoke, state=GateState(grants=(existing,)))) == ["NOT_GRANTOR"]
     by_grantor = RevokeAccess(envelope=env(), grant_id="g-own")
     assert run(by_grantor, state=GateState(grants=(existing,))).effects[0].grant.revoked_at_ms == NOW_MS
+    # a second revocation changes nothing and says so (it answered "OK" like the first; newcomer trial, twentieth)
+    revoked = replace(existing, revoked_at_ms=NOW_MS - 1)
+    again = run(by_grantor, state=GateState(grants=(revoked,)))
+    assert again.admitted and codes(again) == ["GRANT_ALREADY_REVOKED"] and not again.effects
 
 
 def test_a_grant_that_ends_before_it_starts_is_refused_not_a_crash() -> None:
