@@ -23,6 +23,7 @@ import base64
 import hashlib
 import hmac
 import logging
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -246,11 +247,14 @@ class GateProcessor:
         """A command the pure decision raised on (a fault of ours on input no check foresaw): ``REJECTED``
         with ``UNDECIDABLE`` naming the error, its bytes on the dead-letter topic with the reason, and the
         gate goes on. A poison command must never stop a partition's gate: its decision is stored like any
-        other (a redelivery re-sends it, a replay folds it as a refusal). The trace goes to the log."""
+        other (a redelivery re-sends it, a replay folds it as a refusal). The error's type goes to the decision
+        and its frames to the log, never its message: it may quote the content, which no log or ledger record
+        holds in clear."""
         cid = p.command.envelope.command_id
-        log.error("gate: command %s (%s) at %s could not be decided; refused as UNDECIDABLE", cid, p.command.kind,
-                  p.item.position, exc_info=exc)
-        message = f"the gate could not decide this command ({type(exc).__name__}: {str(exc)[:300]}); refused"
+        frames = "".join(traceback.format_tb(exc.__traceback__))
+        log.error("gate: command %s (%s) at %s could not be decided (%s); refused as UNDECIDABLE\n%s", cid,
+                  p.command.kind, p.item.position, type(exc).__name__, frames)
+        message = f"the gate could not decide this command ({type(exc).__name__}); refused"
         decision = reject(UNDECIDABLE, message)
         records = decision_records(self._codec, p.command, decision, p.item, now)
         return decision, records, dead_letter(p.item, UNDECIDABLE, message, None)

@@ -161,6 +161,12 @@ def _holds_over(memory: MemoryState, state: GateState) -> tuple[str, ...]:
     return tuple(sorted(h.hold_id for h in state.holds.values() if h.covers(memory)))
 
 
+def _subject_held(subject: str, state: GateState) -> bool:
+    """Whether a legal hold in force names ``subject`` (what a command held for review can be matched on: it
+    has no scope the gate knows until it is admitted)."""
+    return any(h.active and subject in h.subjects for h in state.holds.values())
+
+
 def _named(ids: Sequence[str]) -> str:
     shown = ", ".join(ids[:_NAMED])
     return shown + (f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else "")
@@ -170,7 +176,8 @@ def _forget(targets: Sequence[str], command_id: str, principal: str, why: str, s
             dry_run: bool, extra: tuple[Reason, ...] = (), discard: Sequence[QuarantineState] = ()) -> Decision:
     """The decision that forgets ``targets`` (live memory ids, lineage already added): held ones wait,
     the others are forgotten now, every data key of theirs is shredded. The commands held for review
-    in ``discard`` close as rejected and their data keys are shredded too."""
+    in ``discard`` close as rejected and their data keys are shredded too, but for those about a subject a
+    legal hold in force names (kept pending, ``LEGAL_HOLD``: a hold beats every forget)."""
     now_ids = [m for m in targets if not _holds_over(state.memories[m], state)]
     held = [m for m in targets if m not in now_ids]
     hold_ids = sorted({h for m in held for h in _holds_over(state.memories[m], state)})
@@ -178,6 +185,11 @@ def _forget(targets: Sequence[str], command_id: str, principal: str, why: str, s
     if held:
         reasons.insert(0, Reason(LEGAL_HOLD, f"{len(held)} memories wait for legal holds {', '.join(hold_ids)}: "
                                  f"{_named(held)}"))
+    kept = [q for q in discard if _subject_held(q.subject, state)]
+    if kept:  # a hold beats every forget: a held write about a held subject stays for its review
+        discard = [q for q in discard if q not in kept]
+        reasons.append(Reason(LEGAL_HOLD, f"{len(kept)} commands held for review are about a subject under a legal "
+                              f"hold and were kept: {_named([q.command_id for q in kept])}"))
     if dry_run:
         listed = tuple(targets)
         if discard:
@@ -218,7 +230,7 @@ def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateSta
     held = next((q for q in state.quarantine.values() if q.memory_id == command.memory_id and q.status == "pending"),
                 None)
     if target is None and held is not None:
-        return _discard_quarantined(command, issuer, held)
+        return _discard_quarantined(command, issuer, held, state)
     live = live_target(command.memory_id, command, issuer, state)
     if isinstance(live, Decision):
         return live
@@ -227,13 +239,18 @@ def decide_forget(command: ForgetMemory, issuer: PrincipalRecord, state: GateSta
     return _forget(targets, env.command_id, env.principal, command.reason, state, False)
 
 
-def _discard_quarantined(command: ForgetMemory, issuer: PrincipalRecord, held: QuarantineState) -> Decision:
+def _discard_quarantined(command: ForgetMemory, issuer: PrincipalRecord, held: QuarantineState,
+                         state: GateState) -> Decision:
     """A forget of a memory that exists only as a command held for review: the review closes as
     rejected and the held content's data key is shredded (it was never admitted, so nothing else
-    holds it). Its writer, its subject or an admin only."""
+    holds it). Its writer, its subject or an admin only; refused (``LEGAL_HOLD``) while a legal hold in
+    force names its subject (a hold beats every forget; a reviewer may still reject it)."""
     if not may_discard(issuer, held):
         return reject("NOT_OWNER", "only the writer, the subject or an admin may discard this held command",
                       "envelope.principal")
+    if _subject_held(held.subject, state):
+        return reject(LEGAL_HOLD, f"command {held.command_id} is held for review about {held.subject}, whom a legal "
+                      "hold names: it is kept (a reviewer may still reject it)", "memory_id")
     closed = review_closed(held)
     return replace(closed, reasons=(Reason("QUARANTINE_DISCARDED", f"command {held.command_id} was held for review;"
                                            " discarded and its data key shredded"),))

@@ -59,7 +59,8 @@ def test_a_command_the_decision_raises_on_is_refused_and_the_batch_goes_on(names
     assert set(decided) == {r.command_id for r in sent}
     faulty = decided[sent[1].command_id]
     assert faulty["outcome"] == "REJECTED" and [r["code"] for r in faulty["reasons"]] == [UNDECIDABLE]
-    assert "RuntimeError: a fault no check foresaw" in faulty["reasons"][0]["message"]
+    message = faulty["reasons"][0]["message"]
+    assert "RuntimeError" in message and "foresaw" not in message  # an error's message may quote the content
     assert all(decided[r.command_id]["reasons"][0]["code"] == "UNSIGNED" for r in (sent[0], sent[2]))  # decided
     letters = [r for r in first if r.topic == "deadletter"]
     assert len(letters) == 1 and letters[0].value == items[1].value

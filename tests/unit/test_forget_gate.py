@@ -371,3 +371,21 @@ def test_a_forgotten_memory_is_already_forgotten_only_to_whoever_may_forget_it()
         assert refused.outcome is Outcome.REJECTED and refused.reasons[0].code == code, cmd
     again = led.run(f.forget(mid, principal="user:alice", subject="user:alice"))
     assert again.outcome is Outcome.ACCEPTED and [r.code for r in again.reasons] == ["ALREADY_FORGOTTEN"]
+
+
+def test_a_held_write_about_a_subject_under_a_legal_hold_is_kept_by_an_erasure() -> None:
+    """A hold beats every forget: an erasure of a subject under a legal hold waited for its memories but still
+    discarded and shredded the writes about it held for review (newcomer trial, twentieth session)."""
+    from tests.unit.test_recorded import INJECTED
+
+    led, made = _ledger_with(("user:alice", "a1"))
+    held = f.record(INJECTED, principal="agent:helper", subject="user:alice")
+    assert led.run(held, INJECTED, "d-inj").outcome is Outcome.QUARANTINED
+    led.run(PlaceHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="h1", subjects=("user:alice",)))
+    done = led.run(ForgetSubject(envelope=f.envelope("user:alice", "user:alice")))
+    assert done.outcome is Outcome.DEFERRED and "QUARANTINE_DISCARDED" not in [r.code for r in done.reasons]
+    assert [r.code for r in done.reasons].count("LEGAL_HOLD") == 2 and held.content.key_id not in done.shred
+    assert led.state.quarantine[held.envelope.command_id].status == "pending"
+    by_id = led.run(f.forget(held.memory_id, principal="user:alice", subject="user:alice"))
+    assert by_id.outcome is Outcome.REJECTED and by_id.reasons[0].code == "LEGAL_HOLD" and not by_id.shred
+    assert _replay(led).quarantine == led.state.quarantine
