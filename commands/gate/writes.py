@@ -8,6 +8,7 @@ function; :func:`decide_write` runs them in order and the first refusal decides.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -18,7 +19,15 @@ from memwarden.commands.facts import FactState, check_fact, fact_key, protected_
 from memwarden.commands.gate.effects import Decision, Effect, MemoryCleared, MemoryFacts, QuarantineSet, reject
 from memwarden.commands.gate.state import ClaimState, GateLimits, GateState, MemoryState, Outcome, QuarantineState
 from memwarden.commands.injection import Detection, InstructionDetector
-from memwarden.commands.model import Command, FactCardinality, RecordMemory, SourceKind, StoreKind, SupersedeMemory
+from memwarden.commands.model import (
+    Command,
+    FactCardinality,
+    RecordMemory,
+    Sensitivity,
+    SourceKind,
+    StoreKind,
+    SupersedeMemory,
+)
 from memwarden.commands.policy import write_rule
 from memwarden.commands.principals import ADMIN_ROLE, APPROVER_ROLE, REVIEWER_ROLE, PrincipalRecord
 from memwarden.commands.readmodel.payload import UNTRUSTED_TAG, RecordAttrs
@@ -106,6 +115,25 @@ def _may_cite(writer: str, issuer: PrincipalRecord, source: SourceRecord, grants
     return may_read_for_a_purpose(writer, issuer.roles, to_ms(now), grants, attrs)
 
 
+#: A protected core fact a writer may not read refuses its write without naming the memory that holds it.
+_PROTECTED_UNREAD = ("the write contradicts a protected core fact of its subject; only the subject or an admin "
+                     "changes it, with SupersedeMemory and evidence")
+
+
+def sees(writer: str, issuer: PrincipalRecord, memory: MemoryState | None, grants: tuple[Grant, ...],
+         now: datetime) -> bool:
+    """Whether ``writer`` may read the live ``memory`` for some purpose now (its owner or subject, or a READ
+    grant covering it; the gate's state holds no purpose tags of a memory, so a grant's purposes are not
+    compared). A write about a subject is compared only with the memories its writer may read: a duplicate,
+    a fact slot or a contradiction of one it may not read is no answer to give it (each named the memory and
+    told what it said) and no change it may cause (a contradiction closed it)."""
+    if memory is None or memory.forgotten:
+        return False
+    attrs = RecordAttrs(memory.owner, memory.subject, memory.scope or "-", StoreKind(memory.store_kind),
+                        Sensitivity(memory.sensitivity))
+    return may_read_for_a_purpose(writer, issuer.roles, to_ms(now), grants, attrs)
+
+
 def _authority(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, now: datetime,
                released_by: str | None) -> _Authority | Decision:
     """Declared scope, the policy's write rule for the store kind, WRITE grants on closed scopes and
@@ -174,16 +202,16 @@ def _risk(command: MemoryWrite, plaintext: str, issuer: PrincipalRecord,
 
 
 def _new_version(command: MemoryWrite, issuer: PrincipalRecord, state: GateState, content_digest: str | None,
-                 authority: _Authority) -> tuple[MemoryState, str | None] | Decision:
+                 authority: _Authority, seen: Callable[[str], bool]) -> tuple[MemoryState, str | None] | Decision:
     """The memory state after the write and the id it supersedes (``None`` for a new record), or the
-    refusal: a taken memory id, a duplicate of a live memory's text (W1), a supersession the target
-    or its protected fact slot does not allow."""
+    refusal: a taken memory id, a duplicate of a live memory's text the writer may read (W1; ``seen``), a
+    supersession the target or its protected fact slot does not allow."""
     env = command.envelope
     if isinstance(command, RecordMemory):
         if command.memory_id in state.memories:
             return reject("MEMORY_ID_EXISTS", "memory id already recorded; use SupersedeMemory", "memory_id")
         twin = state.twins.get(content_digest) if content_digest else None
-        if twin is not None and twin in state.memories and not state.memories[twin].forgotten:
+        if twin is not None and seen(twin):
             return Decision(Outcome.DUPLICATE, (Reason("DUPLICATE_CONTENT", f"same text is already memory {twin}",
                                                        "content"),))
         return next_version(command, None), None
@@ -266,9 +294,11 @@ def write_effects(memory: MemoryState, superseding: str | None, closes: tuple[st
 
 
 def _fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | None, state: GateState,
-               authority: _Authority) -> tuple[MemoryState, FactState | None, tuple[str, ...]] | Decision:
+               authority: _Authority, seen: Callable[[str], bool]
+               ) -> tuple[MemoryState, FactState | None, tuple[str, ...]] | Decision:
     """A typed single-valued fact (Eq. 6 ``M_core``): the slot it takes, the memory it closes, or the
-    refusal when it contradicts a protected fact without authority and evidence."""
+    refusal when it contradicts a protected fact without authority and evidence. A slot held by a memory the
+    writer may not read (``seen``) is left to it: the write keeps no slot, closes nothing, is told nothing."""
     env = command.envelope
     if command.fact is not None and command.fact.sealed:
         return reject("FACT_UNREADABLE", "the typed fact's value does not open under the content's data key",
@@ -276,26 +306,37 @@ def _fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | Non
     slotted, slot = fact_slot(command, memory, superseding)
     if slot is None or command.fact is None:
         return slotted, None, ()
+    held = state.facts.get(slot.key)
+    hidden = held is not None and held.memory_id != superseding and not seen(held.memory_id)
+    if hidden and slot.key not in state.protected:
+        return memory, None, ()
     check = check_fact(command.fact, state.facts.get(slot.key), slot.key in state.protected, superseding,
                        authority.admin or env.principal == env.subject, bool(getattr(command, "evidence", ())))
-    if check.code is not None:
-        return reject(check.code, check.message, "fact.value")
+    if check.code is not None:  # a protected core fact holds against every writer; unread, it is not named
+        return reject(check.code, _PROTECTED_UNREAD if hidden else check.message, "fact.value")
+    if hidden:
+        return memory, None, ()
     return slotted, slot, (check.closes,) if check.closes is not None else ()
 
 
 def _contradictions(subject: str, memory_id: str, new_claims: tuple[ClaimState, ...], closes: tuple[str, ...],
-                    state: GateState) -> tuple[str, ...] | Decision:
-    """Untyped contradiction (issue 3 part 5): live memories whose claims the new text contradicts are
-    closed, unless one holds a protected core fact (Eq. 6: ``ΔM ∧ M_core ⊨ ⊥`` → reject)."""
+                    state: GateState, seen: Callable[[str], bool]) -> tuple[str, ...] | Decision:
+    """Untyped contradiction (issue 3 part 5): live memories the writer may read (``seen``) whose claims the
+    new text contradicts are closed, unless one holds a protected core fact (Eq. 6: ``ΔM ∧ M_core ⊨ ⊥`` →
+    reject, the memory named only to a writer that may read it); one it may not read is neither closed nor
+    named."""
     core_holders = {state.facts[k].memory_id for k in state.protected if k in state.facts}
     out = list(closes)
     for c in new_claims:
         for old in state.claims.get((subject, c.key_digest), ()):
-            if old.memory_id not in (memory_id, *out) and contradicts(c.as_claim(), old.as_claim()):
-                if old.memory_id in core_holders:
-                    return reject("CORE_FACT_CONFLICT", f"the text contradicts memory {old.memory_id}, which holds "
-                                  "a protected core fact; change it with SupersedeMemory, authority and evidence",
-                                  "content")
+            if old.memory_id in (memory_id, *out) or not contradicts(c.as_claim(), old.as_claim()):
+                continue
+            visible = seen(old.memory_id)
+            if old.memory_id in core_holders:  # a protected core fact holds against every writer
+                return reject("CORE_FACT_CONFLICT", f"the text contradicts memory {old.memory_id}, which holds "
+                              "a protected core fact; change it with SupersedeMemory, authority and evidence"
+                              if visible else _PROTECTED_UNREAD, "content")
+            if visible:
                 out.append(old.memory_id)
     return tuple(out)
 
@@ -330,17 +371,21 @@ def decide_write(command: MemoryWrite, plaintext: str | None, issuer: PrincipalR
     risk = _risk(command, plaintext, issuer, detector, limits.hearsay_suspicion)
     if isinstance(risk, Decision):
         return risk
-    version = _new_version(command, issuer, state, content_digest, authority)
+    env = command.envelope
+
+    def seen(memory_id: str) -> bool:
+        return sees(env.principal, issuer, state.memories.get(memory_id), state.grants, now)
+
+    version = _new_version(command, issuer, state, content_digest, authority, seen)
     if isinstance(version, Decision):
         return version
-    slot = _fact_slot(command, *version, state, authority)
+    slot = _fact_slot(command, *version, state, authority, seen)
     if isinstance(slot, Decision):
         return slot
     memory, fact_state, fact_closes = slot
     memory = replace(memory, admitted_ms=to_ms(now))
-    env = command.envelope
     new_claims = claim_states(env.subject, memory.memory_id, claims, plaintext)
-    closes = _contradictions(env.subject, memory.memory_id, new_claims, fact_closes, state)
+    closes = _contradictions(env.subject, memory.memory_id, new_claims, fact_closes, state, seen)
     if isinstance(closes, Decision):
         return closes
     needs_review = list(authority.needs_review)

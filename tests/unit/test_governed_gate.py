@@ -448,6 +448,43 @@ def test_untyped_contradiction_of_the_same_subject_closes_the_old_memory() -> No
     assert facts.claims and facts.claims[0].positive is False
 
 
+def test_a_write_is_compared_only_with_the_memories_its_writer_may_read() -> None:
+    """Adversarial trial, twentieth session: a writer without a grant learned alice's exact text (409
+    ``DUPLICATE_CONTENT`` naming her memory), and an agent with a WRITE grant but no READ closed her RESTRICTED
+    memory by contradicting it (``SUPERSEDES_CONTRADICTED`` naming it) or tested a typed fact's value. A
+    duplicate, a fact slot and a contradiction count only for a memory the writer may read."""
+    mine = str(uuid.uuid4())
+    text = "alice's blood type is ab negative"
+    (claim,) = DEFAULT_CLAIMS.claims("likes opera")
+    key = fact_key("user:alice", "user:alice", "diet")
+    state = GateState(twins={"d-blood": mine}, facts={key: FactState(key, "omnivore", mine)},
+                      claims={("user:alice", claim.digest): (
+                          ClaimState("user:alice", claim.digest, None, True, mine),)},
+                      memories={mine: MemoryState(mine, "user:alice", "user:alice", 1, scope="account:default",
+                                                  fact=key, sensitivity="RESTRICTED")})
+    write = _grant("agent:helper", scopes=("account:default",), subjects=("user:alice",))
+    writer = replace(state, grants=(write,))
+
+    def as_helper(t: str, **over: Any) -> Any:
+        return f.record(t, principal="agent:helper", subject="user:alice", **over)
+
+    guess = run(as_helper(text), text, writer, content_digest="d-blood")
+    assert guess.outcome is not Outcome.DUPLICATE and mine not in str(guess.reasons)
+    contra = run(as_helper("dislikes opera"), "dislikes opera", writer)
+    assert contra.admitted and contra.closes == () and mine not in str(contra.reasons)
+    typed = as_helper("is vegetarian").model_copy(update={"fact": _fact("vegetarian")})
+    slot = run(typed, "is vegetarian", writer)
+    assert slot.admitted and slot.closes == () and slot.memory is not None and slot.memory.fact is None
+    protected = run(typed, "is vegetarian", replace(writer, protected=frozenset({key})))
+    assert codes(protected) == ["CORE_FACT_CONFLICT"] and mine not in protected.reasons[0].message
+    reader = replace(state, grants=(write, _grant("agent:helper", ("READ",), ("account:default",),
+                                                  grant_id="g2", subjects=("user:alice",),
+                                                  sensitivity_ceiling="RESTRICTED")))
+    assert run(as_helper(text), text, reader, content_digest="d-blood").outcome is Outcome.DUPLICATE
+    assert run(as_helper("dislikes opera"), "dislikes opera", reader).closes == (mine,)
+    assert run(typed, "is vegetarian", reader).closes == (mine,)
+
+
 def test_untyped_text_contradicting_a_protected_core_fact_is_rejected_not_auto_superseded() -> None:
     old = str(uuid.uuid4())
     key = fact_key("user:alice", "persona", "name")

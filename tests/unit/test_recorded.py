@@ -126,6 +126,9 @@ def _scenario() -> Ledger:
     held3 = f.record("Alice likes opera", principal="agent:helper", subject="user:alice")
     assert led.run(held3, "Alice likes opera", "d-opera").outcome is Outcome.QUARANTINED
     led.run(f.record("Alice likes opera"), "Alice likes opera", "d-opera")  # the same text lands first
+    # helper may read it (a duplicate is one only of a memory its writer may read)
+    led.run(GrantAccess(envelope=f.envelope(), grant_id="g-read", grantee="agent:helper", rights=("READ",),
+                        scopes=("account:default",), subjects=("user:alice",)))
     closed = led.run(ApproveQuarantined(envelope=f.envelope("user:rita", "user:alice"),
                                         quarantined_command_id=held3.envelope.command_id))
     assert REVIEW_CLOSED in [r.code for r in closed.reasons] and closed.shred == (held3.content.key_id,)
