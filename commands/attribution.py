@@ -88,8 +88,10 @@ def derivation_problem(env: Envelope, sources: Mapping[str, SourceRecord], appro
     """W7 rules for a record derived from ``env.source.derived_from``. ``sources`` holds the live
     cited records the writer may read, by memory id (a source it may not read is unknown to it: the same
     ``UNKNOWN_SOURCE`` as a forgotten one, before any span, scope or sensitivity is compared);
-    ``approved``: a reviewer/approver writes it (may raise status).
-    Returns ``None`` for a record that is not derived or passes."""
+    ``approved``: a reviewer/approver writes it (may raise status). A derived record keeps its sources'
+    scope, sensitivity (at least) and purposes (at most those every purpose-limited source allows:
+    ``PURPOSE_BROADENED``; a derivative without them stayed readable to anyone after the grant that let its
+    writer read the source was revoked). Returns ``None`` for a record that is not derived or passes."""
     cited: Sequence[str] = env.source.derived_from
     if not cited:
         return None
@@ -111,6 +113,13 @@ def derivation_problem(env: Envelope, sources: Mapping[str, SourceRecord], appro
     if SENSITIVITY_RANK[env.sensitivity] < floor:
         return Problem("SENSITIVITY_LOWERED", "a derived record may not be less sensitive than its sources",
                        "envelope.sensitivity")
+    limited = [set(sources[m].purposes) for m in cited if sources[m].purposes and "*" not in sources[m].purposes]
+    if limited:  # purpose limitation travels with what was derived, as sensitivity does
+        allowed, mine = set.intersection(*limited), set(env.purposes)
+        if not mine or "*" in mine or not mine <= allowed:
+            return Problem("PURPOSE_BROADENED", "a derived record must keep to its sources' purposes: name only "
+                           f"purposes each purpose-limited source allows ({', '.join(sorted(allowed)) or 'none'})",
+                           "envelope.purposes")
     weakest = min(STATUS_RANK[sources[m].epistemic_status] for m in cited)
     if STATUS_RANK[env.epistemic_status] > weakest and not approved:
         quoted = any(sources[m].epistemic_status is EpistemicStatus.QUOTED for m in cited)

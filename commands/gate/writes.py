@@ -92,15 +92,16 @@ def live_target(memory_id: str, command: Command, issuer: PrincipalRecord, state
 
 
 def not_owners(target: MemoryState, command: Command, issuer: PrincipalRecord) -> Decision | None:
-    """The refusal when ``command`` names another subject than ``target``'s (``SUBJECT_MISMATCH``) or its
-    issuer is neither the owner, the subject nor an admin (``NOT_OWNER``); ``None`` when it may change it.
-    Forgotten or not: a forget of a forgotten memory answers ``ALREADY_FORGOTTEN`` only to those."""
+    """The refusal when its issuer is neither ``target``'s owner, its subject nor an admin (``NOT_OWNER``,
+    whatever subject ``command`` names: a ``SUBJECT_MISMATCH`` to a stranger told it whose memory an id is), or
+    when ``command`` names another subject than ``target``'s (``SUBJECT_MISMATCH``); ``None`` when it may change
+    it. Forgotten or not: a forget of a forgotten memory answers ``ALREADY_FORGOTTEN`` only to those."""
     env = command.envelope
-    if target.subject != env.subject:
-        return reject("SUBJECT_MISMATCH", "memory belongs to another subject", "envelope.subject")
     if env.principal not in (target.owner, target.subject) and not issuer.has_role(ADMIN_ROLE):
         return reject("NOT_OWNER", "only the owner, the subject or an admin may change this memory",
                       "envelope.principal")
+    if target.subject != env.subject:
+        return reject("SUBJECT_MISMATCH", "memory belongs to another subject", "envelope.subject")
     return None
 
 

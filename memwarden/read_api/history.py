@@ -94,7 +94,12 @@ async def lookup_history(conn: psycopg.AsyncConnection, keys: DataKeys, request:
         return None
     wanted = sorted({r["content_key_id"] for r in rows if r["content_sealed"] is not None})
     found = await asyncio.to_thread(keys.lookup, wanted) if wanted else {}
-    return history_json(request.memory_id, [version_json(r, found, request.include_untrusted) for r in rows])
+    shown = {str(r["command_id"]) for r in rows}
+    versions = [version_json(r, found, request.include_untrusted) for r in rows]
+    for v in versions:  # a successor the reader may not see is not named (its command id is no one else's to know)
+        if v["superseded_by"] is not None and str(v["superseded_by"]) not in shown:
+            v["superseded_by"] = None
+    return history_json(request.memory_id, versions)
 
 
 __all__ = ["history_json", "lookup_history", "readable", "version_json"]

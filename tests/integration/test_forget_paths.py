@@ -118,7 +118,8 @@ def test_forget_matching_by_tag_and_source_with_lineage_and_refusals(
     assert unknown["outcome"] == "REJECTED" and _codes(unknown) == ["UNKNOWN_MEMORY"]
     dave = principal()
     foreign = _decided(client, client.forget(other.memory_id, principal=dave, subject=dave, wait=False))
-    assert foreign["outcome"] == "REJECTED" and _codes(foreign) == ["SUBJECT_MISMATCH"]
+    # a stranger is told NOT_OWNER whatever subject it names (SUBJECT_MISMATCH told it whose memory the id is)
+    assert foreign["outcome"] == "REJECTED" and _codes(foreign) == ["NOT_OWNER"]
     posing = _decided(client, client.forget(other.memory_id, principal=dave, subject=carol, wait=False))
     assert posing["outcome"] == "REJECTED" and _codes(posing) == ["NOT_OWNER"]
     not_theirs = _decided(client, client.forget_matching(principal=dave, subjects=[carol], wait=False))

@@ -338,9 +338,9 @@ SRC = str(uuid.uuid4())
 
 
 def _source(text: str = "Bob said on Friday that the launch moved to May", status: str = "QUOTED",
-            scope: str = "account:default", sens: str = "INTERNAL") -> GateState:
+            scope: str = "account:default", sens: str = "INTERNAL", purposes: tuple[str, ...] = ()) -> GateState:
     return GateState(sources={SRC: SourceRecord(SRC, scope, Sensitivity(sens), EpistemicStatus(status), text,
-                                                owner="user:alice", subject="user:alice")},
+                                                owner="user:alice", subject="user:alice", purposes=purposes)},
                      memories={SRC: MemoryState(SRC, "user:alice", "user:alice", 1, scope=scope)})
 
 
@@ -352,6 +352,8 @@ def _derived(span: str | None = "the launch moved to May", **over: Any) -> Any:
 
 def test_derived_record_grounded_in_its_source_is_accepted() -> None:
     assert run(_derived(), "launch moved to May", _source()).admitted
+    kept = run(_derived(purposes=("support",)), "launch moved to May", _source(purposes=("support", "billing")))
+    assert kept.admitted
 
 
 @pytest.mark.parametrize(("cmd_over", "state_over", "code"), [
@@ -360,6 +362,8 @@ def test_derived_record_grounded_in_its_source_is_accepted() -> None:
     ({"scope": "account:other"}, {}, "SCOPE_BROADENED"),
     ({"sensitivity": "PUBLIC"}, {"sens": "CONFIDENTIAL"}, "SENSITIVITY_LOWERED"),
     ({}, {"text": None}, "UNKNOWN_SOURCE"),
+    ({}, {"purposes": ("support",)}, "PURPOSE_BROADENED"),  # dropped (adversarial trial, twentieth session)
+    ({"purposes": ("support", "billing")}, {"purposes": ("support",)}, "PURPOSE_BROADENED"),
 ])
 def test_derived_record_rules(cmd_over: dict[str, Any], state_over: dict[str, Any], code: str) -> None:
     assert codes(run(_derived(**cmd_over), "launch moved to May", _source(**state_over))) == [code]
