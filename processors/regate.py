@@ -30,7 +30,7 @@ from memwarden.processors.gate_processor import GateProcessor
 from memwarden.processors.gate_replay import RecordedOutcome
 from memwarden.processors.replay_cut import resolve_cut
 from memwarden.processors.replay_ledger import read_ledger
-from memwarden.processors.replay_stages import BATCH, batches
+from memwarden.processors.replay_stages import BATCH, batches, decision_order
 from memwarden.settings import Settings
 from memwarden.stores import gate_state as db
 from memwarden.stores import namespaces
@@ -102,7 +102,7 @@ async def find(live: Settings, policy: WritePolicy | None = None) -> list[Findin
                                         tuple(r.code for r in again.reasons)))
 
         processor.observer = observe
-        for chunk in batches(ledger.commands, BATCH):
+        for chunk in batches(decision_order(ledger), BATCH):  # as the gate decided them, across partitions
             items = [Inbound(r.key, r.value, r.position) for r in chunk if r.position in ledger.recorded]
             if items:
                 await processor.handle(items, recorded=ledger.recorded)

@@ -53,3 +53,27 @@ def test_a_revoked_key_is_refused_today_and_its_memories_retracted(namespace: Se
         assert rows(namespace, "SELECT forgotten FROM gate_memories WHERE memory_id = %s", (kept.memory_id,)) == [
             (False,)]
         assert asyncio.run(find(namespace)) == []
+
+
+def test_a_write_under_a_grant_decided_on_another_partition_is_not_flagged(namespace: Settings,
+                                                                           client: MemwardenClient) -> None:
+    """A grant is keyed by its grantee, the writes it allows by their subject: two partitions. Re-gating folded
+    history partition after partition, so a write decided after its grant was judged before it
+    (``SUBJECT_NOT_GRANTED``) and, without ``--dry-run``, forgotten (newcomer trial, twentieth session). It
+    folds history in the order the gate decided it."""
+    from aiokafka.partitioner import DefaultPartitioner
+
+    parts = list(range(namespace.partitions))
+
+    def part(key: str) -> int:
+        return int(DefaultPartitioner()(key.encode(), parts, parts))
+
+    # the grant on a later partition than the write: folded partition by partition, the write came first
+    alice = next(u for u in (f"user:{uuid.uuid4().hex[:8]}" for _ in range(500)) if part(u) == 0)
+    helper = next(a for a in (f"agent:{uuid.uuid4().hex[:8]}" for _ in range(500)) if part(a) > 0)
+    with WorkerProcess(namespace):
+        enroll_ids(client, namespace, alice, helper)
+        client.grant_access(helper, by=alice, rights=["READ", "WRITE"], scopes=["account:default"])
+        wrote = client.record(principal=helper, subject=alice, text="alice asked to move the dentist to Friday")
+        assert client.decisions([wrote.command_id])[wrote.command_id].startswith("ACCEPTED")
+        assert asyncio.run(find(namespace)) == []
