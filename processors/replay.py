@@ -38,12 +38,25 @@ from memwarden.stores.pg import migrate
 TARGET_READY = "target schema ready"
 
 
+#: PostgreSQL's longest identifier, in bytes (longer ones are cut silently).
+PG_IDENTIFIER_BYTES = 63
+
+
 def target_settings(source: Settings, target_prefix: str) -> Settings:
-    """The settings of the namespace a replay of ``source`` builds; raises ``ValidationError`` when
-    it would be the live namespace itself."""
-    if target_prefix in (source.topic_prefix, source.ledger_prefix):
-        raise ValidationError("into", f"{target_prefix!r} is the source namespace: a replay builds aside")
-    return source.projections_of_ledger(target_prefix)
+    """The settings of the namespace a replay of ``source`` builds; raises ``ValidationError`` (field
+    ``into``) when it would be the live namespace itself, also under another spelling that names the same
+    database schema ("TRIAL" and "trial", "a.b" and "a_b": a replay into it wrote into the live schema), or
+    when its schema name would pass PostgreSQL's 63-byte limit (silently cut, two names would share it)."""
+    target = source.projections_of_ledger(target_prefix)
+    ledger = source.model_copy(update={"topic_prefix": source.ledger_prefix or source.topic_prefix})
+    if target_prefix in (source.topic_prefix, source.ledger_prefix) or target.pg_schema in (source.pg_schema,
+                                                                                            ledger.pg_schema):
+        raise ValidationError("into", f"{target_prefix!r} is the source namespace (its database schema is "
+                              f"{target.pg_schema}): a replay builds aside")
+    if len(target.pg_schema.encode()) > PG_IDENTIFIER_BYTES:
+        raise ValidationError("into", f"{target_prefix!r} is too long: its schema name {target.pg_schema!r} "
+                              f"passes PostgreSQL's {PG_IDENTIFIER_BYTES}-byte limit")
+    return target
 
 
 async def _build_index(source: Settings, target: Settings, cut: dict[int, int], point_in_time: bool,

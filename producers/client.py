@@ -188,7 +188,18 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
 
     def publish_raw(self, key: bytes | None, value: bytes | None) -> Receipt:
         """Publish arbitrary bytes to the commands topic (tests and tools; no validation at all)."""
+        self._own_ledger()
         return self._send([(self.settings.topic("commands"), key, value)], [""])[0]
+
+    def _own_ledger(self) -> None:
+        """Refuse to write through a namespace that replays another's ledger: its commands topic is that
+        namespace's, so a forget or a repair named for the replay changed the live namespace while the
+        replay stayed as it was (newcomer trial, twentieth session). Raises ``ValidationError``
+        (field ``namespace``)."""
+        s = self.settings
+        if not s.owns_ledger:
+            raise ValidationError("namespace", f"{s.topic_prefix} is a replay of {s.ledger_prefix}'s ledger and is "
+                                  f"read-only: write to {s.ledger_prefix} (a replay follows its ledger)")
 
     def encode_signed(self, command: Any, sign: bool = True) -> bytes:
         """Single-object bytes of ``command``, signed by its principal's signer when ``sign``.
@@ -204,6 +215,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         return signed_command(self._codec, command, signer)
 
     def _publish(self, commands: Sequence[Pending], sign: bool = True) -> list[Receipt]:
+        self._own_ledger()
         encoded = [self.encode_signed(c, sign) for c, _, _ in commands]  # refuse before sending anything
         keys = [(self.settings.topic("keys"), k[0].encode(), k[1]) for _, _, k in commands if k is not None]
         if keys:

@@ -35,8 +35,15 @@ def claim(target: Settings, source: Settings) -> None:
     with connect(target) as conn:
         conn.execute("INSERT INTO namespace_meta (key, value) VALUES ('ledger', %s) ON CONFLICT DO NOTHING",
                      (ledger,))
+        conn.execute("INSERT INTO namespace_meta (key, value) VALUES ('prefix', %s) ON CONFLICT DO NOTHING",
+                     (target.topic_prefix,))
         (held,) = conn.execute("SELECT value FROM namespace_meta WHERE key = 'ledger'").fetchone() or (ledger,)
+        (named,) = conn.execute("SELECT value FROM namespace_meta WHERE key = 'prefix'").fetchone() or (
+            target.topic_prefix,)
         conn.commit()
+    if named != target.topic_prefix:  # "UPPER" and "upper" name one schema: one namespace, one spelling
+        raise ValidationError("into", f"{target.topic_prefix!r} names the database schema of namespace {named!r} "
+                              "(names differing only in case or punctuation are one namespace); use that name")
     if held != ledger:
         raise ValidationError("into", f"{target.topic_prefix!r} holds projections of {held!r}, not {ledger!r}")
 

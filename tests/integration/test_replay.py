@@ -29,6 +29,7 @@ from memwarden.processors.replay_ledger import EventsPart, read_ledger
 from memwarden.producers.client import MemwardenClient
 from memwarden.projections.recall import Recaller
 from memwarden.settings import Settings
+from memwarden.stores.ledger import ends_of
 from tests.integration.conftest import enroll_ids, rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -279,6 +280,28 @@ def test_bad_cuts_are_refused_naming_the_field(namespace: Settings, ledger: dict
         resolve_cut(namespace, ",".join(f"commands:{p}:999999" for p in range(namespace.partitions)), None)
     with pytest.raises(ValidationError, match="before the first record"):
         resolve_cut(namespace, None, datetime(2001, 1, 1, tzinfo=UTC))
-    with pytest.raises(ValidationError) as into:
-        target_settings(namespace, namespace.topic_prefix)
-    assert into.value.field == "into"
+    for same in (namespace.topic_prefix, namespace.topic_prefix.upper(), namespace.topic_prefix.replace(".", "_"),
+                 namespace.topic_prefix + ".x" * 40):  # the live schema under another spelling; a cut name
+        with pytest.raises(ValidationError) as into:
+            target_settings(namespace, same)
+        assert into.value.field == "into", same
+    from memwarden.stores import namespaces
+    from memwarden.stores.pg import migrate
+
+    spelled = f"test.Case-{uuid.uuid4().hex[:8]}"
+    first, second = target_settings(namespace, spelled), target_settings(namespace, spelled.lower())
+    try:  # one schema, two spellings: the second replay found the first's rows and an empty index of its own
+        migrate(first)
+        namespaces.claim(first, namespace)
+        with pytest.raises(ValidationError) as shared:
+            namespaces.claim(second, namespace)
+        assert shared.value.field == "into" and spelled in str(shared.value)
+    finally:
+        drop_projections(first)
+    # a replay is read-only: a forget named for it changed the live namespace (newcomer trial, twentieth session)
+    replica = target_settings(namespace, f"test.readonly-{uuid.uuid4().hex[:8]}")
+    before = ends_of(namespace, ["commands"])
+    with MemwardenClient(replica) as through, pytest.raises(ValidationError) as readonly:
+        through.record(principal="user:nobody", subject="user:nobody", text="never published", sign=False)
+    assert readonly.value.field == "namespace" and "read-only" in str(readonly.value)
+    assert ends_of(namespace, ["commands"]) == before
