@@ -24,9 +24,11 @@ from typing import Any
 
 from memwarden.bootstrap import Container, drop_projections
 from memwarden.commands.ledger import Outbound
+from memwarden.errors import ValidationError
 from memwarden.processors.replay import replay_projections
 from memwarden.projections.reconcile_diff import Divergences, diff_points, diff_rows, diff_uses
 from memwarden.projections.vector_index import IndexPoint, VectorIndex
+from memwarden.stores import namespaces
 from memwarden.stores.offsets import load_offsets
 from memwarden.stores.profile_repair import repair_rows, rows_by_command, uses_by_memory
 
@@ -81,8 +83,11 @@ async def reconcile(container: Container, lock: AbstractAsyncContextManager[Any]
                     publish: Publish | None = None, repair: bool = True) -> dict[str, Any]:
     """One reconciliation of ``container``'s namespace; returns the ``ReconciliationRun`` record
     (also published when ``publish`` is given). ``repair=False`` only measures. Raises
-    ``StackUnavailable`` when Kafka or Postgres fail."""
+    ``StackUnavailable`` when Kafka or Postgres fail, ``ValidationError`` for a point-in-time namespace."""
     s = container.settings
+    if not s.owns_ledger and await asyncio.to_thread(namespaces.cut_of, s) is not None:
+        raise ValidationError("namespace", f"{s.topic_prefix} is a point-in-time replay: reconciling it with the "
+                              "ledger would carry it past its cut (it wrote later commands into it)")
     scratch = s.projections_of_ledger(f"{s.topic_prefix}.reconcile-{uuid.uuid4().hex[:8]}")
     started, t0 = datetime.now(UTC), time.perf_counter()
     async with lock or nullcontext():

@@ -69,7 +69,7 @@ async def _build_index(source: Settings, target: Settings, cut: dict[int, int], 
         stages[stage] = round(time.perf_counter() - started - sum(stages.values()), 3)
 
     migrate(target)  # while the parent reads the ledger
-    namespaces.claim(target, source)
+    namespaces.claim(target, source, cut if point_in_time else None)
     progress(TARGET_READY, 1, 1)
     lap("migrate_s")
     container = Container(target)
@@ -121,7 +121,7 @@ async def replay(source: Settings, target: Settings, cut: dict[int, int], point_
         making_index = None
         if ledger is None:
             migrate(target)
-            namespaces.claim(target, source)
+            namespaces.claim(target, source, cut if point_in_time else None)
             # the creation of the target index overlaps the ledger read
             making_index = asyncio.create_task(asyncio.to_thread(container.index))
             ledger = await asyncio.to_thread(read_ledger, target, container.codec, container.kek, cut)
@@ -181,6 +181,7 @@ def run_replay(source: Settings, target: Settings, cut: dict[int, int], point_in
     is forked before this process opens an event loop, a Kafka client or a database connection."""
     # no cyclic garbage collection while replaying: the ledger read is held anyway, and a full
     # collection walks the caller's whole heap (an evaluation's is large) again and again
+    namespaces.check_cut(target, cut if point_in_time else None)  # before a child is forked to build anything
     collecting = gc.isenabled()
     gc.disable()
     try:

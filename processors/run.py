@@ -20,7 +20,9 @@ def worker_name(settings: Settings, roles: Sequence[str]) -> str:
 def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     """Run the worker for ``roles`` in this process until SIGTERM/SIGINT.
 
-    Raises ``ValueError`` for an unknown role, ``StackUnavailable`` when Kafka does not answer.
+    Raises ``ValueError`` for an unknown role, a gate over another namespace's ledger (a replay never
+    decides) or a point-in-time namespace (a worker would carry it past its cut), ``StackUnavailable`` when
+    Kafka does not answer.
     """
     unknown = set(roles) - set(ROLES)
     if unknown or not roles:
@@ -32,10 +34,17 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
     from memwarden.ops.topics import ensure_topics
     from memwarden.ops.worker_process import health_url
     from memwarden.processors.worker import build_app
+    from memwarden.stores import namespaces
     from memwarden.stores.pg import migrate
 
     logging.basicConfig(level=settings.log_level.upper())
+    if not settings.owns_ledger and "gate" in roles:
+        raise ValueError(f"role: {settings.topic_prefix} replays {settings.ledger_prefix}'s ledger and never decides"
+                         " (its decisions would go to that ledger): run its worker with --role projector")
     migrate(settings)
+    if namespaces.cut_of(settings) is not None:
+        raise ValueError(f"namespace: {settings.topic_prefix} is a point-in-time replay; a worker would carry it past"
+                         " its cut: read it in-process (memwarden recall --namespace ...), without a worker")
     ensure_topics(settings)
     write_pidfile(settings, worker_name(settings, roles), os.getpid(), health_url(settings, roles))
     container = Container(settings)

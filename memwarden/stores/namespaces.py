@@ -3,6 +3,9 @@ never mixes two ledgers in one namespace, and whether a namespace exists at all.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+
 import psycopg
 from psycopg import sql
 
@@ -26,13 +29,45 @@ def ledger_of(settings: Settings) -> str | None:
     return row[0] if row else None
 
 
-def claim(target: Settings, source: Settings) -> None:
-    """Record that ``target`` holds projections of ``source``'s ledger; raises ``ValidationError``
-    (field ``into``) when it already holds another ledger's, or when ``source`` does not exist."""
+def _cut_text(cut: Mapping[int, int] | None) -> str | None:
+    return None if cut is None else json.dumps({str(p): o for p, o in sorted(cut.items())})
+
+
+def _same_cut(target: Settings, held: str | None, cut: Mapping[int, int] | None) -> None:
+    if held != _cut_text(cut):
+        raise ValidationError("into", f"{target.topic_prefix!r} holds " + (
+            f"the point-in-time state up to {held}" if held else "a replay of the whole ledger") + (
+            f", not up to {_cut_text(cut)}" if cut is not None else ", not the whole ledger") +
+            ": replay into a new namespace")
+
+
+def check_cut(target: Settings, cut: Mapping[int, int] | None) -> None:
+    """Refuse (``ValidationError``, field ``into``) a replay into ``target`` up to ``cut`` (``None``: the whole
+    ledger) when ``target`` already holds a replay of another kind or cut, before anything is built (what
+    :func:`claim` would refuse once the schema is made)."""
+    if not exists(target) or ledger_of(target) is None:
+        return
+    with connect(target) as conn:
+        row = conn.execute("SELECT value FROM namespace_meta WHERE key = 'cut'").fetchone()
+        conn.commit()
+    _same_cut(target, row[0] if row else None, cut)
+
+
+def claim(target: Settings, source: Settings, cut: Mapping[int, int] | None = None) -> None:
+    """Record that ``target`` holds projections of ``source``'s ledger, up to ``cut`` (exclusive ends per
+    commands partition) for a point-in-time replay (``None``: the whole ledger, followed); raises
+    ``ValidationError`` (field ``into``) when it already holds another ledger's, a point-in-time state of
+    another cut, or a whole replay where a cut is asked (or the other way round: a whole replay resumed into
+    a point-in-time namespace reported success and left it half built), or when ``source`` does not exist."""
     if not exists(source):
         raise ValidationError("namespace", f"namespace {source.topic_prefix!r} does not exist")
     ledger = source.ledger_prefix or source.topic_prefix
     with connect(target) as conn:
+        (claimed,) = conn.execute("SELECT count(*) FROM namespace_meta WHERE key = 'ledger'").fetchone() or (0,)
+        if not claimed and cut is not None:
+            conn.execute("INSERT INTO namespace_meta (key, value) VALUES ('cut', %s) ON CONFLICT DO NOTHING",
+                         (_cut_text(cut),))
+        kept = conn.execute("SELECT value FROM namespace_meta WHERE key = 'cut'").fetchone()
         conn.execute("INSERT INTO namespace_meta (key, value) VALUES ('ledger', %s) ON CONFLICT DO NOTHING",
                      (ledger,))
         conn.execute("INSERT INTO namespace_meta (key, value) VALUES ('prefix', %s) ON CONFLICT DO NOTHING",
@@ -41,11 +76,23 @@ def claim(target: Settings, source: Settings) -> None:
         (named,) = conn.execute("SELECT value FROM namespace_meta WHERE key = 'prefix'").fetchone() or (
             target.topic_prefix,)
         conn.commit()
+    _same_cut(target, kept[0] if kept else None, cut)
     if named != target.topic_prefix:  # "UPPER" and "upper" name one schema: one namespace, one spelling
         raise ValidationError("into", f"{target.topic_prefix!r} names the database schema of namespace {named!r} "
                               "(names differing only in case or punctuation are one namespace); use that name")
     if held != ledger:
         raise ValidationError("into", f"{target.topic_prefix!r} holds projections of {held!r}, not {ledger!r}")
+
+
+def cut_of(settings: Settings) -> dict[int, int] | None:
+    """The cut a point-in-time namespace was replayed to (exclusive ends per commands partition), or
+    ``None`` (a live namespace, a whole replay, or none)."""
+    if not exists(settings):
+        return None
+    with connect(settings) as conn:
+        row = conn.execute("SELECT value FROM namespace_meta WHERE key = 'cut'").fetchone()
+        conn.commit()
+    return {int(p): int(o) for p, o in json.loads(row[0]).items()} if row else None
 
 
 def swap_schemas(live: Settings, rebuilt: Settings, retired: Settings) -> None:

@@ -228,6 +228,25 @@ def test_a_point_in_time_replay_answers_as_known_at_then(namespace: Settings, le
             assert _recall(target, alice, query, mode="dense") == _recall(namespace, alice, query, when, "dense")
             assert set(_recall(target, alice, query)) == set(_recall(namespace, alice, query, known_at=when)), query
         assert ledger["city"] in _recall(target, alice, "where does alice live?")
+        # a past state stays past (newcomer trial, twentieth session): a whole replay resumed into it reported
+        # success half done, a reconciliation carried it past its cut, and so would a worker
+        whole, _ = resolve_cut(namespace, None, None)
+        with pytest.raises(ValidationError, match="point-in-time") as resumed:
+            run_replay(namespace, target, whole, False)
+        assert resumed.value.field == "into"
+        run_replay(namespace, target, cut, pit)  # the same cut again: resumed, nothing to do
+        from memwarden.processors.reconciler import reconcile
+        from memwarden.processors.run import run_worker
+
+        c = Container(target)
+        try:
+            with pytest.raises(ValidationError, match="point-in-time"):
+                asyncio.run(reconcile(c))
+        finally:
+            c.close()
+        for roles in (("gate", "projector"), ("projector",)):
+            with pytest.raises(ValueError, match="replays|point-in-time"):
+                run_worker(target, roles)
     finally:
         _drop(target)
 
