@@ -157,12 +157,15 @@ def reads_of(ledger: Ledger, memory_id: str) -> list[dict[str, Any]]:
 
 
 def commands_about(ledger: Ledger, memory_id: str) -> list[tuple[LedgerRecord, str, dict[str, Any]]]:
-    """The commands about ``memory_id``, in ledger order per partition: those that name it (create,
-    supersede, forget by id), those whose recorded decision lists it (a forget of many, a legal hold's
-    lift, a dry run: ``GateDecided.memory_ids``), and the reviews of its held writes."""
+    """The commands about ``memory_id`` in the order they were appended (record time; ties by partition and
+    offset): those that name it (create, supersede, forget by id), those whose recorded decision lists it (a
+    forget of many, a legal hold's lift, a dry run: ``GateDecided.memory_ids``; a forget a hold keeps waiting:
+    ``deferred_ids``), and the reviews of its held writes. (Sorted by position alone, a lift on partition 2
+    came before the record it lifted on partition 3, and the waiting forget was missing.)"""
     listed = {(rec["position"]["partition"], rec["position"]["offset"]) for _, name, rec in ledger.of("decisions")
               if name == "GateDecided" and (rec.get("memory_id") == memory_id
-                                             or memory_id in (rec.get("memory_ids") or ()))}
+                                             or memory_id in (rec.get("memory_ids") or ())
+                                             or memory_id in (rec.get("deferred_ids") or ()))}
     commands = list(ledger.of("commands"))
     about: set[int] = set()
     named: set[str] = set()
@@ -173,4 +176,5 @@ def commands_about(ledger: Ledger, memory_id: str) -> list[tuple[LedgerRecord, s
             about.add(i)
             named.add(env.get("command_id") or "")
     about |= {i for i, (_, _, rec) in enumerate(commands) if rec.get("quarantined_command_id") in named}
-    return [commands[i] for i in sorted(about)]
+    return sorted((commands[i] for i in about),
+                  key=lambda c: (c[0].timestamp_ms, c[0].position.partition, c[0].position.offset))

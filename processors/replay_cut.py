@@ -42,6 +42,8 @@ def parse_until(text: str, highs: dict[int, int]) -> dict[int, int]:
             raise ValidationError("until", f"positions are on the commands topic (the ledger), not {topic!r}")
         if partition not in highs:
             raise ValidationError("until", f"commands has no partition {partition} (it has {sorted(highs)})")
+        if partition in ends:  # the last one won, silently
+            raise ValidationError("until", f"commands:{partition} is named twice; name each partition once")
         if offset >= 0 and highs[partition] == 0:
             raise ValidationError("until", f"commands:{partition}:{offset}: partition {partition} is empty (log end"
                                   f" 0); write commands:{partition}:-1 (nothing from it)")
@@ -78,10 +80,10 @@ def _first_timestamp(settings: Settings) -> str | None:
 def resolve_cut(settings: Settings, until: str | None, until_time: datetime | None) -> tuple[dict[int, int], bool]:
     """The cut and whether it is point-in-time (``False``: the whole ledger up to its current end).
     Raises ``ValidationError`` when both are given or one is malformed."""
-    if until and until_time:
+    if until is not None and until_time is not None:
         raise ValidationError("until", "give --until or --until-time, not both")
     highs = end_offsets(settings, "commands")
-    if until:
+    if until is not None:  # an empty --until is a mistake, never the whole ledger
         return parse_until(until, highs), True
     if until_time is not None:
         return cut_at_time(settings, until_time), True
