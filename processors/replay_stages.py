@@ -138,13 +138,20 @@ async def fold_gate(container: Container, index: LedgerIndex, cut: Mapping[int, 
 
 
 def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container: Container,
-                   cut: Mapping[int, int] | None, until_ms: int | None) -> Iterator[tuple[Any, str, dict[str, Any]]]:
+                   cut: Mapping[int, int] | None, until_ms: int | None,
+                   point_in_time: bool = False) -> Iterator[tuple[Any, str, dict[str, Any]]]:
     """Events of the decisions before the cut (every event when ``cut`` is ``None``); uses
     (``MemoryUsed``) up to ``until_ms``; and, as the live projectors get them, the records that tie
-    to no decision (``ReconciliationRun``, ``ErasureReceipted``): they change no projection, but the
-    projectors' offsets pass them, as live (an in-place switch would otherwise wait for them forever).
+    to no decision (``ReconciliationRun``, ``ErasureReceipted``): the projectors' offsets pass them, as
+    live (an in-place switch would otherwise wait for them forever). A ``point_in_time`` replay keeps no
+    receipt of a forget past its cut (it kept the receipts of forgets decided after it).
     Undecodable records are left out, as live."""
     commands = container.settings.topic("commands")
+
+    def before_cut(pos: Mapping[str, Any] | None) -> bool:
+        return (pos is not None and cut is not None and pos.get("topic") == commands
+                and pos.get("offset", 0) < cut.get(pos["partition"], 0))
+
     for r, name, rec in events:
         if r.value is None or not name:
             continue
@@ -155,9 +162,13 @@ def _events_in_cut(events: Iterable[tuple[Any, str, dict[str, Any]]], container:
             if until_ms is None or all(to_ms(u["used_at"]) <= until_ms for u in rec["uses"]):
                 yield r, name, rec
             continue
+        if name == "ErasureReceipted" and point_in_time:
+            if before_cut(rec.get("forget_position")):
+                yield r, name, rec
+            continue
         pos = rec.get("position")
         tied = pos is not None or name in DECISION_EVENTS
-        if not tied or (pos and pos.get("topic") == commands and pos.get("offset", 0) < cut.get(pos["partition"], 0)):
+        if not tied or before_cut(pos):
             yield r, name, rec
 
 
@@ -186,12 +197,14 @@ async def project_events(container: Container, source: Settings, index: LedgerIn
             conns.append(await container.pg())
             appliers.append(ProfileProjector(conns[-1], events_topic).apply)
         projector = None
-        until_ms = to_ms(index.last_decided) if point_in_time and index.last_decided else None
+        # a point-in-time state knows the uses up to its last decision, and none when it holds no decision
+        until_ms = (to_ms(index.last_decided) if index.last_decided else 0) if point_in_time else None
         applied = await _stored_offsets(container, "profile", "events") if profile else {}
         if vectors:
             conns += [await container.pg(), await connect_async(source)]
             # apart from the profile projection, the index cannot read the uses from its rows
-            floor = None if profile else _latest_uses(_events_in_cut(index.events, container, cut, until_ms))
+            floor = None if profile else _latest_uses(_events_in_cut(index.events, container, cut, until_ms,
+                                                                         point_in_time))
             projector = EmbeddingProjector(container.lazy_embedder(), container.index(), conns[-2], events_topic,
                                            f"index:{container.index_label}", cache_from=conns[-1], uses_floor=floor)
             appliers.append(projector.apply)
@@ -199,7 +212,7 @@ async def project_events(container: Container, source: Settings, index: LedgerIn
         done = 0
         for chunk in batches(index.events, BATCH):
             done += len(chunk)
-            kept = list(_events_in_cut(chunk, container, cut, until_ms))
+            kept = list(_events_in_cut(chunk, container, cut, until_ms, point_in_time))
             if kept:
                 decoded = await open_events(index.keys,  # type: ignore[arg-type]
                                             [EventIn(name, rec, r.position) for r, name, rec in kept])

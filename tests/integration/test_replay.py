@@ -228,6 +228,9 @@ def test_a_point_in_time_replay_answers_as_known_at_then(namespace: Settings, le
             assert _recall(target, alice, query, mode="dense") == _recall(namespace, alice, query, when, "dense")
             assert set(_recall(target, alice, query)) == set(_recall(namespace, alice, query, known_at=when)), query
         assert ledger["city"] in _recall(target, alice, "where does alice live?")
+        # the forgets after the cut left no erasure receipt in it (it kept those of later forgets)
+        assert rows(namespace, "SELECT count(*) FROM erasure_receipted")[0][0] > 0
+        assert rows(target, "SELECT count(*) FROM erasure_receipted") == [(0,)]
         # a past state stays past (newcomer trial, twentieth session): a whole replay resumed into it reported
         # success half done, a reconciliation carried it past its cut, and so would a worker
         whole, _ = resolve_cut(namespace, None, None)
