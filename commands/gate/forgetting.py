@@ -323,7 +323,12 @@ def decide_hold(command: PlaceHold | LiftHold, issuer: PrincipalRecord, state: G
     if not issuer.has_role(ADMIN_ROLE):
         return reject("NOT_ADMIN", "only an admin places or lifts a legal hold", "envelope.principal")
     if isinstance(command, PlaceHold):
-        return accept(HoldSet(HoldState(command.hold_id, tuple(command.subjects), tuple(command.scopes))))
+        placed = HoldSet(HoldState(command.hold_id, tuple(command.subjects), tuple(command.scopes)))
+        before = state.holds.get(command.hold_id)
+        if before is not None and before.active:  # say so: it answered a bare OK, as for a new hold
+            return Decision(Outcome.ACCEPTED, (Reason("HOLD_REPLACED", f"legal hold {command.hold_id} was in force; "
+                                                      "its cover is replaced by this one"),), effects=(placed,))
+        return accept(placed)
     hold = state.holds.get(command.hold_id)
     if hold is None:
         return reject("UNKNOWN_HOLD", f"no legal hold {command.hold_id}", "hold_id")

@@ -214,6 +214,9 @@ def test_a_legal_hold_defers_a_forget_until_lifted_and_replays_the_same() -> Non
                       subjects=("user:alice",)))
     led.run(PlaceHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="h2",
                       subjects=("user:alice",)))
+    again = led.run(PlaceHold(envelope=f.envelope("service:admin", "service:admin"), hold_id="h2",
+                              subjects=("user:alice",)))
+    assert again.admitted and again.reasons[0].code == "HOLD_REPLACED"
     waiting = led.run(f.forget(made[0].memory_id, principal="user:alice", subject="user:alice"))
     assert waiting.outcome is Outcome.DEFERRED and waiting.reasons[0].code == "LEGAL_HOLD"
     assert not waiting.forgets and not waiting.shred and not led.state.memories[made[0].memory_id].forgotten
