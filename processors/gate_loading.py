@@ -86,9 +86,11 @@ async def load_batch(conn: psycopg.AsyncConnection, anchor: PrincipalRecord, com
         selectors = [_selector(c) for c in commands if isinstance(c, ForgetMatching | ForgetSubject)]
         quarantine.update(await db.load_quarantine_selected(cur, selectors))  # ... and so may a forget of many
         facts, protected, claims, twins = await db.load_subject_state(cur, subjects, claim_keys, digests)
-        # twins too: the gate admits a duplicate only when its twin is a live memory it knows
+        # twins, fact slots and claims too: a write is compared only with the memories its writer may read,
+        # which the gate decides from each memory's owner, subject, scope and sensitivity
         mids = sorted({m for c in commands for m in memory_ids(c)} | set(cited)
-                      | {q.memory_id for q, _ in quarantine.values()} | set(twins.values()))
+                      | {q.memory_id for q, _ in quarantine.values()} | set(twins.values())
+                      | {f.memory_id for f in facts.values()} | {c.memory_id for cs in claims.values() for c in cs})
         memories = await db.load_memories(cur, mids)
         holds, deferred = await db.load_holds(cur)
         lifted = {m for c in commands if isinstance(c, LiftHold) for d in deferred.values() for m in d.memory_ids}

@@ -298,8 +298,9 @@ def _fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | Non
                authority: _Authority, seen: Callable[[str], bool]
                ) -> tuple[MemoryState, FactState | None, tuple[str, ...]] | Decision:
     """A typed single-valued fact (Eq. 6 ``M_core``): the slot it takes, the memory it closes, or the
-    refusal when it contradicts a protected fact without authority and evidence. A slot held by a memory the
-    writer may not read (``seen``) is left to it: the write keeps no slot, closes nothing, is told nothing."""
+    refusal when it contradicts a protected fact without authority and evidence. A slot held with another value
+    by a memory the writer may not read (``seen``) is left to it: the write keeps no slot, closes nothing, is
+    told nothing (the same value takes the slot as before: the answer is the same either way)."""
     env = command.envelope
     if command.fact is not None and command.fact.sealed:
         return reject("FACT_UNREADABLE", "the typed fact's value does not open under the content's data key",
@@ -309,13 +310,11 @@ def _fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | Non
         return slotted, None, ()
     held = state.facts.get(slot.key)
     hidden = held is not None and held.memory_id != superseding and not seen(held.memory_id)
-    if hidden and slot.key not in state.protected:
-        return memory, None, ()
     check = check_fact(command.fact, state.facts.get(slot.key), slot.key in state.protected, superseding,
                        authority.admin or env.principal == env.subject, bool(getattr(command, "evidence", ())))
     if check.code is not None:  # a protected core fact holds against every writer; unread, it is not named
         return reject(check.code, _PROTECTED_UNREAD if hidden else check.message, "fact.value")
-    if hidden:
+    if hidden and check.closes is not None:  # another value: it would close what the writer may not read
         return memory, None, ()
     return slotted, slot, (check.closes,) if check.closes is not None else ()
 

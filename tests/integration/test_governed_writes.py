@@ -388,6 +388,14 @@ def test_w3_a_contradicting_record_closes_the_old_memory_and_keeps_its_history(
     assert list(recalled(client, finn, "does finn like spicy food?").values()) == ["dislikes spicy food"]
     then = recalled(client, finn, "does finn like spicy food?", as_of=t1 + timedelta(minutes=30))
     assert list(then.values()) == ["likes spicy food"]
+    # an agent that may write about finn but not read him contradicts nothing it cannot read: nothing closes,
+    # nothing is named (adversarial trial, twentieth session: it closed a RESTRICTED memory and learned its id)
+    scribe = principal("agent")
+    client.grant_access(scribe, by=finn, rights=["WRITE"], scopes=["account:default"])
+    blind = client.record(principal=scribe, subject=finn, text="likes spicy food")
+    b = decision_at(namespace, blind)
+    assert b["outcome"].startswith("ACCEPTED") and dislikes.memory_id not in str(b)
+    assert "SUPERSEDES_CONTRADICTED" not in [r["code"] for r in b["reasons"]]
 
 
 # -- W7: derived records trace to their sources ---------------------------------------------------------------
