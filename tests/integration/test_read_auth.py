@@ -36,7 +36,11 @@ def test_only_signed_reads_by_the_principal_itself_are_served(strict: Settings) 
 
         with pytest.raises(ValidationError) as unsigned:  # a client without alice's key cannot read as alice
             stranger.recall("user:ra-alice", "who keeps bees?")
-        assert unsigned.value.field == "auth" and "READ_UNSIGNED" in str(unsigned.value)
+        # the refusal names what is missing: this client holds no key of alice's (it said "auth: READ_UNSIGNED")
+        assert unsigned.value.field == "principal" and "no signing key held for user:ra-alice" in str(unsigned.value)
+        raw = httpx.post(f"{strict.worker_url}/recall", json={"principal": "user:ra-alice", "query": "bees"},
+                         timeout=10)
+        assert raw.status_code == 401 and raw.json()["code"] == "READ_UNSIGNED"  # the worker's answer is unchanged
 
         body = {"principal": "user:ra-alice", "query": "who keeps bees?", "k": 5}
         as_bob = sign_request(body, signers["user:ra-bob"], int(time.time() * 1000))  # bob's key, alice's name
