@@ -310,7 +310,7 @@ def _fact_slot(command: MemoryWrite, memory: MemoryState, superseding: str | Non
         return slotted, None, ()
     held = state.facts.get(slot.key)
     hidden = held is not None and held.memory_id != superseding and not seen(held.memory_id)
-    check = check_fact(command.fact, state.facts.get(slot.key), slot.key in state.protected, superseding,
+    check = check_fact(command.fact, held, slot.key in state.protected, superseding,
                        authority.admin or env.principal == env.subject, bool(getattr(command, "evidence", ())))
     if check.code is not None:  # a protected core fact holds against every writer; unread, it is not named
         return reject(check.code, _PROTECTED_UNREAD if hidden else check.message, "fact.value")

@@ -175,17 +175,19 @@ def _purpose_ok(record: RecordAttrs, purpose: str) -> bool:
     return _covers(record.purposes, purpose)
 
 
+def _grant_reads(grant: Grant, record: RecordAttrs) -> bool:
+    """Whether ``grant`` covers ``record``'s subject, scope and store kind, up to its sensitivity ceiling."""
+    return _grant_covers(grant, record.subject, record.scope, record.store_kind) \
+        and SENSITIVITY_ORDER.index(record.sensitivity) <= SENSITIVITY_ORDER.index(grant.sensitivity_ceiling)
+
+
 def may_read(ctx: ReadContext, record: RecordAttrs) -> bool:
     """The read-permission oracle ``ACL(record, ctx.principal)`` for ``ctx.purpose`` at ``ctx.now_ms``."""
     if not _purpose_ok(record, ctx.purpose):
         return False
     if ctx.principal in (record.owner, record.subject):
         return True
-    return any(
-        _grant_covers(g, record.subject, record.scope, record.store_kind)
-        and SENSITIVITY_ORDER.index(record.sensitivity) <= SENSITIVITY_ORDER.index(g.sensitivity_ceiling)
-        for g in applicable_grants(ctx)
-    )
+    return any(_grant_reads(g, record) for g in applicable_grants(ctx))
 
 
 def may_read_for_a_purpose(principal: str, roles: Iterable[str], now_ms: int, grants: Iterable[Grant],
@@ -202,8 +204,7 @@ def may_read_for_a_purpose(principal: str, roles: Iterable[str], now_ms: int, gr
             continue
         purposes = not g.purposes or ANY in g.purposes or not record.purposes or ANY in record.purposes \
             or bool(set(g.purposes) & set(record.purposes))
-        if purposes and _grant_covers(g, record.subject, record.scope, record.store_kind) \
-                and SENSITIVITY_ORDER.index(record.sensitivity) <= SENSITIVITY_ORDER.index(g.sensitivity_ceiling):
+        if purposes and _grant_reads(g, record):
             return True
     return False
 

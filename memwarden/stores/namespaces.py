@@ -22,11 +22,16 @@ def exists(settings: Settings) -> bool:
     return row is not None
 
 
+def _meta(conn: psycopg.Connection, key: str) -> str | None:
+    """The value recorded under ``key`` in the namespace's ``namespace_meta``, if any."""
+    row = conn.execute("SELECT value FROM namespace_meta WHERE key = %s", (key,)).fetchone()
+    return str(row[0]) if row else None
+
+
 def ledger_of(settings: Settings) -> str | None:
     """The ledger (namespace prefix) the projections of ``settings`` were built from, if recorded."""
     with connect(settings) as conn:
-        row = conn.execute("SELECT value FROM namespace_meta WHERE key = 'ledger'").fetchone()
-    return row[0] if row else None
+        return _meta(conn, "ledger")
 
 
 def _cut_text(cut: Mapping[int, int] | None) -> str | None:
@@ -45,12 +50,13 @@ def check_cut(target: Settings, cut: Mapping[int, int] | None) -> None:
     """Refuse (``ValidationError``, field ``into``) a replay into ``target`` up to ``cut`` (``None``: the whole
     ledger) when ``target`` already holds a replay of another kind or cut, before anything is built (what
     :func:`claim` would refuse once the schema is made)."""
-    if not exists(target) or ledger_of(target) is None:
+    if not exists(target):
         return
     with connect(target) as conn:
-        row = conn.execute("SELECT value FROM namespace_meta WHERE key = 'cut'").fetchone()
+        claimed, held = _meta(conn, "ledger"), _meta(conn, "cut")
         conn.commit()
-    _same_cut(target, row[0] if row else None, cut)
+    if claimed is not None:
+        _same_cut(target, held, cut)
 
 
 def claim(target: Settings, source: Settings, cut: Mapping[int, int] | None = None) -> None:
@@ -63,20 +69,15 @@ def claim(target: Settings, source: Settings, cut: Mapping[int, int] | None = No
         raise ValidationError("namespace", f"namespace {source.topic_prefix!r} does not exist")
     ledger = source.ledger_prefix or source.topic_prefix
     with connect(target) as conn:
-        (claimed,) = conn.execute("SELECT count(*) FROM namespace_meta WHERE key = 'ledger'").fetchone() or (0,)
-        if not claimed and cut is not None:
-            conn.execute("INSERT INTO namespace_meta (key, value) VALUES ('cut', %s) ON CONFLICT DO NOTHING",
-                         (_cut_text(cut),))
-        kept = conn.execute("SELECT value FROM namespace_meta WHERE key = 'cut'").fetchone()
-        conn.execute("INSERT INTO namespace_meta (key, value) VALUES ('ledger', %s) ON CONFLICT DO NOTHING",
-                     (ledger,))
-        conn.execute("INSERT INTO namespace_meta (key, value) VALUES ('prefix', %s) ON CONFLICT DO NOTHING",
-                     (target.topic_prefix,))
-        (held,) = conn.execute("SELECT value FROM namespace_meta WHERE key = 'ledger'").fetchone() or (ledger,)
-        (named,) = conn.execute("SELECT value FROM namespace_meta WHERE key = 'prefix'").fetchone() or (
-            target.topic_prefix,)
+        record = "INSERT INTO namespace_meta (key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING"
+        if _meta(conn, "ledger") is None and cut is not None:
+            conn.execute(record, ("cut", _cut_text(cut)))
+        kept = _meta(conn, "cut")
+        conn.execute(record, ("ledger", ledger))
+        conn.execute(record, ("prefix", target.topic_prefix))
+        held, named = _meta(conn, "ledger") or ledger, _meta(conn, "prefix") or target.topic_prefix
         conn.commit()
-    _same_cut(target, kept[0] if kept else None, cut)
+    _same_cut(target, kept, cut)
     if named != target.topic_prefix:  # "UPPER" and "upper" name one schema: one namespace, one spelling
         raise ValidationError("into", f"{target.topic_prefix!r} names the database schema of namespace {named!r} "
                               "(names differing only in case or punctuation are one namespace); use that name")
@@ -90,9 +91,9 @@ def cut_of(settings: Settings) -> dict[int, int] | None:
     if not exists(settings):
         return None
     with connect(settings) as conn:
-        row = conn.execute("SELECT value FROM namespace_meta WHERE key = 'cut'").fetchone()
+        held = _meta(conn, "cut")
         conn.commit()
-    return {int(p): int(o) for p, o in json.loads(row[0]).items()} if row else None
+    return {int(p): int(o) for p, o in json.loads(held).items()} if held else None
 
 
 def swap_schemas(live: Settings, rebuilt: Settings, retired: Settings) -> None:
