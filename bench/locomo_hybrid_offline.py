@@ -24,9 +24,13 @@ Usage::
 
     python bench/locomo_hybrid_offline.py [--data PATH] [--fusion rrf dbsf] [--prefetch 10 20 50]
         [--k1 1.2] [--b 0 0.75] [--avg-len 14] [--text memory_text] [--merge union per-speaker]
-        [--modes hybrid dense lexical] [--lift 0 0.6] [--dev conv-26 conv-30 conv-41]
+        [--modes hybrid dense lexical] [--lift 0 0.6] [--dev conv-26 conv-30 conv-41] [--idf namespace reader]
 
 Every option takes several values (a grid); the defaults are the production settings.
+
+``--idf`` chooses whose IDF weighs the lexical stage (``namespace``: the engine's over every turn of the
+shard, all seven conversations; ``reader``: over the turns the read admits, its conversation; see
+``lexical_idf`` in :mod:`memwarden.projections.vector_index`).
 
 ``--modes`` chooses among ``hybrid`` (the fused query), ``dense`` (the dense stage alone) and
 ``lexical`` (the sparse stage alone, through a one-stage fusion-free query).
@@ -60,10 +64,12 @@ from memwarden.projections.index_projector import point_id
 from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import (
     DEFAULT_FUSION,
+    DEFAULT_LEXICAL_IDF,
     PREFETCH_FACTOR,
     FusionMethod,
     Hit,
     IndexPoint,
+    LexicalIdf,
     SparseVector,
 )
 
@@ -120,7 +126,7 @@ def read_filter_for(principals: Sequence[str], now: datetime) -> Filter:
 
 def run(convs: Sequence[Conversation], dense_docs: np.ndarray, dense_q: np.ndarray, texts: list[str],
         encoder: Bm25Encoder, fusion: FusionMethod, prefetch: int, mode: str, merge: str, lift: float = 0.0,
-        dev: Sequence[str] = ()) -> dict[str, float]:
+        dev: Sequence[str] = (), idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> dict[str, float]:
     """One grid point: build a shard, answer every question, return recall@K per conversation and all
     (and ``dev`` / ``held_out`` when ``dev`` names conversations)."""
     now = datetime.now(UTC)
@@ -128,7 +134,7 @@ def run(convs: Sequence[Conversation], dense_docs: np.ndarray, dense_q: np.ndarr
     overall = RecallTable((K,), turn_recall)
     splits = {"dev": RecallTable((K,), turn_recall), "held_out": RecallTable((K,), turn_recall)}
     with tempfile.TemporaryDirectory(prefix="mw-locomo-hybrid-") as tmp:
-        index = EdgeVectorIndex(Path(tmp), "locomo")
+        index = EdgeVectorIndex(Path(tmp), "locomo", idf=idf)
         index.ensure(dense_docs.shape[1])
         points, i = [], 0
         for conv in convs:
@@ -175,18 +181,8 @@ def run(convs: Sequence[Conversation], dense_docs: np.ndarray, dense_q: np.ndarr
 
 
 def _lexical_only(index: EdgeVectorIndex, sparse: SparseVector, where: Filter) -> list[Hit]:
-    """The lexical stage alone: a plain sparse ``Nearest`` with the filter (IDF applied)."""
-    import qdrant_edge as qe
-
-    from memwarden.projections.edge_translate import to_edge_filter, to_edge_sparse
-
-    if not sparse.indices:
-        return []
-    request = qe.QueryRequest(limit=K, query=qe.Query.Nearest(to_edge_sparse(sparse), using="lexical"),
-                              filter=to_edge_filter(where), with_payload=True)
-    shard = index._shard  # noqa: SLF001 - bench-only access to the engine
-    assert shard is not None
-    return [Hit(str(p.id), float(p.score), p.payload or {}) for p in shard.query(request)]
+    """The lexical stage alone under the filter (the index's IDF applied)."""
+    return index.search_lexical(sparse, where, K)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -204,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lift", type=float, nargs="+", default=[0.0],
                         help="thread-context weights (hybrid mode; 0 = plain fusion)")
     parser.add_argument("--dev", nargs="*", default=[], help="conversations to choose on (the rest: held-out)")
+    parser.add_argument("--idf", nargs="+", default=[DEFAULT_LEXICAL_IDF], choices=["namespace", "reader"],
+                        help="whose IDF weighs the lexical stage")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "mw-locomo-cache")
     parser.add_argument("--json", type=Path, default=None, help="append one JSON line per grid point")
     args = parser.parse_args(argv)
@@ -216,18 +214,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         texts = [TEXT_FORMS[form](t) for c in convs for t in c.turns]
         dense_docs = embed_cached(embedder, texts, args.cache, form)
         grid = itertools.product(args.modes, args.merge, args.fusion, args.prefetch, args.k1, args.b, args.avg_len,
-                                 args.lift)
-        for mode, merge, fusion, prefetch, k1, b, avg_len, lift in grid:
+                                 args.lift, args.idf)
+        for mode, merge, fusion, prefetch, k1, b, avg_len, lift, idf in grid:
             t0 = time.perf_counter()
             res = run(convs, dense_docs, dense_q, texts, Bm25Encoder(k1, b, avg_len), fusion, prefetch, mode, merge,
-                      lift, args.dev)
+                      lift, args.dev, idf)
             took = time.perf_counter() - t0
             per = " ".join(f"{cid}={v:.3f}" for cid, v in res.items() if cid != "all")
             print(f"{mode:<7} {merge:<11} text={form!r:<15} fusion={fusion} prefetch={prefetch} k1={k1} b={b} "
-                  f"avg_len={avg_len} lift={lift}: R@{K} all={res['all']:.4f}  [{per}] ({took:.0f}s)", flush=True)
+                  f"avg_len={avg_len} lift={lift} idf={idf}: R@{K} all={res['all']:.4f}  [{per}] ({took:.0f}s)",
+                  flush=True)
             if args.json:
                 row = {"mode": mode, "merge": merge, "text": form, "fusion": fusion, "prefetch": prefetch, "k1": k1,
-                       "b": b, "avg_len": avg_len, "lift": lift, "recall_at_10": res}
+                       "b": b, "avg_len": avg_len, "lift": lift, "idf": idf, "recall_at_10": res}
                 with args.json.open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(row) + "\n")
     return 0

@@ -30,7 +30,7 @@ text gains nothing from two threads, and on a busy 2-core machine two threads wa
 p95 of a single-text embedding measured 355 ms with 2 threads against 17 ms with 1).
 
 Usage: ``python bench/recall_latency_bench.py [--sizes 10000 100000] [--queries 300] [--k 10]
-[--torch-threads 1]``.
+[--torch-threads 1] [--idf namespace|reader]``.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.embedder import SentenceTransformerEmbedder
 from memwarden.projections.index_projector import point_id
 from memwarden.projections.sparse import Bm25Encoder
-from memwarden.projections.vector_index import PREFETCH_FACTOR, IndexPoint
+from memwarden.projections.vector_index import DEFAULT_LEXICAL_IDF, PREFETCH_FACTOR, IndexPoint, LexicalIdf
 
 DIM = 384
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -106,13 +106,14 @@ def pct(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values) * 1000.0, q))
 
 
-def bench(size: int, n_queries: int, k: int, batch: int, seed: int, embedder: SentenceTransformerEmbedder) -> None:
+def bench(size: int, n_queries: int, k: int, batch: int, seed: int, embedder: SentenceTransformerEmbedder,
+          idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> None:
     rng = np.random.default_rng(seed)
     world = World(size, rng, NOW)
     grants = grants_of(world)
     encoder = Bm25Encoder()
     with tempfile.TemporaryDirectory(prefix="mw-recall-bench-") as tmp:
-        index = EdgeVectorIndex(Path(tmp), "bench")
+        index = EdgeVectorIndex(Path(tmp), "bench", idf=idf)
         index.ensure(DIM)
         upsert_s = build(index, world, size, batch, encoder)
         print(f"{size} memories: upsert {size / upsert_s:,.0f} points/s; {world.n_principals} principals,"
@@ -163,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=20250601)
     parser.add_argument("--torch-threads", type=int, default=1, help="0 keeps PyTorch's default")
+    parser.add_argument("--idf", default=DEFAULT_LEXICAL_IDF, choices=["namespace", "reader"],
+                        help="whose IDF weighs the lexical stage (lexical_idf)")
     args = parser.parse_args(argv)
     embedder = SentenceTransformerEmbedder()
     if args.torch_threads > 0:
@@ -174,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"torch intra-op threads: {torch.get_num_threads()}")
     embedder.embed(["warm up"])
     for size in args.sizes:
-        bench(size, args.queries, args.k, args.batch, args.seed, embedder)
+        bench(size, args.queries, args.k, args.batch, args.seed, embedder, args.idf)
     return 0
 
 

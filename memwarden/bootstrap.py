@@ -156,11 +156,12 @@ class Container:
             if s.qdrant_url:
                 from memwarden.projections.server_index import ServerVectorIndex
 
-                index: VectorIndex = ServerVectorIndex(s.qdrant_url, s.index_name, s.qdrant_api_key)
+                index: VectorIndex = ServerVectorIndex(s.qdrant_url, s.index_name, s.qdrant_api_key,
+                                                       idf=s.lexical_idf)
             else:
                 from memwarden.projections.edge_index import EdgeVectorIndex
 
-                index = EdgeVectorIndex(s.data_dir / "qdrant", s.index_name)
+                index = EdgeVectorIndex(s.data_dir / "qdrant", s.index_name, idf=s.lexical_idf)
             index.ensure(384)
             from memwarden.projections.payload_backfill import backfill_access_keys, backfill_fresh_until
 

@@ -1,16 +1,16 @@
 """``VectorIndex`` on embedded Qdrant Edge (``qdrant_edge`` from PyPI ``qdrant-edge-py``).
 
 One Edge shard lives in the directory ``path / name``. It holds one *unnamed* dense vector (cosine
-distance) and the named sparse vector :data:`LEXICAL` (IDF modifier) per point, a keyword payload
-index on every :data:`KEYWORD_FIELDS` entry and an integer index on every :data:`INTEGER_FIELDS`
-entry. Point ids are UUID strings (canonical lower-case form).
+distance) and the named sparse vector :data:`LEXICAL` per point (with the engine's IDF modifier for
+``lexical_idf="namespace"``, none for ``"reader"``), a keyword payload index on every
+:data:`KEYWORD_FIELDS` entry and an integer index on every :data:`INTEGER_FIELDS` entry (and on
+:data:`TERMS_FIELD` for ``"reader"``). Point ids are UUID strings (canonical lower-case form).
 
-Layout migration: a shard created by layout 1 (dense only, before the lexical vector) cannot be
-opened with the layout-2 config; :meth:`EdgeVectorIndex.ensure` then raises ``IndexUnavailable``
+Layout migration: a shard created by layout 1 (dense only), or for the other lexical IDF, cannot be
+opened with this adapter's config; :meth:`EdgeVectorIndex.ensure` then raises ``IndexUnavailable``
 saying so. The shard is a derived projection: stop the worker, delete the shard directory (or call
-:meth:`EdgeVectorIndex.recreate`) and the ``index:edge`` rows of ``projection_offsets``, and replay
-the events topic into it (there is no replay command yet; a fresh namespace does all of this by
-construction).
+:meth:`EdgeVectorIndex.recreate`) and the ``index:edge`` rows of ``projection_offsets``, and restart:
+the projector replays the events topic into it (a fresh namespace does all of this by construction).
 
 Things worth knowing about Edge (0.9):
 
@@ -23,21 +23,22 @@ Things worth knowing about Edge (0.9):
   ``IndexUnavailable``. Malformed ids and filter values raise ``ValidationError`` first.
 * Hybrid queries (:meth:`EdgeVectorIndex.query`) run as one ``QueryRequest`` with two ``Prefetch``
   stages (dense ``Nearest`` and sparse ``Nearest(using=LEXICAL)``), each with the filter, and a
-  ``Fusion.Rrf`` / ``Fusion.Dbsf`` root query with the filter too: Edge 0.9 applies the IDF modifier
-  (``idf = ln(1 + (N - n + 0.5) / (n + 0.5))``, ``N`` = points of the shard holding a sparse vector,
-  ``n`` = those holding the term) and fuses in the engine. Measured on 0.9: DBSF maps each stage's
-  scores with the *sample* standard deviation and gives 0.5 to a stage of a single point; RRF scores
-  are ``1 / (k + rank)`` with rank from 0; ``Fusion.Rrf(weights=...)`` barely changes the result
-  (so it is not used); a root filter is also applied inside every prefetch by the engine, so the
-  explicit per-stage filter is defence in depth that costs one more filter pass (about 1.5-3 ms per
-  query at 100k points).
+  ``Fusion.Rrf`` / ``Fusion.Dbsf`` root query with the filter too, fused in the engine. Edge 0.9's IDF
+  modifier is ``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the points of the shard holding a sparse
+  vector; under ``lexical_idf="reader"`` the lexical query's weights carry that IDF over the points the
+  filter admits instead (:func:`reader_weighted`: ``1 + terms`` exact counts under the filter).
+  Measured on 0.9: DBSF maps each stage's scores with the *sample* standard deviation and gives 0.5
+  to a stage of a single point; RRF scores are ``1 / (k + rank)`` with rank from 0;
+  ``Fusion.Rrf(weights=...)`` barely changes the result (so it is not used); a root filter is also
+  applied inside every prefetch by the engine, so the explicit per-stage filter is defence in depth
+  that costs one more filter pass (about 1.5-3 ms per query at 100k points).
 """
 
 from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -48,20 +49,32 @@ from memwarden.errors import ValidationError
 
 from .edge_template import CONFIG_FILE as _CONFIG_FILE
 from .edge_template import copy_empty_shard, create_indexes
-from .edge_translate import edge_config, edge_fusion, edge_point, to_edge_filter, to_edge_sparse
+from .edge_translate import (
+    EDGE_PAYLOAD,
+    edge_config,
+    edge_fusion,
+    edge_point,
+    to_edge_filter,
+    to_edge_sparse,
+)
 from .vector_index import (
     DEFAULT_FUSION,
+    DEFAULT_LEXICAL_IDF,
     LEXICAL,
+    TERMS_FIELD,
     Filter,
     FusionMethod,
     Hit,
     IndexPoint,
     IndexUnavailable,
+    LexicalIdf,
     SparseVector,
     canonical_id,
     check_hybrid_limits,
+    check_lexical_idf,
     plain_vector,
     point_from_record,
+    reader_weighted,
     search_with_tie_closure,
 )
 
@@ -76,6 +89,10 @@ class EdgeVectorIndex:
     created by :meth:`ensure` (which needs the dimension). Every public method holds one lock, so the
     adapter may be driven from a worker thread (calls are serialised, one at a time).
 
+    ``idf`` chooses whose document frequencies weigh the lexical stage (:data:`LexicalIdf`: the
+    engine's over every point, or the reader's, counted under the read filter); a shard is built for
+    one of them.
+
     ``exact=True`` asks the engine for exact (full-scan) search on every query. Without it, search
     is exact anyway until :meth:`optimize` builds HNSW for large segments; after that it is HNSW
     (approximate) except where the query planner chooses the payload index for selective filters.
@@ -84,9 +101,11 @@ class EdgeVectorIndex:
     ``ValidationError`` for malformed point ids or filter values.
     """
 
-    def __init__(self, path: Path, name: str, *, exact: bool = False) -> None:
+    def __init__(self, path: Path, name: str, *, exact: bool = False,
+                 idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> None:
         self._dir = Path(path) / name
         self._exact = exact
+        self._idf = check_lexical_idf(idf)
         self._lock = threading.RLock()
         self._shard: qe.EdgeShard | None = None
         self._closed = False
@@ -109,9 +128,9 @@ class EdgeVectorIndex:
         payload indexes (idempotent)."""
         if dim <= 0:
             raise ValidationError("dim", f"must be positive, got {dim}")
-        config = edge_config(dim)
+        config = edge_config(dim, self._idf)
         with self._guard("ensure", need_shard=False):
-            if self._shard is None and copy_empty_shard(self._dir, dim):
+            if self._shard is None and copy_empty_shard(self._dir, dim, self._idf):
                 self._shard = qe.EdgeShard.load(str(self._dir), config)
             elif self._shard is None:
                 self._dir.mkdir(parents=True, exist_ok=True)
@@ -124,17 +143,19 @@ class EdgeVectorIndex:
                 except Exception as exc:
                     if LEXICAL in str(exc):
                         raise IndexUnavailable(
-                            f"Edge shard at {self._dir} predates the {LEXICAL!r} sparse vector (layout 1); it is"
-                            " derived: delete it (or call recreate()) and replay the events topic into it"
+                            f"Edge shard at {self._dir} has no {LEXICAL!r} sparse vector of this layout (layout 1"
+                            f" has none; lexical_idf {self._idf!r} needs {LEXICAL!r} built for it, and a shard built"
+                            " for the other lexical IDF differs). The shard is derived: delete it (or call"
+                            " recreate()) and replay the events topic into it"
                         ) from exc
                     raise
-            create_indexes(self._shard)
+            create_indexes(self._shard, self._idf)
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         """Insert or replace ``points`` by id, in one update operation (empty input is a no-op)."""
         if not points:
             return
-        edge_points = [edge_point(p) for p in points]
+        edge_points = [edge_point(p, self._idf) for p in points]
         with self._guard("upsert") as shard:
             shard.update(qe.UpdateOperation.upsert_points(edge_points))
 
@@ -170,7 +191,7 @@ class EdgeVectorIndex:
 
             def fetch(n: int) -> list[Hit]:
                 request = qe.QueryRequest(
-                    limit=n, query=query, filter=flt, with_payload=True, with_vector=False, params=params
+                    limit=n, query=query, filter=flt, with_payload=EDGE_PAYLOAD, with_vector=False, params=params
                 )
                 return [Hit(str(p.id), float(p.score), p.payload or {}) for p in shard.query(request)]
 
@@ -181,12 +202,17 @@ class EdgeVectorIndex:
         :data:`LEXICAL` with the filter in the request. Sorted by ``(-score, point_id)``."""
         if limit <= 0 or not sparse.indices:
             return []
-        query = qe.Query.Nearest(to_edge_sparse(sparse), using=LEXICAL)
         flt = to_edge_filter(where)
+        if self._idf == "reader":
+            sparse = reader_weighted(sparse, self._counter(flt))
+            if not sparse.indices:
+                return []
+        query = qe.Query.Nearest(to_edge_sparse(sparse), using=LEXICAL)
         with self._guard("search_lexical") as shard:
 
             def fetch(n: int) -> list[Hit]:
-                request = qe.QueryRequest(limit=n, query=query, filter=flt, with_payload=True, with_vector=False)
+                request = qe.QueryRequest(limit=n, query=query, filter=flt, with_payload=EDGE_PAYLOAD,
+                                          with_vector=False)
                 return [Hit(str(p.id), float(p.score), p.payload or {}) for p in shard.query(request)]
 
             return search_with_tie_closure(fetch, limit)
@@ -211,6 +237,8 @@ class EdgeVectorIndex:
         params = qe.SearchParams(exact=True) if self._exact else None
         stages = [qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(plain_vector(dense)), filter=flt,
                               params=params)]
+        if self._idf == "reader":
+            sparse = reader_weighted(sparse, self._counter(flt))
         if sparse.indices:
             lexical = qe.Query.Nearest(to_edge_sparse(sparse), using=LEXICAL)
             stages.append(qe.Prefetch(limit=prefetch_limit, query=lexical, filter=flt, params=params))
@@ -220,7 +248,7 @@ class EdgeVectorIndex:
 
             def fetch(n: int) -> list[Hit]:
                 # no root filter: fusion only ranks what the filtered prefetch stages returned
-                request = qe.QueryRequest(limit=n, prefetches=stages, query=root, with_payload=True,
+                request = qe.QueryRequest(limit=n, prefetches=stages, query=root, with_payload=EDGE_PAYLOAD,
                                           with_vector=False)
                 return [Hit(str(p.id), float(p.score), p.payload or {}) for p in shard.query(request)]
 
@@ -233,7 +261,7 @@ class EdgeVectorIndex:
             return []
         edge_ids: list[qe.PointId] = list(ids)  # annotation only: PointId exists in the stubs
         with self._guard("retrieve") as shard:
-            records = shard.retrieve(edge_ids, with_payload=True, with_vector=False)
+            records = shard.retrieve(edge_ids, with_payload=EDGE_PAYLOAD, with_vector=False)
         found = {str(r.id): Hit(str(r.id), 0.0, r.payload or {}) for r in records}
         return [found[i] for i in ids if i in found]
 
@@ -241,8 +269,8 @@ class EdgeVectorIndex:
         """Every point matching ``where`` with vectors and payload, in point-id order."""
         offset: Any = None
         while True:
-            request = qe.ScrollRequest(offset=offset, limit=batch, filter=to_edge_filter(where), with_payload=True,
-                                       with_vector=True)
+            request = qe.ScrollRequest(offset=offset, limit=batch, filter=to_edge_filter(where),
+                                       with_payload=EDGE_PAYLOAD, with_vector=True)
             with self._guard("scan") as shard:
                 records, offset = shard.scroll(request)
             for r in records:
@@ -310,6 +338,21 @@ class EdgeVectorIndex:
             return bool(shard.optimize())
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _counter(self, flt: qe.Filter | None) -> Callable[[int | None], int]:
+        """The counts :func:`reader_weighted` asks for, under the translated read filter ``flt``: ``None``
+        -> the points matching it, a term id -> those of them holding the term (exact counts)."""
+
+        def count(term: int | None) -> int:
+            if term is None:
+                request = qe.CountRequest(exact=True, filter=flt)
+            else:
+                held = qe.FieldCondition(key=TERMS_FIELD, match=qe.MatchAny([term]))
+                request = qe.CountRequest(exact=True, filter=qe.Filter(must=[held] if flt is None else [flt, held]))
+            with self._guard("count") as shard:
+                return int(shard.count(request))
+
+        return count
 
     @contextmanager
     def _guard(self, what: str, *, need_shard: bool = True) -> Iterator[qe.EdgeShard]:

@@ -22,34 +22,41 @@ from pathlib import Path
 import qdrant_edge as qe
 
 from .edge_translate import PAYLOAD_MEMORY, edge_config
-from .vector_index import INTEGER_FIELDS, KEYWORD_FIELDS, LAYOUT_VERSION
+from .vector_index import DEFAULT_LEXICAL_IDF, INTEGER_FIELDS, KEYWORD_FIELDS, LAYOUT_VERSION, TERMS_FIELD, LexicalIdf
 
 #: File Edge writes into every shard directory; its presence means "a shard exists here".
 CONFIG_FILE = "edge_config.json"
 TEMPLATES = ".templates"
 
 
-def create_indexes(shard: qe.EdgeShard) -> None:
+def integer_fields(idf: LexicalIdf) -> tuple[str, ...]:
+    """The integer-indexed payload fields of a shard of lexical IDF ``idf``."""
+    return (*INTEGER_FIELDS, TERMS_FIELD) if idf == "reader" else INTEGER_FIELDS
+
+
+def create_indexes(shard: qe.EdgeShard, idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> None:
     """Create the keyword and integer payload indexes (idempotent: an existing index is kept)."""
     for key in KEYWORD_FIELDS:
         shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
-    for key in INTEGER_FIELDS:
+    for key in integer_fields(idf):
         shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Integer))
 
 
-def template_name(dim: int) -> str:
-    """``layout<N>-dim<D>-<digest of the payload-index fields and the payload storage>``: a template is
-    reused only for the exact layout it was built with."""
-    fields = ",".join(sorted(KEYWORD_FIELDS)) + "|" + ",".join(sorted(INTEGER_FIELDS)) + f"|payload={PAYLOAD_MEMORY}"
-    return f"layout{LAYOUT_VERSION}-dim{dim}-{hashlib.sha256(fields.encode()).hexdigest()[:12]}"
+def template_name(dim: int, idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> str:
+    """``layout<N>-dim<D>-<digest of the payload-index fields and the payload storage>`` (``-reader`` for
+    the reader's lexical IDF): a template is reused only for the exact layout it was built with."""
+    fields = (",".join(sorted(KEYWORD_FIELDS)) + "|" + ",".join(sorted(integer_fields(idf)))
+              + f"|payload={PAYLOAD_MEMORY}")
+    suffix = "-reader" if idf == "reader" else ""
+    return f"layout{LAYOUT_VERSION}-dim{dim}-{hashlib.sha256(fields.encode()).hexdigest()[:12]}{suffix}"
 
 
-def _build_template(template: Path, dim: int) -> None:
+def _build_template(template: Path, dim: int, idf: LexicalIdf) -> None:
     building = template.with_name(f"{template.name}.building-{uuid.uuid4().hex[:8]}")
     building.parent.mkdir(parents=True, exist_ok=True)
-    shard = qe.EdgeShard.create(str(building), edge_config(dim))
+    shard = qe.EdgeShard.create(str(building), edge_config(dim, idf))
     try:
-        create_indexes(shard)
+        create_indexes(shard, idf)
         shard.flush()
     finally:
         shard.close()
@@ -59,16 +66,16 @@ def _build_template(template: Path, dim: int) -> None:
         shutil.rmtree(building, ignore_errors=True)
 
 
-def copy_empty_shard(directory: Path, dim: int) -> bool:
-    """Make ``directory`` (which must not hold a shard) an empty shard of ``dim`` floats with every
-    payload index, by copying the template (built first when missing). Returns ``False`` when no GNU
+def copy_empty_shard(directory: Path, dim: int, idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> bool:
+    """Make ``directory`` (which must not hold a shard) an empty shard of ``dim`` floats and lexical IDF
+    ``idf`` with every payload index, by copying the template (built first when missing). Returns ``False`` when no GNU
     ``cp`` is available (the caller then creates the shard); raises ``OSError`` when the file system fails."""
     cp = shutil.which("cp")
     if cp is None:
         return False
-    template = directory.parent / TEMPLATES / template_name(dim)
+    template = directory.parent / TEMPLATES / template_name(dim, idf)
     if not (template / CONFIG_FILE).exists():
-        _build_template(template, dim)
+        _build_template(template, dim, idf)
     staging = directory.with_name(f".{directory.name}.copying-{uuid.uuid4().hex[:8]}")
     try:
         subprocess.run([cp, "-r", "--sparse=always", str(template), str(staging)], check=True, capture_output=True)
@@ -81,4 +88,4 @@ def copy_empty_shard(directory: Path, dim: int) -> bool:
     return True
 
 
-__all__ = ["CONFIG_FILE", "TEMPLATES", "copy_empty_shard", "create_indexes", "template_name"]
+__all__ = ["CONFIG_FILE", "TEMPLATES", "copy_empty_shard", "create_indexes", "integer_fields", "template_name"]

@@ -9,19 +9,23 @@ import qdrant_edge as qe
 from memwarden.errors import ValidationError
 
 from .vector_index import (
+    DEFAULT_LEXICAL_IDF,
     LEXICAL,
     RRF_K,
+    TERMS_FIELD,
     Condition,
     FieldIn,
     FieldRange,
     Filter,
     FusionMethod,
     IndexPoint,
+    LexicalIdf,
     SparseVector,
     canonical_id,
     filter_is_empty,
     match_values,
     plain_vector,
+    stored_payload,
 )
 
 
@@ -57,18 +61,23 @@ def _filter(where: Filter) -> qe.Filter:
     )
 
 
+#: What every read asks back of a point's payload: all of it but the index's term ids.
+EDGE_PAYLOAD = qe.PayloadSelector.Exclude([TERMS_FIELD])
+
+
 def to_edge_sparse(sparse: SparseVector) -> qe.SparseVector:
     """The port's sparse vector as an Edge ``SparseVector``."""
     return qe.SparseVector(list(sparse.indices), [float(v) for v in sparse.values])
 
 
-def edge_point(point: IndexPoint) -> qe.Point:
-    """Dense vector under the default name, the lexical sparse vector (when present), payload."""
+def edge_point(point: IndexPoint, idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> qe.Point:
+    """Dense vector under the default name, the lexical sparse vector (when present), payload (with the
+    term ids under ``idf="reader"``: :func:`stored_payload`)."""
     dense = plain_vector(point.vector)
     vector: dict[str, list[float] | qe.SparseVector | list[list[float]]] = {"": dense}  # qe.Point's named vectors
     if point.sparse is not None and point.sparse.indices:
         vector[LEXICAL] = to_edge_sparse(point.sparse)
-    return qe.Point(canonical_id(point.point_id), vector, dict(point.payload))
+    return qe.Point(canonical_id(point.point_id), vector, stored_payload(point, idf))
 
 
 def edge_fusion(fusion: FusionMethod) -> qe.Fusion.Rrf | qe.Fusion.Dbsf:
@@ -89,11 +98,13 @@ def edge_fusion(fusion: FusionMethod) -> qe.Fusion.Rrf | qe.Fusion.Dbsf:
 PAYLOAD_MEMORY = qe.Memory.Cached
 
 
-def edge_config(dim: int) -> qe.EdgeConfig:
-    """Layout 2: unnamed dense vector (cosine, ``dim``) + :data:`LEXICAL` sparse vector with IDF; payloads
-    in RAM (:data:`PAYLOAD_MEMORY`)."""
+def edge_config(dim: int, idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> qe.EdgeConfig:
+    """Layout 2: unnamed dense vector (cosine, ``dim``) + :data:`LEXICAL` sparse vector, with the engine's
+    IDF modifier for ``idf="namespace"`` and none for ``"reader"`` (the IDF then rides on the query:
+    :func:`reader_weighted`); payloads in RAM (:data:`PAYLOAD_MEMORY`)."""
+    lexical = qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) if idf == "namespace" else qe.EdgeSparseVectorParams()
     return qe.EdgeConfig(
         vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
-        sparse_vectors={LEXICAL: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        sparse_vectors={LEXICAL: lexical},
         payload_memory=PAYLOAD_MEMORY,
     )

@@ -1,22 +1,24 @@
 """``VectorIndex`` on a Qdrant server, through ``qdrant_client.QdrantClient(url=...)`` (REST).
 
 Same layout as the Edge adapter: one collection with one *unnamed* dense vector (cosine distance) and
-the named sparse vector :data:`LEXICAL` (``Modifier.IDF``), a keyword payload index on every
-:data:`KEYWORD_FIELDS` entry and an integer index on every :data:`INTEGER_FIELDS` entry. Filters
+the named sparse vector :data:`LEXICAL` (``Modifier.IDF`` for ``lexical_idf="namespace"``; none for
+``"reader"``, whose IDF rides on the query: :func:`reader_weighted`), a keyword payload index on every
+:data:`KEYWORD_FIELDS` entry and an integer index on every :data:`INTEGER_FIELDS` entry (and on
+:data:`TERMS_FIELD` for ``"reader"``). Filters
 become a ``models.Filter`` (translated by :mod:`memwarden.projections.server_translate`) passed as
 ``query_filter`` of ``query_points`` (and as the ``filter`` of every ``Prefetch`` of a hybrid query),
 so isolation happens inside the search. Writes use
 ``wait=True`` (visible to the next read). The client's local mode (``:memory:`` / ``path=``) is not a
 supported deployment; :meth:`ServerVectorIndex.on_client` exists so that the contract test can run
 this adapter's translation on it when no server is reachable. A collection of layout 1 (no sparse
-vector) is refused by :meth:`ensure` with ``IndexUnavailable``; drop it and replay the ledger (it is
-a derived projection).
+vector) or built for the other lexical IDF is refused by :meth:`ensure` with ``IndexUnavailable``;
+drop it and replay the ledger (it is a derived projection).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,22 +26,27 @@ from qdrant_client import QdrantClient, models
 
 from memwarden.errors import ValidationError
 
-from .server_translate import server_fusion, server_point, to_server_filter, to_server_sparse
+from .server_translate import SERVER_PAYLOAD, server_fusion, server_point, to_server_filter, to_server_sparse
 from .vector_index import (
     DEFAULT_FUSION,
+    DEFAULT_LEXICAL_IDF,
     INTEGER_FIELDS,
     KEYWORD_FIELDS,
     LEXICAL,
+    TERMS_FIELD,
     Filter,
     FusionMethod,
     Hit,
     IndexPoint,
     IndexUnavailable,
+    LexicalIdf,
     SparseVector,
     canonical_id,
     check_hybrid_limits,
+    check_lexical_idf,
     plain_vector,
     point_from_record,
+    reader_weighted,
     search_with_tie_closure,
 )
 
@@ -50,6 +57,8 @@ class ServerVectorIndex:
     """Collection ``collection`` on the Qdrant server at ``url``; implements :class:`VectorIndex`.
 
     The constructor opens no connection; :meth:`ensure` is the first call that reaches the server.
+    ``idf`` chooses whose document frequencies weigh the lexical stage (:data:`LexicalIdf`); a
+    collection is built for one of them.
     ``exact=True`` sends ``SearchParams(exact=True)`` with every query (full scan, for comparisons);
     the default lets the server use HNSW. A lock serialises calls, as in the Edge adapter.
 
@@ -65,24 +74,28 @@ class ServerVectorIndex:
         *,
         exact: bool = False,
         timeout_s: int = 30,
+        idf: LexicalIdf = DEFAULT_LEXICAL_IDF,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValidationError("url", f"expected an http(s) URL of a Qdrant server, got {url!r}")
         self._url = url
         self._collection = collection
         self._exact = exact
+        self._idf = check_lexical_idf(idf)
         self._lock = threading.RLock()
         self._closed = False
         self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout_s, check_compatibility=False)
 
     @classmethod
-    def on_client(cls, client: QdrantClient, collection: str, *, exact: bool = False) -> ServerVectorIndex:
+    def on_client(cls, client: QdrantClient, collection: str, *, exact: bool = False,
+                  idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> ServerVectorIndex:
         """The adapter over an already built client (tests: ``QdrantClient(":memory:")``, whose Python
         emulation of the server's query semantics checks the translation without a server)."""
         self = cls.__new__(cls)
         self._url = str(getattr(client, "init_options", {}).get("location") or "client")
         self._collection = collection
         self._exact = exact
+        self._idf = check_lexical_idf(idf)
         self._lock = threading.RLock()
         self._closed = False
         self._client = client
@@ -101,7 +114,7 @@ class ServerVectorIndex:
                 client.create_collection(
                     self._collection,
                     vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE),
-                    sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                    sparse_vectors_config={LEXICAL: models.SparseVectorParams(modifier=self._modifier())},
                 )
             else:
                 params = client.get_collection(self._collection).config.params
@@ -112,21 +125,22 @@ class ServerVectorIndex:
                         f"collection {self._collection!r} has vector config {vectors!r}, expected {dim}"
                     )
                 sparse = (params.sparse_vectors or {}).get(LEXICAL)
-                if sparse is None or sparse.modifier != models.Modifier.IDF:
+                if sparse is None or (sparse.modifier or models.Modifier.NONE) != self._modifier():
                     raise IndexUnavailable(
-                        f"collection {self._collection!r} has no {LEXICAL!r} sparse vector with IDF (layout 1);"
-                        " it is derived: drop it and replay the events topic into it"
+                        f"collection {self._collection!r} has no {LEXICAL!r} sparse vector built for lexical_idf"
+                        f" {self._idf!r} (layout 1 has none; the other lexical IDF differs in its modifier). It is"
+                        " derived: drop it and replay the events topic into it"
                     )
             for key in KEYWORD_FIELDS:
                 client.create_payload_index(self._collection, key, models.PayloadSchemaType.KEYWORD, wait=True)
-            for key in INTEGER_FIELDS:
+            for key in (*INTEGER_FIELDS, TERMS_FIELD) if self._idf == "reader" else INTEGER_FIELDS:
                 client.create_payload_index(self._collection, key, models.PayloadSchemaType.INTEGER, wait=True)
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         """Insert or replace ``points`` by id in one request (empty input is a no-op)."""
         if not points:
             return
-        structs = [server_point(p) for p in points]
+        structs = [server_point(p, self._idf) for p in points]
         with self._guard("upsert"):
             self._client.upsert(self._collection, points=structs, wait=True)
 
@@ -165,7 +179,7 @@ class ServerVectorIndex:
                 query_filter=flt,
                 search_params=params,
                 limit=n,
-                with_payload=True,
+                with_payload=SERVER_PAYLOAD,
                 with_vectors=False,
             )
             return [Hit(point_id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in response.points]
@@ -178,12 +192,16 @@ class ServerVectorIndex:
         sparse query ``using`` :data:`LEXICAL` and ``query_filter``. Sorted by ``(-score, point_id)``."""
         if limit <= 0 or not sparse.indices:
             return []
-        query = to_server_sparse(sparse)
         flt = to_server_filter(where)
+        if self._idf == "reader":
+            sparse = reader_weighted(sparse, self._counter(flt))
+            if not sparse.indices:
+                return []
+        query = to_server_sparse(sparse)
 
         def fetch(n: int) -> list[Hit]:
             response = self._client.query_points(self._collection, query=query, using=LEXICAL, query_filter=flt,
-                                                 limit=n, with_payload=True, with_vectors=False)
+                                                 limit=n, with_payload=SERVER_PAYLOAD, with_vectors=False)
             return [Hit(point_id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in response.points]
 
         with self._guard("search_lexical"):
@@ -207,6 +225,8 @@ class ServerVectorIndex:
         flt = to_server_filter(where)
         params = models.SearchParams(exact=True) if self._exact else None
         stages = [models.Prefetch(query=plain_vector(dense), filter=flt, params=params, limit=prefetch_limit)]
+        if self._idf == "reader":
+            sparse = reader_weighted(sparse, self._counter(flt))
         if sparse.indices:
             stages.append(models.Prefetch(query=to_server_sparse(sparse), using=LEXICAL, filter=flt, params=params,
                                           limit=prefetch_limit))
@@ -218,7 +238,7 @@ class ServerVectorIndex:
                 prefetch=stages,
                 query=root,
                 limit=n,
-                with_payload=True,
+                with_payload=SERVER_PAYLOAD,
                 with_vectors=False,
             )
             return [Hit(point_id=str(p.id), score=float(p.score), payload=p.payload or {}) for p in response.points]
@@ -232,7 +252,7 @@ class ServerVectorIndex:
         if not ids:
             return []
         with self._guard("retrieve"):
-            records = self._client.retrieve(self._collection, ids=ids, with_payload=True, with_vectors=False)
+            records = self._client.retrieve(self._collection, ids=ids, with_payload=SERVER_PAYLOAD, with_vectors=False)
         found = {str(r.id): Hit(point_id=str(r.id), score=0.0, payload=r.payload or {}) for r in records}
         return [found[i] for i in ids if i in found]
 
@@ -242,7 +262,8 @@ class ServerVectorIndex:
         while True:
             with self._guard("scan"):
                 records, offset = self._client.scroll(self._collection, scroll_filter=to_server_filter(where),
-                                                      limit=batch, offset=offset, with_payload=True, with_vectors=True)
+                                                      limit=batch, offset=offset, with_payload=SERVER_PAYLOAD,
+                                                      with_vectors=True)
             for r in records:
                 yield point_from_record(r.id, r.vector, r.payload)
             if offset is None or not records:
@@ -253,6 +274,25 @@ class ServerVectorIndex:
         flt = to_server_filter(where)
         with self._guard("count"):
             return int(self._client.count(self._collection, count_filter=flt, exact=True).count)
+
+    def _modifier(self) -> models.Modifier:
+        """The sparse vector's modifier for this adapter's lexical IDF."""
+        return models.Modifier.IDF if self._idf == "namespace" else models.Modifier.NONE
+
+    def _counter(self, flt: models.Filter | None) -> Callable[[int | None], int]:
+        """The counts :func:`reader_weighted` asks for, under the translated read filter ``flt``: ``None``
+        -> points matching it, a term id -> those of them holding the term (exact counts)."""
+
+        def count(term: int | None) -> int:
+            if term is None:
+                where = flt
+            else:
+                held = models.FieldCondition(key=TERMS_FIELD, match=models.MatchAny(any=[term]))
+                where = models.Filter(must=[held] if flt is None else [flt, held])
+            with self._guard("count"):
+                return int(self._client.count(self._collection, count_filter=where, exact=True).count)
+
+        return count
 
     def close(self) -> None:
         """Close the HTTP client; idempotent (the server persists on its own)."""

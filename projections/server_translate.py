@@ -10,19 +10,23 @@ from qdrant_client import models
 from memwarden.errors import ValidationError
 
 from .vector_index import (
+    DEFAULT_LEXICAL_IDF,
     LEXICAL,
     RRF_K,
+    TERMS_FIELD,
     Condition,
     FieldIn,
     FieldRange,
     Filter,
     FusionMethod,
     IndexPoint,
+    LexicalIdf,
     SparseVector,
     canonical_id,
     filter_is_empty,
     match_values,
     plain_vector,
+    stored_payload,
 )
 
 
@@ -59,12 +63,17 @@ def to_server_sparse(sparse: SparseVector) -> models.SparseVector:
     return models.SparseVector(indices=list(sparse.indices), values=[float(v) for v in sparse.values])
 
 
-def server_point(point: IndexPoint) -> models.PointStruct:
-    """Dense vector under the default name, the lexical sparse vector (when present), payload."""
+#: What every read asks back of a point's payload: all of it but the index's term ids.
+SERVER_PAYLOAD = models.PayloadSelectorExclude(exclude=[TERMS_FIELD])
+
+
+def server_point(point: IndexPoint, idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> models.PointStruct:
+    """Dense vector under the default name, the lexical sparse vector (when present), payload (with the
+    term ids under ``idf="reader"``: :func:`stored_payload`)."""
     vector: dict[str, models.Vector] = {"": plain_vector(point.vector)}
     if point.sparse is not None and point.sparse.indices:
         vector[LEXICAL] = to_server_sparse(point.sparse)
-    return models.PointStruct(id=canonical_id(point.point_id), vector=vector, payload=dict(point.payload))
+    return models.PointStruct(id=canonical_id(point.point_id), vector=vector, payload=stored_payload(point, idf))
 
 
 def server_fusion(fusion: FusionMethod) -> models.RrfQuery | models.FusionQuery:

@@ -6,27 +6,53 @@ qdrant-client). Filters are a tiny AST translated by each adapter *into* the vec
 isolation happens before candidate generation (SSGM Principle 3, Eq. 5), never after ranking.
 
 Layout (version :data:`LAYOUT_VERSION`): every point holds the unnamed dense vector (cosine) and the
-named sparse vector :data:`LEXICAL` (BM25 term-frequency weights from
-:mod:`memwarden.projections.sparse`; the engine applies the IDF modifier). :meth:`VectorIndex.query`
-is the hybrid read: a dense and a lexical prefetch stage, *each* carrying the permission filter (and
-the root carrying it too), fused inside the engine (distribution-based score fusion by default).
+named sparse vector :data:`LEXICAL` (BM25 term-frequency weights from :mod:`memwarden.projections.sparse`).
+:meth:`VectorIndex.query` is the hybrid read: a dense and a lexical prefetch stage, *each* carrying the
+permission filter (and the root carrying it too), fused inside the engine (distribution-based score
+fusion by default).
+
+**Whose IDF** (:data:`LexicalIdf`, setting ``lexical_idf``):
+
+* ``"namespace"`` (the default): the engine's ``IDF`` modifier over *every* point of the index. Free,
+  but a reader's lexical scores then move with the words of memories it may not read: a registered
+  user recovered a four-digit code from another user's RESTRICTED memory with one write and twenty
+  lexical recalls (adversarial trial, twentieth session).
+* ``"reader"``: no engine modifier; the lexical query's weights carry the IDF of the points *the read
+  filter admits* (:func:`reader_weighted`: ``N`` = those points, ``n`` = those of them holding the
+  term, counted exactly by the engine under the filter; each point's term ids are kept in its payload,
+  :data:`TERMS_FIELD`, integer-indexed). A score is then a function of the query and of readable points
+  only. It costs one count per query and one per query term (on the 100k world of
+  ``bench/recall_latency_bench.py``: about 10 ms more per hybrid query; README "Lexical IDF").
+
+The two shapes differ in the engine's sparse-vector config, so a shard or collection is built for one
+of them; opening it with the other is refused (it is derived: rebuild it from the ledger).
 """
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from memwarden.commands.readmodel.filters import Condition, FieldIn, FieldRange, Filter, filter_is_empty
 from memwarden.commands.readmodel.payload import INTEGER_FIELDS, KEYWORD_FIELDS, OPEN_END_MS
 from memwarden.errors import MemwardenError, ValidationError
 
-#: Name of the sparse lexical vector of every point (BM25 term weights, IDF applied by the engine).
+#: Name of the sparse lexical vector of every point (BM25 term-frequency weights; see "Whose IDF").
 LEXICAL = "lexical"
-#: Version of the point layout: 1 = dense only; 2 = dense + :data:`LEXICAL` sparse vector with IDF.
+#: Payload field holding the ids of a point's lexical terms (the indices of its :data:`LEXICAL` vector)
+#: under ``lexical_idf="reader"``, integer-indexed, so that the engine counts readable points holding a
+#: term. Adapters write it from :attr:`IndexPoint.sparse` and never return it.
+TERMS_FIELD = "terms"
+#: Version of the point layout: 1 = dense only; 2 = dense + :data:`LEXICAL` (and, under
+#: ``lexical_idf="reader"``, :data:`TERMS_FIELD`).
 LAYOUT_VERSION = 2
+#: Whose document frequencies weigh the lexical stage (see "Whose IDF" in the module notes).
+LexicalIdf = Literal["namespace", "reader"]
+#: The default: the engine's IDF over every point (free; lexical scores leak across principals).
+DEFAULT_LEXICAL_IDF: LexicalIdf = "namespace"
 
 #: How :meth:`VectorIndex.query` fuses its prefetch stages: reciprocal rank fusion (``"rrf"``,
 #: score = sum over stages of 1 / (RRF_K + rank), rank from 0 as the engine counts) or
@@ -104,8 +130,9 @@ class VectorIndex(Protocol):
         inside the search, not after it). Ties are broken by point id so adapters agree."""
 
     def search_lexical(self, sparse: SparseVector, where: Filter | None, limit: int) -> list[Hit]:
-        """Top-``limit`` points by lexical score alone: ``sparse`` against :data:`LEXICAL` with the
-        IDF modifier (BM25), among the points matching ``where`` (filter inside the search). Points
+        """Top-``limit`` points by lexical score alone: ``sparse`` against :data:`LEXICAL` with the IDF
+        of the adapter's :data:`LexicalIdf` (BM25), among the points matching ``where`` (filter inside
+        the search). Points
         sharing no term with ``sparse`` never come back; an empty ``sparse`` returns ``[]``. Sorted by
         ``(-score, point_id)``, boundary ties closed as in :meth:`search`."""
 
@@ -119,7 +146,8 @@ class VectorIndex(Protocol):
         fusion: FusionMethod = DEFAULT_FUSION,
     ) -> list[Hit]:
         """Hybrid top-``limit``: a dense prefetch (cosine, ``prefetch_limit`` points) and a lexical
-        prefetch (``sparse`` against :data:`LEXICAL` with IDF, ``prefetch_limit`` points), each
+        prefetch (``sparse`` against :data:`LEXICAL` with the IDF of the adapter's :data:`LexicalIdf`,
+        ``prefetch_limit`` points), each
         filtered by ``where`` inside the stage, fused by ``fusion`` inside the engine with ``where``
         at the root as well. ``Hit.score`` is the fused score (not comparable across queries); ties
         broken by point id. Adapters agree on the result as long as no prefetch stage is cut inside a
@@ -174,12 +202,60 @@ def point_from_record(point_id: object, vector: object, payload: Mapping[str, An
     """The :class:`IndexPoint` of a point an engine returned with its vectors (a scroll record of either
     adapter): ``vector`` is the named-vector mapping of the layout (``""`` dense, :data:`LEXICAL` sparse, the
     sparse one any object with ``indices`` and ``values``) or a bare dense vector; a missing dense vector
-    gives ``[]``, a missing sparse one ``None``."""
+    gives ``[]``, a missing sparse one ``None``. The payload comes without :data:`TERMS_FIELD`."""
     vectors: Mapping[str, Any] = vector if isinstance(vector, Mapping) else {"": vector}
     lexical = vectors.get(LEXICAL)
     sparse = SparseVector(tuple(lexical.indices), tuple(float(v) for v in lexical.values)) \
         if lexical is not None else None
-    return IndexPoint(str(point_id), list(vectors.get("") or ()), dict(payload or {}), sparse)
+    kept = {k: v for k, v in (payload or {}).items() if k != TERMS_FIELD}
+    return IndexPoint(str(point_id), list(vectors.get("") or ()), kept, sparse)
+
+
+def stored_payload(point: IndexPoint, idf: LexicalIdf) -> dict[str, Any]:
+    """The payload an adapter stores for ``point``: its own, plus (``idf="reader"``) :data:`TERMS_FIELD`,
+    the term ids of its lexical vector, when it has one. Raises ``ValidationError("payload", ...)`` when
+    the point's payload already names :data:`TERMS_FIELD` (the field is the index's own)."""
+    if TERMS_FIELD in point.payload:
+        raise ValidationError("payload", f"{TERMS_FIELD!r} is reserved for the index's term ids")
+    payload = dict(point.payload)
+    if idf == "reader" and point.sparse is not None and point.sparse.indices:
+        payload[TERMS_FIELD] = list(point.sparse.indices)
+    return payload
+
+
+def check_lexical_idf(idf: object) -> LexicalIdf:
+    """``idf`` as a :data:`LexicalIdf`; raises ``ValidationError("lexical_idf", ...)`` otherwise."""
+    if idf not in ("namespace", "reader"):
+        raise ValidationError("lexical_idf", f"must be 'namespace' or 'reader', got {idf!r}")
+    return cast(LexicalIdf, idf)
+
+
+def bm25_idf(n_docs: int, n_holding: int) -> float:
+    """Okapi BM25 IDF ``ln(1 + (N - n + 0.5) / (n + 0.5))`` of a term held by ``n_holding`` of
+    ``n_docs`` points (counts, ``0 <= n_holding <= n_docs``; larger ``n_holding`` is clamped). Always
+    > 0. The formula Qdrant's ``IDF`` modifier applies, here over the points a reader may read."""
+    n = min(max(n_holding, 0), max(n_docs, 0))
+    return math.log(1.0 + (max(n_docs, 0) - n + 0.5) / (n + 0.5))
+
+
+def reader_weighted(sparse: SparseVector, count: Callable[[int | None], int]) -> SparseVector:
+    """``sparse`` (query weights) multiplied term by term by the IDF of the points a read admits
+    (``lexical_idf="reader"``): ``count(None)`` is ``N``, the points matching the read filter, and
+    ``count(term_id)`` is ``n``, those of them whose :data:`TERMS_FIELD` holds the term (an adapter
+    answers with exact engine counts under the filter). Terms no readable point holds are dropped
+    (they match nothing the reader may see); so is everything when nothing is readable. The lexical
+    stage then scores BM25 over the readable points alone, whatever else the index holds."""
+    if not sparse.indices:
+        return sparse
+    n_docs = count(None)
+    if n_docs <= 0:
+        return SparseVector()
+    weights: dict[int, float] = {}
+    for tid, value in zip(sparse.indices, sparse.values, strict=True):
+        if value > 0 and (held := count(tid)) > 0:
+            weights[tid] = value * bm25_idf(n_docs, held)
+    ordered = sorted(weights.items())
+    return SparseVector(tuple(i for i, _ in ordered), tuple(w for _, w in ordered))
 
 
 def match_values(cond: FieldIn) -> list[str] | list[int]:
@@ -227,8 +303,9 @@ def check_hybrid_limits(limit: int, prefetch_limit: int) -> None:
 
 
 __all__ = [
-    "DEFAULT_FUSION", "INTEGER_FIELDS", "KEYWORD_FIELDS", "LAYOUT_VERSION", "LEXICAL", "OPEN_END_MS", "PREFETCH_FACTOR",
-    "RRF_K", "Condition", "FieldIn", "FieldRange", "Filter", "FusionMethod", "Hit", "IndexPoint", "IndexUnavailable",
-    "SparseVector", "VectorIndex", "canonical_id", "check_hybrid_limits", "filter_is_empty", "match_values",
-    "plain_vector", "point_from_record", "rank_hits", "search_with_tie_closure",
+    "DEFAULT_FUSION", "DEFAULT_LEXICAL_IDF", "INTEGER_FIELDS", "KEYWORD_FIELDS", "LAYOUT_VERSION", "LEXICAL",
+    "OPEN_END_MS", "PREFETCH_FACTOR", "RRF_K", "TERMS_FIELD", "Condition", "FieldIn", "FieldRange", "Filter",
+    "FusionMethod", "Hit", "IndexPoint", "IndexUnavailable", "LexicalIdf", "SparseVector", "VectorIndex", "bm25_idf",
+    "canonical_id", "check_hybrid_limits", "check_lexical_idf", "filter_is_empty", "match_values", "plain_vector",
+    "point_from_record", "rank_hits", "reader_weighted", "search_with_tie_closure", "stored_payload",
 ]

@@ -145,7 +145,7 @@ async def _write_memories(settings: Settings, world: World, size: int, batch: in
     keys_topic = settings.topic("keys")
     producer = Producer({"bootstrap.servers": settings.bootstrap_servers, "linger.ms": 20,
                          "batch.num.messages": 10_000, "queue.buffering.max.messages": 1_000_000})
-    index = EdgeVectorIndex(settings.data_dir / "qdrant", settings.index_name)
+    index = EdgeVectorIndex(settings.data_dir / "qdrant", settings.index_name, idf=settings.lexical_idf)
     index.ensure(DIM)
     conn = await connect_async(settings)
     spent = {"build": 0.0, "postgres": 0.0, "index": 0.0, "keys": 0.0}

@@ -9,8 +9,10 @@ and, when a server is there, with each other (ids equal, scores within 1e-5).
 Data: 300 seeded random 384-d points over 5 owners, validity windows in ms, list payload
 ``purposes``, and a lexical sparse vector of a few words from a 40-word vocabulary (real
 ``Bm25Encoder``). Hybrid queries are checked against a NumPy reference of the engine's semantics:
-IDF ``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the points holding a sparse vector, and DBSF (each
-stage's scores mapped so that mean -+ 3 sample standard deviations become 0 and 1, summed).
+IDF ``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the points holding a sparse vector (``lexical_idf=
+"namespace"``) or over the points the filter admits (``"reader"``: the ``...ReaderIdf`` classes run the
+whole contract that way, plus the cases of ``ReaderIdfCases``), and DBSF (each stage's scores mapped so
+that mean -+ 3 sample standard deviations become 0 and 1, summed).
 """
 
 from __future__ import annotations
@@ -33,7 +35,15 @@ from memwarden.commands.readmodel.payload import OPEN_END_MS
 from memwarden.errors import ValidationError
 from memwarden.projections.edge_index import EdgeVectorIndex
 from memwarden.projections.sparse import Bm25Encoder
-from memwarden.projections.vector_index import Hit, IndexPoint, IndexUnavailable, SparseVector, VectorIndex
+from memwarden.projections.vector_index import (
+    TERMS_FIELD,
+    Hit,
+    IndexPoint,
+    IndexUnavailable,
+    LexicalIdf,
+    SparseVector,
+    VectorIndex,
+)
 
 DIM = 384
 N_POINTS = 300
@@ -125,20 +135,24 @@ def filters(depth: int = 2) -> st.SearchStrategy[Filter]:
     return st.builds(Filter, must=clause, must_not=clause, should=clause)
 
 
-def lexical_scores(points: Sequence[IndexPoint], query: SparseVector) -> dict[str, float]:
-    """BM25 score of every point with a non-zero overlap: sum of idf * query weight * doc weight."""
+def lexical_scores(points: Sequence[IndexPoint], query: SparseVector, idf_among: Filter | None | bool = False
+                   ) -> dict[str, float]:
+    """BM25 score of every point with a non-zero overlap: sum of idf * query weight * doc weight. The IDF
+    is over the points holding a sparse vector (``idf_among=False``: the engine's modifier) or over the
+    points matching the filter ``idf_among`` (``None``: every point; the reader's IDF)."""
     with_sparse = [p for p in points if p.sparse is not None and p.sparse.indices]
+    counted = with_sparse if idf_among is False else [p for p in points if matches(p.payload, idf_among or None)]
     df: dict[int, int] = {}
-    for p in with_sparse:
-        for t in p.sparse.indices:  # type: ignore[union-attr]
+    for p in counted:
+        for t in p.sparse.indices if p.sparse is not None else ():
             df[t] = df.get(t, 0) + 1
-    n_total = len(with_sparse)
+    n_total = len(counted)
     idf = {t: math.log(1 + (n_total - n + 0.5) / (n + 0.5)) for t, n in df.items()}
     q = dict(zip(query.indices, query.values, strict=True))
     out = {}
     for p in with_sparse:
         d = dict(zip(p.sparse.indices, p.sparse.values, strict=True))  # type: ignore[union-attr]
-        score = sum(idf[t] * w * d[t] for t, w in q.items() if t in d)
+        score = sum(idf[t] * w * d[t] for t, w in q.items() if t in d and t in idf)
         if score > 0:
             out[p.point_id] = score
     return out
@@ -159,13 +173,16 @@ def reference_hybrid(
     where: Filter | None,
     limit: int,
     prefetch_limit: int,
+    idf: str = "namespace",
 ) -> list[tuple[str, float]]:
     """DBSF of the filtered dense top-``prefetch_limit`` and the filtered lexical top-``prefetch_limit``
-    (IDF over every point with a sparse vector), as ``(point_id, fused score)``, top ``limit``."""
+    (IDF of ``idf``: over every point with a sparse vector, or over the points matching ``where``), as
+    ``(point_id, fused score)``, top ``limit``."""
     stages = [reference_search(points, dense, where, prefetch_limit)]
     if sparse.indices:
         payloads = {p.point_id: p.payload for p in points}
-        kept = [(pid, sc) for pid, sc in lexical_scores(points, sparse).items() if matches(payloads[pid], where)]
+        scores = lexical_scores(points, sparse, False if idf == "namespace" else where)
+        kept = [(pid, sc) for pid, sc in scores.items() if matches(payloads[pid], where)]
         stages.append(sorted(kept, key=lambda x: (-x[1], x[0]))[:prefetch_limit])
     fused: dict[str, float] = {}
     for stage in stages:
@@ -175,11 +192,13 @@ def reference_hybrid(
 
 
 def reference_lexical(
-    points: Sequence[IndexPoint], sparse: SparseVector, where: Filter | None, limit: int
+    points: Sequence[IndexPoint], sparse: SparseVector, where: Filter | None, limit: int, idf: str = "namespace"
 ) -> list[tuple[str, float]]:
-    """BM25 top-``limit`` among the points matching ``where`` that share a term with ``sparse``."""
+    """BM25 top-``limit`` among the points matching ``where`` that share a term with ``sparse`` (IDF of
+    ``idf``, as in :func:`reference_hybrid`)."""
     payloads = {p.point_id: p.payload for p in points}
-    kept = [(pid, sc) for pid, sc in lexical_scores(points, sparse).items() if matches(payloads[pid], where)]
+    scores = lexical_scores(points, sparse, False if idf == "namespace" else where)
+    kept = [(pid, sc) for pid, sc in scores.items() if matches(payloads[pid], where)]
     return sorted(kept, key=lambda x: (-x[1], x[0]))[:limit]
 
 
@@ -214,7 +233,10 @@ def queries() -> np.ndarray:
 
 class VectorIndexContract:
     """Cases every ``VectorIndex`` adapter must pass. Subclasses provide the ``index`` fixture: an
-    adapter after ``ensure(DIM)``, empty, built with ``exact=True``."""
+    adapter after ``ensure(DIM)``, empty, built with ``exact=True`` and ``idf=IDF``."""
+
+    #: The adapter's lexical IDF (the references follow it).
+    IDF: LexicalIdf = "namespace"
 
     @pytest.fixture
     def index(self) -> Iterator[VectorIndex]:
@@ -405,7 +427,7 @@ class VectorIndexContract:
         assert_same_ranking(loaded.search(query, where, 10), reference_search(points, query, where, 10))
         sparse = ENCODER.query("w00 w04 w13")
         hits = loaded.query(query, sparse, where, 10, 20)
-        assert_same_ranking(hits, reference_hybrid(points, query, sparse, where, 10, 20), FUSED_TOL)
+        assert_same_ranking(hits, reference_hybrid(points, query, sparse, where, 10, 20, self.IDF), FUSED_TOL)
 
     def test_should_of_grants_never_returns_a_point_outside_every_grant(self, index: VectorIndex) -> None:
         """A permission is an OR of grants; an exact copy of the query owned by nobody granted stays out."""
@@ -444,7 +466,7 @@ class VectorIndexContract:
             for q, text in zip(queries, texts, strict=False):
                 sparse = ENCODER.query(text)
                 hits = loaded.query(q.tolist(), sparse, where, 10, 20)
-                assert_same_ranking(hits, reference_hybrid(points, q, sparse, where, 10, 20), FUSED_TOL)
+                assert_same_ranking(hits, reference_hybrid(points, q, sparse, where, 10, 20, self.IDF), FUSED_TOL)
                 assert all(matches(h.payload, where) for h in hits)
 
     def test_hybrid_query_with_rrf_keeps_the_filter_in_every_stage(
@@ -500,7 +522,7 @@ class VectorIndexContract:
         for where in filters:
             for text in ("w00 w07", "w03 w21 w33", "w12", "w05 w05 w39"):
                 sparse = ENCODER.query(text)
-                expected = reference_lexical(points, sparse, where, 10)
+                expected = reference_lexical(points, sparse, where, 10, self.IDF)
                 assert expected
                 hits = loaded.search_lexical(sparse, where, 10)
                 assert_same_ranking(hits, expected, FUSED_TOL)
@@ -607,7 +629,7 @@ class TestEdgeIndex(VectorIndexContract):
 
         copied = EdgeVectorIndex(tmp_path, "copied")
         copied.ensure(DIM)
-        monkeypatch.setattr(edge_index, "copy_empty_shard", lambda directory, dim: False)  # as without cp
+        monkeypatch.setattr(edge_index, "copy_empty_shard", lambda *args: False)  # as without cp
         in_place = EdgeVectorIndex(tmp_path, "in-place")
         in_place.ensure(DIM)
         try:
@@ -697,7 +719,7 @@ class TestServerAdapterOnLocalQdrant(VectorIndexContract):
 
         from memwarden.projections.server_index import ServerVectorIndex
 
-        idx = ServerVectorIndex.on_client(QdrantClient(":memory:"), "contract", exact=True)
+        idx = ServerVectorIndex.on_client(QdrantClient(":memory:"), "contract", exact=True, idf=self.IDF)
         idx.ensure(DIM)
         yield idx
         idx.close()
@@ -705,15 +727,15 @@ class TestServerAdapterOnLocalQdrant(VectorIndexContract):
     def test_results_identical_to_edge(
         self, loaded: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray
     ) -> None:
-        assert_identical_to_edge(loaded, tmp_path, points, queries)
+        assert_identical_to_edge(loaded, tmp_path, points, queries, self.IDF)
 
 
 def assert_identical_to_edge(
-    other: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray
+    other: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray, idf: LexicalIdf = "namespace"
 ) -> None:
-    """``other`` (loaded with ``points``) and a fresh Edge shard agree on counts, dense search and
-    hybrid queries (both fusions) for the same filters: same ids in the same order."""
-    edge = EdgeVectorIndex(tmp_path, "twin", exact=True)
+    """``other`` (loaded with ``points``) and a fresh Edge shard of lexical IDF ``idf`` agree on counts,
+    dense search and hybrid queries (both fusions) for the same filters: same ids in the same order."""
+    edge = EdgeVectorIndex(tmp_path, "twin", exact=True, idf=idf)
     edge.ensure(DIM)
     edge.upsert(points)
     try:
@@ -757,7 +779,7 @@ class TestServerIndex(VectorIndexContract):
         url = _qdrant_url()
         api_key = os.environ.get("MEMWARDEN_QDRANT_API_KEY")
         collection = f"memwarden_contract_{uuid.uuid4().hex[:12]}"
-        idx = ServerVectorIndex(url, collection, api_key, exact=True)
+        idx = ServerVectorIndex(url, collection, api_key, exact=True, idf=self.IDF)
         idx.ensure(DIM)
         yield idx
         idx.close()
@@ -768,4 +790,93 @@ class TestServerIndex(VectorIndexContract):
     def test_results_identical_to_edge(
         self, loaded: VectorIndex, tmp_path: Path, points: list[IndexPoint], queries: np.ndarray
     ) -> None:
-        assert_identical_to_edge(loaded, tmp_path, points, queries)
+        assert_identical_to_edge(loaded, tmp_path, points, queries, self.IDF)
+
+
+# -- the reader's lexical IDF ---------------------------------------------------------------------
+
+
+class ReaderIdfCases:
+    """Cases of ``lexical_idf="reader"``: what a reader's lexical scores may depend on."""
+
+    def test_lexical_scores_do_not_move_with_unreadable_points(self, index: VectorIndex) -> None:
+        """The adversarial trial's probe: a reader's own memory holding a word scores the same whether or
+        not memories it may not read hold that word too (namespace IDF: the score fell as they were added,
+        which told how many did)."""
+        rng = np.random.default_rng(17)
+        mine = [IndexPoint(point_id(80_000 + i), rng.standard_normal(DIM).tolist(), {"owner": "alice"},
+                           ENCODER.document(text, key=point_id(80_000 + i)))
+                for i, text in enumerate(["door code 4721 for the shed", "w01 w02", "w03 shed"])]
+        index.upsert(mine)
+        alice = Filter(must=(FieldIn("owner", ("alice",)),))
+        probe = ENCODER.query("4721 shed")
+        dense = rng.standard_normal(DIM).tolist()
+
+        def scores() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+            lexical = [(h.point_id, h.score) for h in index.search_lexical(probe, alice, 10)]
+            hybrid = [(h.point_id, h.score) for h in index.query(dense, probe, alice, 3, 3)]
+            return lexical, hybrid
+
+        before = scores()
+        secrets = [IndexPoint(point_id(80_100 + i), rng.standard_normal(DIM).tolist(),
+                              {"owner": "mallory", "sensitivity": "RESTRICTED"},
+                              ENCODER.document("4721" if i % 2 else "the 4721 shed", key=point_id(80_100 + i)))
+                   for i in range(25)]
+        index.upsert(secrets)
+        after = scores()
+        assert [pid for pid, _ in after[0]] == [pid for pid, _ in before[0]] == [mine[0].point_id, mine[2].point_id]
+        for (_, b), (_, a) in zip(before[0] + before[1], after[0] + after[1], strict=True):
+            assert a == pytest.approx(b, rel=1e-6)
+        assert [pid for pid, _ in after[1]] == [pid for pid, _ in before[1]]
+        # the same probe without the filter does see them (the IDF is the read's, not a constant)
+        everyone = index.search_lexical(probe, None, 10)
+        assert {h.point_id for h in everyone} & {p.point_id for p in secrets}
+
+    def test_reader_idf_is_bm25_over_the_readable_points(self, index: VectorIndex) -> None:
+        """Two readable points, one holding the rare word: its weight is ``ln(1 + (2 - 1 + 0.5) / 1.5)``
+        times its saturated term frequency (no other point counts)."""
+        a = IndexPoint(point_id(81_000), [1.0] + [0.0] * (DIM - 1), {"owner": "alice"}, ENCODER.document("zanzibar"))
+        b = IndexPoint(point_id(81_001), [0.0, 1.0] + [0.0] * (DIM - 2), {"owner": "alice"}, ENCODER.document("w01"))
+        noise = [IndexPoint(point_id(81_100 + i), [0.0, 0.0, 1.0] + [0.0] * (DIM - 3), {"owner": "bob"},
+                            ENCODER.document("zanzibar")) for i in range(10)]
+        index.upsert([a, b, *noise])
+        (hit,) = index.search_lexical(ENCODER.query("zanzibar"), Filter(must=(FieldIn("owner", ("alice",)),)), 10)
+        assert hit.point_id == a.point_id
+        assert hit.score == pytest.approx(math.log(1 + 1.5 / 1.5) * a.sparse.values[0], rel=1e-5)  # type: ignore[union-attr]
+        assert TERMS_FIELD not in hit.payload
+        assert index.search_lexical(ENCODER.query("zanzibar"), Filter(must=(FieldIn("owner", ("carol",)),)), 10) == []
+
+
+class TestEdgeIndexReaderIdf(ReaderIdfCases, VectorIndexContract):
+    """The contract on an Edge shard built for the reader's lexical IDF."""
+
+    IDF: LexicalIdf = "reader"
+
+    @pytest.fixture
+    def index(self, tmp_path: Path) -> Iterator[EdgeVectorIndex]:
+        idx = EdgeVectorIndex(tmp_path, "contract", exact=True, idf="reader")
+        idx.ensure(DIM)
+        yield idx
+        idx.close()
+
+    def test_a_shard_of_the_other_idf_is_refused(self, tmp_path: Path) -> None:
+        namespace = EdgeVectorIndex(tmp_path, "built", exact=True)
+        namespace.ensure(DIM)
+        namespace.close()
+        reader = EdgeVectorIndex(tmp_path, "built", exact=True, idf="reader")
+        try:
+            with pytest.raises(IndexUnavailable, match="lexical_idf 'reader'"):
+                reader.ensure(DIM)
+        finally:
+            reader.close()
+
+    def test_an_unknown_idf_is_refused(self, tmp_path: Path) -> None:
+        with pytest.raises(ValidationError, match="lexical_idf"):
+            EdgeVectorIndex(tmp_path, "x", idf="global")  # type: ignore[arg-type]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+class TestServerAdapterOnLocalQdrantReaderIdf(ReaderIdfCases, TestServerAdapterOnLocalQdrant):
+    """The server adapter's translation for the reader's lexical IDF, on qdrant-client's local mode."""
+
+    IDF: LexicalIdf = "reader"
