@@ -1,0 +1,55 @@
+"""The reader's lexical IDF (``MEMWARDEN_LEXICAL_IDF=reader``) against the real broker, Postgres, index
+and worker: the adversarial trial's probe of the twentieth session. A user who may not read another's
+RESTRICTED memories wrote one memory holding a guess and watched its lexical score while the other
+user's memories holding the same word came and went; with the index's IDF over every memory, the score
+fell as they were added and told how many held it. With the reader's IDF the score is a function of the
+query and of what the reader may read, so it does not move."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from memwarden.ops.progress import wait_caught_up
+from memwarden.ops.worker_process import WorkerProcess
+from memwarden.producers.client import MemwardenClient
+from memwarden.settings import Settings
+from tests.integration.conftest import drop, make_namespace
+
+pytestmark = [pytest.mark.integration]
+
+
+@pytest.fixture(scope="module")
+def namespace(stack: Settings) -> Iterator[Settings]:
+    """A namespace whose index weighs the lexical stage by the reader's IDF."""
+    s = make_namespace(stack.model_copy(update={"lexical_idf": "reader"}))
+    yield s
+    drop(s)
+
+
+def test_a_guess_scores_the_same_whether_or_not_unreadable_memories_hold_it(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient, principal: Callable[..., str]) -> None:
+    prober, owner = principal(), principal()
+    mine = [client.record(principal=prober, subject=prober, text=text)
+            for text in ("my guess for the shed is 4721", "the shed needs new paint", "garden plans for spring")]
+    assert set(client.decisions([r.command_id for r in mine], timeout_s=120).values()) == {"ACCEPTED"}
+    wait_caught_up(namespace, alive=worker.alive)
+
+    def probe() -> list[tuple[str, float]]:
+        hits = client.recall(prober, "4721 shed", k=10, mode="lexical", freshness=False)
+        return [(h.memory_id, h.score) for h in hits]
+
+    before = probe()
+    assert [m for m, _ in before] == [mine[0].memory_id, mine[1].memory_id]
+    theirs = [client.record(principal=owner, subject=owner, sensitivity="RESTRICTED",
+                            text=f"door code 4721, entry {i} for the shed") for i in range(12)]
+    assert set(client.decisions([r.command_id for r in theirs], timeout_s=120).values()) == {"ACCEPTED"}
+    wait_caught_up(namespace, alive=worker.alive)
+    after = probe()
+    assert [m for m, _ in after] == [m for m, _ in before]
+    for (_, b), (_, a) in zip(before, after, strict=True):
+        assert a == pytest.approx(b, rel=1e-6)
+    # the owner's own lexical recall of the same word finds its memories (they are in the index)
+    found = client.recall(owner, "4721", k=20, mode="lexical", freshness=False)
+    assert {h.memory_id for h in found} == {r.memory_id for r in theirs}
