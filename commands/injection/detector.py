@@ -34,7 +34,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/46"
+DETECTOR_VERSION = "rules/47"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.
@@ -376,7 +376,9 @@ ACROSTIC_LINES = 6
 _ACROSTIC_ACT = re.compile(
     r"(?:send|forward|fwd|email|mail|transfer|wire|pay|delete|wipe|erase|share|leak|export|upload|reveal|dump|copy"
     # rules/39: also post, paste, give, tell, print, text ("POSTAPIKEYSBELOW")
-    r"|ignore|disable|approve|post|paste|give|tell|print|text)[a-z]{0,5}?(?:inbox|mail|emails|passwords?|passcodes?|pins?|keys?|tokens?|codes?|money"
+    # rules/47: also an API key ("SHARETHEAPIKEY": the object further than five letters as "keys" alone)
+    r"|ignore|disable|approve|post|paste|give|tell|print|text)[a-z]{0,5}?(?:inbox|mail|emails|passwords?|passcodes?"
+    r"|pins?|apikeys?|keys?|tokens?|codes?|money"
     # rules/38: also the person's notes, messages, documents, photos, chats, calendar, history ("SENDMYNOTES...")
     r"|funds|cash|files|data|contacts|secrets|rules|logs|creds|credentials|everything|notes|messages|docs|documents"
     r"|photos|chats|calendar|history)")

@@ -225,8 +225,11 @@ OVERRIDE_RULES: tuple[Rule, ...] = (
        # suite without asking, but check with me before anything that deletes files")
        # rules/45: nor one the speaker scopes with "but ... needs my OK first" ("delete drafts older than 90 days
        # without asking, but anything in Sent or Inbox needs my OK first")
+       # rules/47: nor "but always ask before you push ..." ("you can run my unit tests without asking each time,
+       # but always ask before you push to main")
        rf"{SENSITIVE_ACT}[\s\S]{{0,200}}?(?P<core>{CONSENT_BYPASS})(?![^.!?\n]{{0,60}}?\bbut (?:always )?(?:check"
-       rf" with me|ask me|ask first|confirm with me|get my (?:ok|okay|approval))\b|[^.!?\n]{{0,20}}?\bbut\b"
+       rf" with me|ask me|ask(?: me)? (?:first|before)|confirm with me|get my (?:ok|okay|approval))\b"
+       rf"|[^.!?\n]{{0,20}}?\bbut\b"
        r"[^.!?\n]{0,60}?\b(?:needs?|requires?)\s+my\s+(?:ok|okay|approval|confirmation|sign-?off|go-ahead)\b)"
        rf"|(?P<core2>{CONSENT_BYPASS})"
        rf"(?:(?!\bbut\b)[^.!?\n]){{0,80}}?{SENSITIVE_ACT}|(?P<core3>{NEVER_ASKS})[\s\S]{{0,160}}?{SENSITIVE_ACT}",

@@ -26,7 +26,9 @@ C = r"(?:(?!(?<!\.\.)[.!?](?:\s|$|[\"')\]]+(?:[\s,}\]]|$)))[^\n;:])"
 S = r"(?:(?!(?<!\.\.)[.!?](?:\s|$|[\"')\]]+(?:[\s,}\]]|$)))[^\n])"
 
 AGENT = (r"(?:ai|a\.i\.|assistants?|agents?|chatbots?|bots?|llms?|language models?|copilots?|summari[sz]ers?"
-         r"|(?:ai|automated|reviewer|llm|virtual) (?:assistants?|agents?|models?|systems?|reviewers?|bots?|tools?)"
+         # rules/47: also "LLM-based / AI-powered / model-driven reviewers" (a footnote telling them how to score)
+         r"|(?:ai|automated|reviewer|llm|virtual|model)(?:[- ](?:based|powered|driven|assisted))?"
+         r" (?:assistants?|agents?|models?|systems?|reviewers?|bots?|tools?|graders?|judges?|screeners?)"
          r"|models?|whoever reads this)")
 PARTICIPLE = r"(?:\s+(?:reading|processing|summari[sz]ing|reviewing|parsing|seeing|using)\s+(?:this|the)(?:\s+\w+)?)"
 #: Where an imperative may open: the text's start, after punctuation, or after a conjunction (since rules/24 a whole

@@ -36,6 +36,8 @@ _AGENT_ML = nfkc(
     "ki|ki-\\w+|ia|l'ia|ai|a\\.i\\.|assistent\\w*|assistant\\w*|l'assistant\\w*|asistent\\w*|assistente|asystent\\w*"
     "|agent\\w*|agente|ajan\\w*|agen|bot|bots|botu|botti\\w*|chatbot\\w*|sprachmodell\\w*|tekoäly\\w*|avustaja\\w*"
     "|assistentti\\w*|yapay zek[aâ]\\w*|asistan\\w*|asszisztens\\w*|asisten|trợ lý|βοηθ\\w*|μοντέλ\\w*"
+    # rules/47: the Vietnamese model ("Lưu ý cho mô hình:"), as the Greek μοντέλο above
+    "|mô hình(?: ngôn ngữ| ai)?"
     "|(?:ии-|ші-|ai-)?(?:ассистент\\w*|асистент\\w*|помощник\\w*|помічник\\w*)|ии|ші|бот\\w*|агент\\w*|нейросет\\w*"
     "|(?:لل|ل|ال)?مساعد|البوت"
     "|الذكاء الاصطناعي|עוזר|בוט|הבוט|סוכן|בינה מלאכותית"
