@@ -146,7 +146,7 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout67", "injection_heldout68", "injection_heldout69",
                                   "injection_heldout70", "injection_heldout71",
                                   "injection_heldout72", "injection_heldout73", "injection_heldout74",
-                                  "injection_heldout75"])
+                                  "injection_heldout75", "injection_heldout76"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
@@ -174,7 +174,8 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     ``rules/39``, the sixty-sixth ``rules/40``, the sixty-seventh ``rules/41``, the
     sixty-eighth ``rules/42``, the sixty-ninth the default after it, the seventieth ``rules/43``, the
     seventy-first ``rules/44``, the seventy-second the default after it, the
-    seventy-third ``rules/45``, the seventy-fourth the default after it, the seventy-fifth ``rules/46``)
+    seventy-third ``rules/45``, the seventy-fourth the default after it, the seventy-fifth ``rules/46``, the
+    seventy-sixth ``rules/47``)
     is the file its provenance note fixed, and none of its texts is in any other labelled file of the package (a
     set is trained on only as the file it is, once the next is frozen)."""
     import hashlib
@@ -312,7 +313,10 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   # the ``send_email`` tool description once more (the sixteenth, twentieth, thirty-third, sixty-first)
                   **{frozenset({"injection_heldout74", f"injection_heldout{n}"}): 1 for n in (16, 20, 33, 61)},
                   # a Japanese request to drop the polite register, as the seventy-third's
-                  frozenset({"injection_heldout75", "injection_heldout73"}): 1}
+                  frozenset({"injection_heldout75", "injection_heldout73"}): 1,
+                  # `git status` once more (b78020)
+                  **{frozenset({"injection_heldout76", f"injection_heldout{n}"}): 1
+                     for n in (7, 23, 25, 26, 29, 32, 41, 44, 45, 46, 49, 50, 53, 65, 68)}}
 
 
 def test_weights_ship_with_the_package() -> None:
