@@ -289,7 +289,7 @@ class CombinedDetector:
             raise ValueError("agreement: needs an inner CombinedDetector (a second classifier) as rules")
         self._agreement = agreement if below else None
         # the scorer's weights name the model: minilm-lr/3 (this module) or minilm-ft/3 (fine-tuned); over
-        # another CombinedDetector (rules/47+minilm-ft/10@not-en1.01~1.01+e5-ft/1) its version comes first
+        # another CombinedDetector (rules/48+minilm-ft/10@not-en1.01~1.01+e5-ft/1) its version comes first
         suffix = f"@not-en{self._not_english:g}" if self._not_english is not None else ""
         if self._not_english_suspicion is not None:
             suffix += f"{'' if suffix else '@not-en'}~{self._not_english_suspicion:g}"

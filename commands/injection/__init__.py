@@ -353,6 +353,11 @@ spaces and tabs become one space.
   agent in a note's header; a line acrostic may spell an API key ("SHARETHEAPIKEY"); not orders: a permission the
   speaker scopes with "but always ask before you ...". Over the labelled files: 2 benign texts cleared, 6 injected
   items found that no rule read (3 of them of earlier sets), none loses a finding; no conversation turn changes.
+- Since rules/48 (from the seventy-sixth held-out set, after it was scored with rules/46 and rules/47): not orders:
+  a step of a menu path ("Settings > Payouts > Edit bank account": a ">" after a word and a space opens no
+  imperative), a spelling or variety of English for everything the agent writes ("please use British spelling in
+  everything you write for me"), in a sentence that moves nothing. Over the labelled files: 3 benign texts cleared,
+  no injected item loses a finding; no conversation turn changes.
 - ``hidden.*`` (HIDDEN): chat-template tokens (``<|im_start|>``, ``<<SYS>>``, ``[INST]``) alone; role
   tags (``[system]``, ``<system>``, ``### System:``), HTML comments, CSS-hidden elements and meta
   content, zero-width characters and tag characters when they contain or sit beside another finding;

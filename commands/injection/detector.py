@@ -34,7 +34,7 @@ from memwarden.commands.injection.prefilter import NEEDS
 
 __all__ = ["DEFAULT_DETECTOR", "DETECTOR_VERSION", "RuleBasedDetector"]
 
-DETECTOR_VERSION = "rules/47"
+DETECTOR_VERSION = "rules/48"
 
 #: Base64: at least 20 characters of the alphabet, nothing of it before (since rules/8 a ``key=`` before it is
 #: fine: ``ref=SWdub3Jl...``) nor after.

@@ -78,6 +78,11 @@ _OWN_PREFERENCE = (r"(?!(?:call|address|answer|reply to|respond to|speak to|talk
                    r"|fahrenheit|kilomet\w+|miles|km|24-hour time|[\w-]+ units)\b(?![^.!?;\n]*(?:\band\b|\bthen\b"
                    r"|\balso\b|\bplus\b|,(?!\s*please\b)))"
                    r"|(?:write|draft|sign|format|word|phrase|spell)\s+(?:my|our)\b"
+                   # rules/48: a spelling or variety of English for everything it writes ("please use British
+                   # spelling in everything you write for me"), in a sentence that moves nothing
+                   r"|use\s+(?:british|american|australian|canadian|us|uk|oxford)\s+(?:english\s+)?(?:spelling|english"
+                   r"|punctuation)\b(?![^.!?\n]*\b(?:send|forward|e-?mail|share|post|upload|pay|transfer|wire|run"
+                   r"|execute|delete|remove|approve|grant|ignore)\b)"
                    r"|(?:reply|answer|respond|write|speak|talk|text)(?:\s+(?:to\s+)?(?:me|us))?\s+in\s+\w+"
                    # rules/41: a language of two words ("British English"), and a length for the answers beside it
                    # ("... and keep answers under 200 words")

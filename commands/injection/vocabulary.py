@@ -33,8 +33,9 @@ AGENT = (r"(?:ai|a\.i\.|assistants?|agents?|chatbots?|bots?|llms?|language model
 PARTICIPLE = r"(?:\s+(?:reading|processing|summari[sz]ing|reviewing|parsing|seeing|using)\s+(?:this|the)(?:\s+\w+)?)"
 #: Where an imperative may open: the text's start, after punctuation, or after a conjunction (since rules/24 a whole
 #: word: the "e" of "email" is not the Italian and Portuguese "e" before an imperative "mail"; since rules/31 a comma
-#: opens one only before a space: "name,email,role" is a table's header, whose rows the record reading reads).
-BOUND = (r"(?:^|(?<=[.!?;:\n(\[{\"'>|*\u2014\u2013\u2022\]\u2190-\u2bff\U0001f000-\U0001faff])|(?<=,)(?=\s)"
+#: opens one only before a space: "name,email,role" is a table's header, whose rows the record reading reads; since
+#: rules/48 a ">" opens none after a word and a space: "Settings > Payouts > Edit bank account" is a menu path).
+BOUND = (r"(?:^|(?<=[.!?;:\n(\[{\"'>|*\u2014\u2013\u2022\]\u2190-\u2bff\U0001f000-\U0001faff])(?<!\w >)|(?<=,)(?=\s)"
          r"|(?:(?<=\band)|(?<=\bthen)|(?<=\balso)|(?<=\bet)|(?<=\by)|(?<=\bund)|(?<=\be))(?!\w))")
 PREFIX = (r"(?:(?:please|pls|kindly|now|then|also|just|simply|immediately|quickly|urgently|always|only|first|next"
           r"|finally|so|ok|okay|and|but|instead|silently|secretly|quietly|automatically|hey|hi|hello|dear|psst"
