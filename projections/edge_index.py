@@ -143,10 +143,12 @@ class EdgeVectorIndex:
                 except Exception as exc:
                     if LEXICAL in str(exc):
                         raise IndexUnavailable(
-                            f"Edge shard at {self._dir} has no {LEXICAL!r} sparse vector of this layout (layout 1"
-                            f" has none; lexical_idf {self._idf!r} needs {LEXICAL!r} built for it, and a shard built"
-                            " for the other lexical IDF differs). The shard is derived: delete it (or call"
-                            " recreate()) and replay the events topic into it"
+                            f"Edge shard at {self._dir} was built for another layout (layout 1 has no {LEXICAL!r}"
+                            " vector; a shard built for the other lexical IDF, MEMWARDEN_LEXICAL_IDF, has another"
+                            f" one; this index is lexical_idf {self._idf!r}). It is derived: stop the worker, delete"
+                            f" {self._dir} and the 'index:edge' rows of the namespace's projection_offsets table, and"
+                            " start the worker again (it replays the events topic into a new shard); or set"
+                            " MEMWARDEN_LEXICAL_IDF back"
                         ) from exc
                     raise
             create_indexes(self._shard, self._idf)

@@ -128,8 +128,10 @@ class ServerVectorIndex:
                 if sparse is None or (sparse.modifier or models.Modifier.NONE) != self._modifier():
                     raise IndexUnavailable(
                         f"collection {self._collection!r} has no {LEXICAL!r} sparse vector built for lexical_idf"
-                        f" {self._idf!r} (layout 1 has none; the other lexical IDF differs in its modifier). It is"
-                        " derived: drop it and replay the events topic into it"
+                        f" {self._idf!r} (layout 1 has none; the other lexical IDF, MEMWARDEN_LEXICAL_IDF, differs in"
+                        " its modifier). It is derived: stop the worker, drop the collection and the 'index:server'"
+                        " rows of the namespace's projection_offsets table, and start the worker again (it replays"
+                        " the events topic into a new collection); or set MEMWARDEN_LEXICAL_IDF back"
                     )
             for key in KEYWORD_FIELDS:
                 client.create_payload_index(self._collection, key, models.PayloadSchemaType.KEYWORD, wait=True)

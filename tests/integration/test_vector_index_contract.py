@@ -865,7 +865,7 @@ class TestEdgeIndexReaderIdf(ReaderIdfCases, VectorIndexContract):
         namespace.close()
         reader = EdgeVectorIndex(tmp_path, "built", exact=True, idf="reader")
         try:
-            with pytest.raises(IndexUnavailable, match="lexical_idf 'reader'"):
+            with pytest.raises(IndexUnavailable, match="lexical_idf 'reader'.*stop the worker.*projection_offsets"):
                 reader.ensure(DIM)
         finally:
             reader.close()
