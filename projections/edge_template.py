@@ -22,16 +22,11 @@ from pathlib import Path
 import qdrant_edge as qe
 
 from .edge_translate import PAYLOAD_MEMORY, edge_config
-from .vector_index import DEFAULT_LEXICAL_IDF, INTEGER_FIELDS, KEYWORD_FIELDS, LAYOUT_VERSION, TERMS_FIELD, LexicalIdf
+from .vector_index import DEFAULT_LEXICAL_IDF, KEYWORD_FIELDS, LAYOUT_VERSION, LexicalIdf, integer_fields
 
 #: File Edge writes into every shard directory; its presence means "a shard exists here".
 CONFIG_FILE = "edge_config.json"
 TEMPLATES = ".templates"
-
-
-def integer_fields(idf: LexicalIdf) -> tuple[str, ...]:
-    """The integer-indexed payload fields of a shard of lexical IDF ``idf``."""
-    return (*INTEGER_FIELDS, TERMS_FIELD) if idf == "reader" else INTEGER_FIELDS
 
 
 def create_indexes(shard: qe.EdgeShard, idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> None:
@@ -88,4 +83,4 @@ def copy_empty_shard(directory: Path, dim: int, idf: LexicalIdf = DEFAULT_LEXICA
     return True
 
 
-__all__ = ["CONFIG_FILE", "TEMPLATES", "copy_empty_shard", "create_indexes", "integer_fields", "template_name"]
+__all__ = ["CONFIG_FILE", "TEMPLATES", "copy_empty_shard", "create_indexes", "template_name"]

@@ -30,7 +30,6 @@ from .server_translate import SERVER_PAYLOAD, server_fusion, server_point, to_se
 from .vector_index import (
     DEFAULT_FUSION,
     DEFAULT_LEXICAL_IDF,
-    INTEGER_FIELDS,
     KEYWORD_FIELDS,
     LEXICAL,
     TERMS_FIELD,
@@ -44,6 +43,7 @@ from .vector_index import (
     canonical_id,
     check_hybrid_limits,
     check_lexical_idf,
+    integer_fields,
     plain_vector,
     point_from_record,
     reader_weighted,
@@ -135,7 +135,7 @@ class ServerVectorIndex:
                     )
             for key in KEYWORD_FIELDS:
                 client.create_payload_index(self._collection, key, models.PayloadSchemaType.KEYWORD, wait=True)
-            for key in (*INTEGER_FIELDS, TERMS_FIELD) if self._idf == "reader" else INTEGER_FIELDS:
+            for key in integer_fields(self._idf):
                 client.create_payload_index(self._collection, key, models.PayloadSchemaType.INTEGER, wait=True)
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:

@@ -223,6 +223,12 @@ def stored_payload(point: IndexPoint, idf: LexicalIdf) -> dict[str, Any]:
     return payload
 
 
+def integer_fields(idf: LexicalIdf) -> tuple[str, ...]:
+    """The integer-indexed payload fields of an index of lexical IDF ``idf`` (:data:`TERMS_FIELD` too for
+    ``"reader"``)."""
+    return (*INTEGER_FIELDS, TERMS_FIELD) if idf == "reader" else INTEGER_FIELDS
+
+
 def check_lexical_idf(idf: object) -> LexicalIdf:
     """``idf`` as a :data:`LexicalIdf`; raises ``ValidationError("lexical_idf", ...)`` otherwise."""
     if idf not in ("namespace", "reader"):
@@ -306,6 +312,6 @@ __all__ = [
     "DEFAULT_FUSION", "DEFAULT_LEXICAL_IDF", "INTEGER_FIELDS", "KEYWORD_FIELDS", "LAYOUT_VERSION", "LEXICAL",
     "OPEN_END_MS", "PREFETCH_FACTOR", "RRF_K", "TERMS_FIELD", "Condition", "FieldIn", "FieldRange", "Filter",
     "FusionMethod", "Hit", "IndexPoint", "IndexUnavailable", "LexicalIdf", "SparseVector", "VectorIndex", "bm25_idf",
-    "canonical_id", "check_hybrid_limits", "check_lexical_idf", "filter_is_empty", "match_values", "plain_vector",
-    "point_from_record", "rank_hits", "reader_weighted", "search_with_tie_closure", "stored_payload",
+    "canonical_id", "check_hybrid_limits", "check_lexical_idf", "filter_is_empty", "integer_fields", "match_values",
+    "plain_vector", "point_from_record", "rank_hits", "reader_weighted", "search_with_tie_closure", "stored_payload",
 ]
