@@ -43,6 +43,7 @@ alone). The version :data:`DETECTOR_VERSION` names the rules and the weights.
 from __future__ import annotations
 
 import re
+import string
 import threading
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -70,6 +71,8 @@ __all__ = [
     "InjectionScorer",
     "Scorer",
     "clean_text",
+    "codes_masked",
+    "CODE",
     "features",
     "load_weights",
     "ngram_features",
@@ -80,7 +83,7 @@ __all__ = [
 #: Bump with every retraining that changes the shipped weights.
 CLASSIFIER_VERSION = "minilm-lr/3"
 #: The version of the combined detector (rules and classifier weights).
-DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}"
+DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}#codes"
 #: ``Finding.rule`` of a classifier hit.
 CLASSIFIER_RULE = f"classifier.{CLASSIFIER_VERSION}"
 #: Hashed character n-gram buckets and the n-gram lengths.
@@ -101,6 +104,39 @@ _SPACES = re.compile(r"\s+")
 OPAQUE_ID = re.compile(r"(?<![a-z0-9])(?!0x[0-9a-f]{40}(?![a-z0-9])|bc1)(?=[a-z0-9]*[0-9])(?=[a-z0-9]*[a-z])"
                        r"[a-z0-9]{20,}(?![a-z0-9])")
 _WORD = re.compile(r"\w+")
+#: What :func:`codes_masked` puts in a code's place: an ordinary small number (the word ``id``, which
+#: ``mask_ids`` puts in place of long payload-like runs, reads as payload evidence to the fine-tuned model).
+CODE = "1"
+#: A run of ASCII letters and digits holding a digit (:func:`codes_masked`).
+_ALNUM_WITH_DIGIT = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[0-9])[A-Za-z0-9]+(?![A-Za-z0-9])")
+
+
+def codes_masked(text: str) -> str:
+    """``text`` with every *code* replaced by :data:`CODE`: a run of ASCII letters and digits that holds
+    three digits or more and nothing else, six hex digits or more (``a517d1``), five characters or more in
+    capitals (``XX1LQOB``), or that mixes letters and digits and is no leetspeak word (decoded as
+    :func:`clean_text` does, it keeps a digit): ``803468``, ``a5f09e``, ``BA2490``, ``INV-2291`` (its
+    ``2291``); ``d1sr3g4rd`` (``disregard``), ``3pm`` and ``12`` are kept. Everything else is unchanged
+    (a script without spaces included: only the ASCII run is replaced).
+
+    Why (issue 12, field case 4, false alarms): a short note whose content is mostly a code ("Alice note
+    803468", "Ticket 803468", "Quick note: 803468") scored 0.9-0.99 on the fine-tuned English classifier,
+    which had learned digits and letter soup from one-time codes and payloads in attacks; such a note was
+    quarantined. :class:`CombinedDetector` therefore reads the classifier's evidence on the text with its
+    codes masked too, and keeps the lower probability: an instruction stays an instruction without its
+    numbers, a code alone is no instruction."""
+
+    def mask(m: re.Match[str]) -> str:
+        run = m.group()
+        if run.isdigit():
+            return CODE if len(run) >= 3 else run
+        if len(run) >= 6 and all(c in string.hexdigits for c in run):
+            return CODE  # hex: "a517d1" decodes to the letter soup "asitdi"
+        if len(run) >= 5 and run.upper() == run:
+            return CODE  # a reference in capitals: "XX1LQOB" decodes to "xxilqob"
+        return CODE if any(c.isdigit() for c in run.lower().translate(_LEET)) else run
+
+    return _ALNUM_WITH_DIGIT.sub(mask, text)
 
 
 def clean_text(text: str, *, mask_ids: bool = False) -> str:
@@ -294,7 +330,8 @@ class CombinedDetector:
         if self._not_english_suspicion is not None:
             suffix += f"{'' if suffix else '@not-en'}~{self._not_english_suspicion:g}"
         suffix += f"&{self._agreement:g}" if self._agreement is not None else ""
-        self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}"
+        # "#codes": the evidence is read with codes masked too (:meth:`evidence`, since rules/48)
+        self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}#codes"
         self._rule = f"classifier.{scorer.weights.version}"
         self._agreed_rule = (f"classifier.{rules._scorer.weights.version}&{scorer.weights.version}"
                              if isinstance(rules, CombinedDetector) else self._rule)
@@ -323,7 +360,7 @@ class CombinedDetector:
         threshold (``agreement`` above)."""
         inner = self._rules
         return (self._agreement is not None and p >= self._agreement and isinstance(inner, CombinedDetector)
-                and inner.score(text) >= inner.threshold)
+                and inner.evidence(text) >= inner.threshold)
 
     def prime(self, texts: Iterable[str]) -> None:
         """Score ``texts`` (one embedding call) and keep only their scores for the following ``detect``
@@ -342,11 +379,24 @@ class CombinedDetector:
             hit = self._cache.get(text)
         return hit if hit is not None else float(self._scorer.scores([text])[0])
 
+    def evidence(self, text: str) -> float:
+        """The probability this detector decides on: :meth:`score` of ``text``, or, when that reaches a
+        threshold (suspicion or decision) and ``text`` holds codes, the lower of it and the score of
+        :func:`codes_masked` ``(text)`` (scored now, one text: the case is rare). An empty text gives 0."""
+        if not text.strip():
+            return 0.0
+        p = self.score(text)
+        if p < min(self._threshold_for(text), self._suspicion_for(text)):
+            return p
+        masked = codes_masked(text)
+        return p if masked == text else min(p, self.score(masked))
+
     def detect(self, text: str) -> Detection:
         """The rules' findings, plus one whole-text ``classifier.*`` finding on a classifier hit (or on two
-        classifiers' ``agreement``); ``suspect`` when the probability reaches the weights' suspicion threshold."""
+        classifiers' ``agreement``); ``suspect`` when the probability reaches the weights' suspicion threshold.
+        The probability is :meth:`evidence`: a text whose score rests on its codes is not flagged."""
         found = self._rules.detect(text)
-        p = self.score(text) if text.strip() else 0.0
+        p = self.evidence(text)
         rule = self._rule
         if p < self._threshold_for(text):
             if not self._agreed(text, p):

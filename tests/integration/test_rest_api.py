@@ -269,6 +269,7 @@ def test_a_held_write_s_decision_shows_its_review_as_it_stands(api: TestClient, 
     assert after["review"]["status"] == "approved" and after["review"]["reviewed_by"] == reviewer
     assert after["review"]["reviewed_at"] >= after["decided_at"]
     plain = _record(api, token, f"Alice note {uuid.uuid4().hex[:6]}").json()
+    assert plain["outcome"] == "ACCEPTED", plain  # a note holding a code is no instruction (rules/48 #codes)
     assert api.get(plain["decision_url"], headers=auth(token)).json()["review"] is None
 
 
