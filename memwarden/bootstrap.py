@@ -31,6 +31,7 @@ class Container:
         self._keyring: KeyRing | None = None
         self._embedder: Embedder | None = None
         self._index: VectorIndex | None = None
+        self._replaced: VectorIndex | None = None  # index_to_replace, when it is not index()
         self._detector: InstructionDetector | None = None
 
     @cached_property
@@ -170,6 +171,23 @@ class Container:
             self._index = index
         return self._index
 
+    def index_to_replace(self) -> VectorIndex:
+        """The vector index an in-place switch replaces (:mod:`memwarden.processors.rebuild`): :meth:`index`;
+        or, when the live Edge shard was built for the other lexical IDF (``settings.lexical_idf`` changed:
+        the switch is the rebuild that change needs), the shard opened as it is, for ``adopt`` only (it is
+        never ensured nor read, and not kept as :meth:`index`; :meth:`close` closes it)."""
+        s = self.settings
+        if self._index is None and not s.qdrant_url:
+            from memwarden.projections.edge_index import EdgeVectorIndex
+            from memwarden.projections.edge_template import shard_lexical_idf
+
+            built_for = shard_lexical_idf(s.data_dir / "qdrant" / s.index_name)
+            if built_for is not None and built_for != s.lexical_idf:
+                if self._replaced is None:
+                    self._replaced = EdgeVectorIndex(s.data_dir / "qdrant", s.index_name, idf=s.lexical_idf)
+                return self._replaced
+        return self.index()
+
     async def pg(self, *, autocommit: bool = False) -> psycopg.AsyncConnection:
         """A new asyncio Postgres connection in the namespace schema (``autocommit``: see
         :func:`memwarden.stores.pg.connect_async`)."""
@@ -183,6 +201,8 @@ class Container:
             self._keyring.close()
         if self._index is not None:
             self._index.close()
+        if self._replaced is not None:
+            self._replaced.close()
 
 
 def namespace_digests(settings: Settings) -> dict[str, dict[str, Any]]:

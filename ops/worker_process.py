@@ -96,7 +96,10 @@ class WorkerProcess:
                 pass
             time.sleep(0.3)
         tail = self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
-        raise StackUnavailable(f"worker did not become healthy in {timeout_s}s; log tail:\n{tail}")
+        code = self.proc.poll() if self.proc is not None else None
+        what = f"worker exited with code {code} before it was healthy" if code is not None else \
+            f"worker did not become healthy in {timeout_s}s"
+        raise StackUnavailable(f"{what}; log tail:\n{tail}")
 
     def alive(self) -> bool:
         """Whether the child process is still running."""

@@ -67,7 +67,8 @@ async def switch(container: Container, rebuilt: Settings,
     one, ``StackUnavailable`` when Kafka or Postgres fail (nothing is switched then)."""
     live = container.settings
     check_rebuild(live, rebuilt)
-    adopt = getattr(container.index(), "adopt", None)
+    replaced = container.index_to_replace()  # built for another lexical IDF: a switch of MEMWARDEN_LEXICAL_IDF
+    adopt = getattr(replaced, "adopt", None)
     if adopt is None:
         raise ValidationError("rebuilt", "an in-place switch moves embedded (Qdrant Edge) shards; with a Qdrant "
                                          "server, point the namespace at the rebuilt collection instead")

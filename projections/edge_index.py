@@ -8,9 +8,11 @@ distance) and the named sparse vector :data:`LEXICAL` per point (with the engine
 
 Layout migration: a shard created by layout 1 (dense only), or for the other lexical IDF, cannot be
 opened with this adapter's config; :meth:`EdgeVectorIndex.ensure` then raises ``IndexUnavailable``
-saying so. The shard is a derived projection: stop the worker, delete the shard directory (or call
-:meth:`EdgeVectorIndex.recreate`) and the ``index:edge`` rows of ``projection_offsets``, and restart:
-the projector replays the events topic into it (a fresh namespace does all of this by construction).
+saying so. The shard is a derived projection: stop the worker and run ``memwarden replay --in-place`` with
+the settings the worker will have; it rebuilds the namespace from its ledger beside it and switches in one
+step (:meth:`EdgeVectorIndex.adopt`, which refuses a rebuild made for another lexical IDF than its own).
+Deleting the shard and its ``index:edge`` offsets is not enough: the worker's consumer group resumes where
+it left the events topic, and the new shard stays empty (a fresh namespace builds it by construction).
 
 Things worth knowing about Edge (0.9):
 
@@ -48,7 +50,7 @@ import qdrant_edge as qe
 from memwarden.errors import ValidationError
 
 from .edge_template import CONFIG_FILE as _CONFIG_FILE
-from .edge_template import copy_empty_shard, create_indexes
+from .edge_template import copy_empty_shard, create_indexes, shard_lexical_idf
 from .edge_translate import (
     EDGE_PAYLOAD,
     edge_config,
@@ -145,10 +147,10 @@ class EdgeVectorIndex:
                         raise IndexUnavailable(
                             f"Edge shard at {self._dir} was built for another layout (layout 1 has no {LEXICAL!r}"
                             " vector; a shard built for the other lexical IDF, MEMWARDEN_LEXICAL_IDF, has another"
-                            f" one; this index is lexical_idf {self._idf!r}). It is derived: stop the worker, delete"
-                            f" {self._dir} and the 'index:edge' rows of the namespace's projection_offsets table, and"
-                            " start the worker again (it replays the events topic into a new shard); or set"
-                            " MEMWARDEN_LEXICAL_IDF back"
+                            f" one; this index is lexical_idf {self._idf!r}). It is derived: stop the worker, run"
+                            f" `memwarden replay --in-place` with MEMWARDEN_LEXICAL_IDF={self._idf} (it rebuilds the"
+                            " namespace from its ledger beside it and switches in one step), then start the worker"
+                            " with that setting; or set MEMWARDEN_LEXICAL_IDF back"
                         ) from exc
                     raise
             create_indexes(self._shard, self._idf)
@@ -321,6 +323,10 @@ class EdgeVectorIndex:
         rebuilt, retired = self._dir.parent / name, self._dir.parent / retire_as
         if not (rebuilt / _CONFIG_FILE).exists():
             raise IndexUnavailable(f"no Edge shard at {rebuilt}")
+        built_for = shard_lexical_idf(rebuilt)
+        if built_for is not None and built_for != self._idf:
+            raise IndexUnavailable(f"the Edge shard at {rebuilt} was built for lexical_idf {built_for!r}; this index"
+                                   f" serves {self._idf!r} (MEMWARDEN_LEXICAL_IDF): stop the worker, then switch")
         with self._lock:
             shard, self._shard = self._shard, None
             if shard is not None:

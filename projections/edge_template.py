@@ -13,6 +13,7 @@ creators never see half a template. Without ``cp`` the caller creates the shard 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -22,11 +23,24 @@ from pathlib import Path
 import qdrant_edge as qe
 
 from .edge_translate import PAYLOAD_MEMORY, edge_config
-from .vector_index import DEFAULT_LEXICAL_IDF, KEYWORD_FIELDS, LAYOUT_VERSION, LexicalIdf, integer_fields
+from .vector_index import DEFAULT_LEXICAL_IDF, KEYWORD_FIELDS, LAYOUT_VERSION, LEXICAL, LexicalIdf, integer_fields
 
 #: File Edge writes into every shard directory; its presence means "a shard exists here".
 CONFIG_FILE = "edge_config.json"
 TEMPLATES = ".templates"
+
+
+def shard_lexical_idf(directory: Path) -> LexicalIdf | None:
+    """The lexical IDF the Edge shard at ``directory`` was built for, read from its :data:`CONFIG_FILE`:
+    ``"namespace"`` (the engine's IDF modifier on the lexical vector), ``"reader"`` (no modifier), or
+    ``None`` (no shard there, an unreadable config, or layout 1 without a lexical vector)."""
+    try:
+        config = json.loads((Path(directory) / CONFIG_FILE).read_text())
+        lexical = config["sparse_vectors"][LEXICAL]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    modifier = str((lexical or {}).get("modifier") or "none").lower()
+    return "namespace" if modifier == "idf" else "reader"
 
 
 def create_indexes(shard: qe.EdgeShard, idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> None:
@@ -83,4 +97,4 @@ def copy_empty_shard(directory: Path, dim: int, idf: LexicalIdf = DEFAULT_LEXICA
     return True
 
 
-__all__ = ["CONFIG_FILE", "TEMPLATES", "copy_empty_shard", "create_indexes", "template_name"]
+__all__ = ["CONFIG_FILE", "TEMPLATES", "copy_empty_shard", "create_indexes", "shard_lexical_idf", "template_name"]

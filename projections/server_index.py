@@ -129,9 +129,10 @@ class ServerVectorIndex:
                     raise IndexUnavailable(
                         f"collection {self._collection!r} has no {LEXICAL!r} sparse vector built for lexical_idf"
                         f" {self._idf!r} (layout 1 has none; the other lexical IDF, MEMWARDEN_LEXICAL_IDF, differs in"
-                        " its modifier). It is derived: stop the worker, drop the collection and the 'index:server'"
-                        " rows of the namespace's projection_offsets table, and start the worker again (it replays"
-                        " the events topic into a new collection); or set MEMWARDEN_LEXICAL_IDF back"
+                        " its modifier). It is derived, but a namespace on a Qdrant server does not switch in place:"
+                        " set MEMWARDEN_LEXICAL_IDF back, or rebuild the namespace from its ledger into a new one"
+                        " with the setting (`memwarden replay --into`). Dropping the collection and its offsets is"
+                        " not enough: the worker's consumer group resumes where it left the events topic"
                     )
             for key in KEYWORD_FIELDS:
                 client.create_payload_index(self._collection, key, models.PayloadSchemaType.KEYWORD, wait=True)

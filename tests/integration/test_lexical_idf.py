@@ -7,15 +7,22 @@ query and of what the reader may read, so it does not move."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from memwarden.errors import StackUnavailable
 from memwarden.ops.progress import wait_caught_up
-from memwarden.ops.worker_process import WorkerProcess
+from memwarden.ops.worker_process import WorkerProcess, settings_env
 from memwarden.producers.client import MemwardenClient
+from memwarden.projections.edge_template import shard_lexical_idf
 from memwarden.settings import Settings
-from tests.integration.conftest import drop, make_namespace
+from tests.integration.conftest import drop, enroll_ids, make_namespace
 
 pytestmark = [pytest.mark.integration]
 
@@ -53,3 +60,42 @@ def test_a_guess_scores_the_same_whether_or_not_unreadable_memories_hold_it(
     # the owner's own lexical recall of the same word finds its memories (they are in the index)
     found = client.recall(owner, "4721", k=20, mode="lexical", freshness=False)
     assert {h.memory_id for h in found} == {r.memory_id for r in theirs}
+
+
+def test_an_existing_namespace_switches_its_lexical_idf_by_an_in_place_replay(stack: Settings) -> None:
+    """The steps the refusal gives: a namespace built with the index's IDF, its worker stopped and started
+    with ``reader``, is refused with the steps; ``memwarden replay --in-place`` under the new setting rebuilds
+    the index beside it and switches; the worker then starts, finds what was recorded before and projects
+    what comes after. (The steps given before, delete the shard and its offsets, left the new shard empty:
+    the worker's consumer group resumed where it had left the events topic.)"""
+    ns = make_namespace(stack)
+    reader = ns.model_copy(update={"lexical_idf": "reader"})
+    who = f"user:{uuid.uuid4().hex[:8]}"
+    shard = ns.data_dir / "qdrant" / ns.index_name
+    try:
+        with MemwardenClient(ns) as client:
+            with WorkerProcess(ns) as worker:
+                enroll_ids(client, ns, who)
+                before = client.record(principal=who, subject=who, text="the shed door code is 4721")
+                assert client.decisions([before.command_id], timeout_s=120)[before.command_id] == "ACCEPTED"
+                wait_caught_up(ns, alive=worker.alive)
+            assert shard_lexical_idf(shard) == "namespace"
+            with pytest.raises(StackUnavailable) as refused:
+                WorkerProcess(reader).start()
+            said = " ".join(str(refused.value).split())  # the console wraps the worker's error
+            assert "run `memwarden replay --in-place` with MEMWARDEN_LEXICAL_IDF=reader" in said
+            done = subprocess.run([str(Path(sys.executable).with_name("memwarden")), "replay", "--in-place", "--json"],
+                                  env=settings_env(reader), capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr[-2000:]
+            assert json.loads(done.stdout)["switch"]["namespace"] == ns.topic_prefix
+            assert shard_lexical_idf(shard) == "reader"
+            with WorkerProcess(reader) as worker:
+                hits = client.recall(who, "4721 shed", mode="lexical", freshness=False)
+                assert [h.memory_id for h in hits] == [before.memory_id]
+                after = client.record(principal=who, subject=who, text="the shed window latch is broken")
+                assert client.decisions([after.command_id], timeout_s=120)[after.command_id] == "ACCEPTED"
+                wait_caught_up(reader, alive=worker.alive)
+                found = client.recall(who, "shed", mode="lexical", freshness=False)
+                assert {h.memory_id for h in found} == {before.memory_id, after.memory_id}
+    finally:
+        drop(ns)

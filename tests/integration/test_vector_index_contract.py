@@ -590,6 +590,36 @@ class TestEdgeIndex(VectorIndexContract):
         finally:
             second.close()
 
+    def test_a_rebuild_for_the_other_lexical_idf_is_adopted_only_by_an_index_of_that_idf(
+            self, tmp_path: Path, points: list[IndexPoint]) -> None:
+        """An in-place switch moves the rebuilt shard in (``adopt``): a live index serving one lexical IDF
+        refuses a rebuild made for the other, moving nothing; an index of the rebuild's IDF adopts it over a
+        live shard of the other (the switch ``MEMWARDEN_LEXICAL_IDF`` needs)."""
+        from memwarden.projections.edge_template import shard_lexical_idf
+
+        for name, idf in (("live", "namespace"), ("rebuilt", "reader")):
+            built = EdgeVectorIndex(tmp_path, name, exact=True, idf=idf)
+            built.ensure(DIM)
+            built.upsert(points[:10] if name == "live" else points[:30])
+            built.close()
+        assert shard_lexical_idf(tmp_path / "live") == "namespace"
+        assert shard_lexical_idf(tmp_path / "rebuilt") == "reader"
+        assert shard_lexical_idf(tmp_path / "nothing") is None
+        live = EdgeVectorIndex(tmp_path, "live", exact=True)
+        try:
+            with pytest.raises(IndexUnavailable, match="built for lexical_idf 'reader'"):
+                live.adopt("rebuilt", "retired")
+            assert live.count() == 10 and (tmp_path / "rebuilt").is_dir()
+        finally:
+            live.close()
+        switching = EdgeVectorIndex(tmp_path, "live", exact=True, idf="reader")  # not ensured: the other layout
+        try:
+            switching.adopt("rebuilt", "retired")
+            assert switching.count() == 30 and shard_lexical_idf(tmp_path / "live") == "reader"
+            switching.ensure(DIM)  # the adopted shard is of this index's layout
+        finally:
+            switching.close()
+
     def test_layout_1_shard_is_refused_then_recreated(self, tmp_path: Path, points: list[IndexPoint]) -> None:
         import qdrant_edge as qe
 
@@ -865,7 +895,8 @@ class TestEdgeIndexReaderIdf(ReaderIdfCases, VectorIndexContract):
         namespace.close()
         reader = EdgeVectorIndex(tmp_path, "built", exact=True, idf="reader")
         try:
-            with pytest.raises(IndexUnavailable, match="lexical_idf 'reader'.*stop the worker.*projection_offsets"):
+            with pytest.raises(IndexUnavailable,
+                               match="lexical_idf .reader.*stop the worker, run .memwarden replay --in-place. with"):
                 reader.ensure(DIM)
         finally:
             reader.close()
