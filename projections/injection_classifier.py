@@ -73,6 +73,7 @@ __all__ = [
     "clean_text",
     "codes_masked",
     "CODE",
+    "short_note_with_codes",
     "features",
     "load_weights",
     "ngram_features",
@@ -111,6 +112,38 @@ CODE = "1"
 _ALNUM_WITH_DIGIT = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[0-9])[A-Za-z0-9]+(?![A-Za-z0-9])")
 
 
+#: A word for :func:`short_note_with_codes`: a run of letters, or one Han or kana character (those scripts
+#: write no spaces; one character carries about a word).
+_NOTE_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|[^\W\d_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
+#: The most words and codes a short note holding codes has (:func:`short_note_with_codes`).
+NOTE_WORDS, NOTE_CODES = 5, 2
+
+
+def short_note_with_codes(text: str) -> bool:
+    """Whether ``text`` is a short note holding codes: one or two codes (:func:`codes_masked`) and at most
+    :data:`NOTE_WORDS` words besides (``"Alice note 803468"``, ``"Ticket 55120"``, ``"Ops log REF-39026"``).
+
+    Only there does :class:`CombinedDetector` read the classifier's evidence with the codes masked. In a
+    longer text, or one holding more codes, the codes are evidence the classifier rightly reads: an account
+    number a payment is to be routed to, a payload written in binary or hex (masking them everywhere lost 39
+    injections of the labelled sets for 15 false positives cleared)."""
+    codes = sum(1 for m in _ALNUM_WITH_DIGIT.finditer(text) if _is_code(m.group()))
+    if not 1 <= codes <= NOTE_CODES:
+        return False
+    return len(_NOTE_WORD.findall(_ALNUM_WITH_DIGIT.sub(" ", text))) <= NOTE_WORDS
+
+
+def _is_code(run: str) -> bool:
+    """Whether a run of ASCII letters and digits holding a digit is a code (:func:`codes_masked`)."""
+    if run.isdigit():
+        return len(run) >= 3
+    if len(run) >= 6 and all(c in string.hexdigits for c in run):
+        return True  # hex: "a517d1" decodes to the letter soup "asitdi"
+    if len(run) >= 5 and run.upper() == run:
+        return True  # a reference in capitals: "XX1LQOB" decodes to "xxilqob"
+    return any(c.isdigit() for c in run.lower().translate(_LEET))
+
+
 def codes_masked(text: str) -> str:
     """``text`` with every *code* replaced by :data:`CODE`: a run of ASCII letters and digits that holds
     three digits or more and nothing else, six hex digits or more (``a517d1``), five characters or more in
@@ -122,21 +155,11 @@ def codes_masked(text: str) -> str:
     Why (issue 12, field case 4, false alarms): a short note whose content is mostly a code ("Alice note
     803468", "Ticket 803468", "Quick note: 803468") scored 0.9-0.99 on the fine-tuned English classifier,
     which had learned digits and letter soup from one-time codes and payloads in attacks; such a note was
-    quarantined. :class:`CombinedDetector` therefore reads the classifier's evidence on the text with its
-    codes masked too, and keeps the lower probability: an instruction stays an instruction without its
-    numbers, a code alone is no instruction."""
+    quarantined. For a short note holding codes (:func:`short_note_with_codes`), :class:`CombinedDetector`
+    therefore reads the classifier's evidence on the text with its codes masked too, and keeps the lower
+    probability: an instruction stays an instruction without its numbers, a code alone is no instruction."""
 
-    def mask(m: re.Match[str]) -> str:
-        run = m.group()
-        if run.isdigit():
-            return CODE if len(run) >= 3 else run
-        if len(run) >= 6 and all(c in string.hexdigits for c in run):
-            return CODE  # hex: "a517d1" decodes to the letter soup "asitdi"
-        if len(run) >= 5 and run.upper() == run:
-            return CODE  # a reference in capitals: "XX1LQOB" decodes to "xxilqob"
-        return CODE if any(c.isdigit() for c in run.lower().translate(_LEET)) else run
-
-    return _ALNUM_WITH_DIGIT.sub(mask, text)
+    return _ALNUM_WITH_DIGIT.sub(lambda m: CODE if _is_code(m.group()) else m.group(), text)
 
 
 def clean_text(text: str, *, mask_ids: bool = False) -> str:
@@ -381,15 +404,15 @@ class CombinedDetector:
 
     def evidence(self, text: str) -> float:
         """The probability this detector decides on: :meth:`score` of ``text``, or, when that reaches a
-        threshold (suspicion or decision) and ``text`` holds codes, the lower of it and the score of
-        :func:`codes_masked` ``(text)`` (scored now, one text: the case is rare). An empty text gives 0."""
+        threshold (suspicion or decision) and ``text`` is a short note holding codes
+        (:func:`short_note_with_codes`), the lower of it and the score of :func:`codes_masked` ``(text)``
+        (scored now, one text: the case is rare). An empty text gives 0."""
         if not text.strip():
             return 0.0
         p = self.score(text)
-        if p < min(self._threshold_for(text), self._suspicion_for(text)):
+        if p < min(self._threshold_for(text), self._suspicion_for(text)) or not short_note_with_codes(text):
             return p
-        masked = codes_masked(text)
-        return p if masked == text else min(p, self.score(masked))
+        return min(p, self.score(codes_masked(text)))
 
     def detect(self, text: str) -> Detection:
         """The rules' findings, plus one whole-text ``classifier.*`` finding on a classifier hit (or on two
