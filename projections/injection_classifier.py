@@ -37,7 +37,9 @@ Rule findings are kept as they are; a classifier hit adds one ``Finding(DIRECTIV
 text and weights (the ONNX model is a pure function of its input; a batch of texts is padded per text
 by the attention mask). ``prime(texts)`` scores a whole
 gate batch in one embedding call; ``detect`` then reads the cached score (a text not primed is scored
-alone). The version :data:`DETECTOR_VERSION` names the rules and the weights.
+alone). A short note holding one or two codes ("Ticket 803468") is also scored with its codes masked, and
+the lower probability counts (:func:`short_note_with_codes`, :meth:`CombinedDetector.evidence`; version
+suffix ``#codes``). The version :data:`DETECTOR_VERSION` names the rules and the weights.
 """
 
 from __future__ import annotations
@@ -110,8 +112,6 @@ _WORD = re.compile(r"\w+")
 CODE = "1"
 #: A run of ASCII letters and digits holding a digit (:func:`codes_masked`).
 _ALNUM_WITH_DIGIT = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[0-9])[A-Za-z0-9]+(?![A-Za-z0-9])")
-
-
 #: A word for :func:`short_note_with_codes`: a run of letters, or one Han or kana character (those scripts
 #: write no spaces; one character carries about a word).
 _NOTE_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|[^\W\d_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
@@ -158,7 +158,6 @@ def codes_masked(text: str) -> str:
     quarantined. For a short note holding codes (:func:`short_note_with_codes`), :class:`CombinedDetector`
     therefore reads the classifier's evidence on the text with its codes masked too, and keeps the lower
     probability: an instruction stays an instruction without its numbers, a code alone is no instruction."""
-
     return _ALNUM_WITH_DIGIT.sub(lambda m: CODE if _is_code(m.group()) else m.group(), text)
 
 
@@ -353,7 +352,7 @@ class CombinedDetector:
         if self._not_english_suspicion is not None:
             suffix += f"{'' if suffix else '@not-en'}~{self._not_english_suspicion:g}"
         suffix += f"&{self._agreement:g}" if self._agreement is not None else ""
-        # "#codes": the evidence is read with codes masked too (:meth:`evidence`, since rules/48)
+        # "#codes": a short note holding codes is read without them too (:meth:`evidence`; since 2026-12-07)
         self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}#codes"
         self._rule = f"classifier.{scorer.weights.version}"
         self._agreed_rule = (f"classifier.{rules._scorer.weights.version}&{scorer.weights.version}"
