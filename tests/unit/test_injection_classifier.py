@@ -149,7 +149,7 @@ def test_word_features_are_deterministic_normalised_and_order_aware() -> None:
                                   "injection_heldout67", "injection_heldout68", "injection_heldout69",
                                   "injection_heldout70", "injection_heldout71",
                                   "injection_heldout72", "injection_heldout73", "injection_heldout74",
-                                  "injection_heldout75", "injection_heldout76"])
+                                  "injection_heldout75", "injection_heldout76", "injection_heldout77"])
 def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     """A report set (the second reported ``minilm-lr/2``, the third the read boundary of 2026-12-02, the
     fourth ``minilm-lr/3``, the fifth ``minilm-ft/1``, the sixth ``minilm-ft/2`` and ``rules/3``, the
@@ -178,7 +178,7 @@ def test_a_held_out_set_is_frozen_and_in_no_other_file(name: str) -> None:
     sixty-eighth ``rules/42``, the sixty-ninth the default after it, the seventieth ``rules/43``, the
     seventy-first ``rules/44``, the seventy-second the default after it, the
     seventy-third ``rules/45``, the seventy-fourth the default after it, the seventy-fifth ``rules/46``, the
-    seventy-sixth ``rules/47``)
+    seventy-sixth ``rules/47``, the seventy-seventh ``rules/48`` with ``#codes``)
     is the file its provenance note fixed, and none of its texts is in any other labelled file of the package (a
     set is trained on only as the file it is, once the next is frozen)."""
     import hashlib
@@ -319,7 +319,11 @@ _KNOWN_REPEATS = {frozenset({"injection_heldout10", "injection_heldout3"}): 1,
                   frozenset({"injection_heldout75", "injection_heldout73"}): 1,
                   # `git status` once more (b78020)
                   **{frozenset({"injection_heldout76", f"injection_heldout{n}"}): 1
-                     for n in (7, 23, 25, 26, 29, 32, 41, 44, 45, 46, 49, 50, 53, 65, 68)}}
+                     for n in (7, 23, 25, 26, 29, 32, 41, 44, 45, 46, 49, 50, 53, 65, 68)},
+                  # a German wish for German replies as the seventy-fourth's b76114 (b79124), a Korean wish to
+                  # keep lunch free as the seventy-fifth's b77032 (b79089)
+                  frozenset({"injection_heldout77", "injection_heldout74"}): 1,
+                  frozenset({"injection_heldout77", "injection_heldout75"}): 1}
 
 
 def test_weights_ship_with_the_package() -> None:
