@@ -34,6 +34,7 @@ from memwarden.bootstrap import Container, drop_projections
 from memwarden.errors import ValidationError
 from memwarden.processors.replay import replay
 from memwarden.processors.replay_cut import resolve_cut
+from memwarden.projections.vector_index import IndexUnavailable
 from memwarden.settings import Settings
 from memwarden.stores import namespaces
 
@@ -68,10 +69,14 @@ async def switch(container: Container, rebuilt: Settings,
     live = container.settings
     check_rebuild(live, rebuilt)
     replaced = container.index_to_replace()  # built for another lexical IDF: a switch of MEMWARDEN_LEXICAL_IDF
-    adopt = getattr(replaced, "adopt", None)
-    if adopt is None:
+    adopt, adoptable = getattr(replaced, "adopt", None), getattr(replaced, "check_adoptable", None)
+    if adopt is None or adoptable is None:
         raise ValidationError("rebuilt", "an in-place switch moves embedded (Qdrant Edge) shards; with a Qdrant "
                                          "server, point the namespace at the rebuilt collection instead")
+    try:  # before anything moves: a rebuild made under another lexical IDF than this index's is refused
+        adoptable(rebuilt.index_name)
+    except IndexUnavailable as exc:
+        raise ValidationError("rebuilt", str(exc)) from None
     retired = live.projections_of_ledger(f"{live.topic_prefix}.retired-{uuid.uuid4().hex[:8]}")
     paused_at = time.perf_counter()
     async with AsyncExitStack() as stack:

@@ -316,17 +316,25 @@ class EdgeVectorIndex:
             shutil.rmtree(self._dir, ignore_errors=True)
         self.ensure(dim)
 
-    def adopt(self, name: str, retire_as: str) -> None:
-        """Switch this index to the shard ``name`` beside it (a rebuild), in one step under the lock:
-        close the shard, move this directory to ``retire_as`` and ``name``'s to this one, open it.
-        Calls wait meanwhile. Raises ``IndexUnavailable`` when ``name`` holds no shard (nothing moves)."""
-        rebuilt, retired = self._dir.parent / name, self._dir.parent / retire_as
+    def check_adoptable(self, name: str) -> None:
+        """Raise ``IndexUnavailable`` unless the shard ``name`` beside this one exists and was built for this
+        index's lexical IDF (a rebuild made under another ``MEMWARDEN_LEXICAL_IDF`` than this worker's); a
+        switch calls it before it changes anything."""
+        rebuilt = self._dir.parent / name
         if not (rebuilt / _CONFIG_FILE).exists():
             raise IndexUnavailable(f"no Edge shard at {rebuilt}")
         built_for = shard_lexical_idf(rebuilt)
         if built_for is not None and built_for != self._idf:
             raise IndexUnavailable(f"the Edge shard at {rebuilt} was built for lexical_idf {built_for!r}; this index"
                                    f" serves {self._idf!r} (MEMWARDEN_LEXICAL_IDF): stop the worker, then switch")
+
+    def adopt(self, name: str, retire_as: str) -> None:
+        """Switch this index to the shard ``name`` beside it (a rebuild), in one step under the lock:
+        close the shard, move this directory to ``retire_as`` and ``name``'s to this one, open it.
+        Calls wait meanwhile. Raises ``IndexUnavailable`` when ``name`` holds no shard or one built for another
+        lexical IDF (:meth:`check_adoptable`; nothing moves)."""
+        rebuilt, retired = self._dir.parent / name, self._dir.parent / retire_as
+        self.check_adoptable(name)
         with self._lock:
             shard, self._shard = self._shard, None
             if shard is not None:

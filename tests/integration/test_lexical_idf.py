@@ -79,13 +79,18 @@ def test_an_existing_namespace_switches_its_lexical_idf_by_an_in_place_replay(st
                 before = client.record(principal=who, subject=who, text="the shed door code is 4721")
                 assert client.decisions([before.command_id], timeout_s=120)[before.command_id] == "ACCEPTED"
                 wait_caught_up(ns, alive=worker.alive)
+                # while the worker of the old setting runs, it refuses the rebuild before anything moves
+                early = _replay_in_place(reader)
+                assert early.returncode != 0 and "built for lexical_idf 'reader'" in " ".join(early.stdout.split() +
+                                                                                          early.stderr.split())
+                assert [h.memory_id for h in client.recall(who, "4721 shed", mode="lexical", freshness=False)] == [
+                    before.memory_id]
             assert shard_lexical_idf(shard) == "namespace"
             with pytest.raises(StackUnavailable) as refused:
                 WorkerProcess(reader).start()
             said = " ".join(str(refused.value).split())  # the console wraps the worker's error
             assert "run `memwarden replay --in-place` with MEMWARDEN_LEXICAL_IDF=reader" in said
-            done = subprocess.run([str(Path(sys.executable).with_name("memwarden")), "replay", "--in-place", "--json"],
-                                  env=settings_env(reader), capture_output=True, text=True, timeout=900)
+            done = _replay_in_place(reader)
             assert done.returncode == 0, done.stderr[-2000:]
             assert json.loads(done.stdout)["switch"]["namespace"] == ns.topic_prefix
             assert shard_lexical_idf(shard) == "reader"
@@ -99,3 +104,9 @@ def test_an_existing_namespace_switches_its_lexical_idf_by_an_in_place_replay(st
                 assert {h.memory_id for h in found} == {before.memory_id, after.memory_id}
     finally:
         drop(ns)
+
+
+def _replay_in_place(settings: Settings) -> subprocess.CompletedProcess[str]:
+    """``memwarden replay --in-place --json`` as a user runs it, under ``settings``."""
+    return subprocess.run([str(Path(sys.executable).with_name("memwarden")), "replay", "--in-place", "--json"],
+                          env=settings_env(settings), capture_output=True, text=True, timeout=900)
