@@ -89,7 +89,7 @@ def test_orders_in_other_languages_are_flagged_and_ordinary_texts_are_not(scorer
 
 def test_the_detector_flags_an_order_the_rules_do_not_read(scorer: E5FineTunedScorer) -> None:
     det = CombinedDetector(scorer)
-    assert det.version.endswith(f"+{E5FT_VERSION}")
+    assert det.version.endswith(f"+{E5FT_VERSION}#codes")
     order = det.detect(ORDERS[2])
     assert order.carries_instructions and order.suspect
     assert any(f.rule == f"classifier.{E5FT_VERSION}" for f in order.findings)
