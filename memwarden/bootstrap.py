@@ -173,18 +173,20 @@ class Container:
 
     def index_to_replace(self) -> VectorIndex:
         """The vector index an in-place switch replaces (:mod:`memwarden.processors.rebuild`): :meth:`index`;
-        or, when the live Edge shard was built for the other lexical IDF (``settings.lexical_idf`` changed:
-        the switch is the rebuild that change needs), the shard opened as it is, for ``adopt`` only (it is
-        never ensured nor read, and not kept as :meth:`index`; :meth:`close` closes it)."""
+        or, when the live Edge shard was built for another layout (the other lexical IDF, after
+        ``settings.lexical_idf`` changed, or layout 1: the switch is the rebuild that change needs), the shard
+        opened as it is, for ``adopt`` only (it is never ensured nor read, and not kept as :meth:`index`;
+        :meth:`close` closes it)."""
         s = self.settings
+        if self._replaced is not None:  # it holds the shard, adopted or not
+            return self._replaced
         if self._index is None and not s.qdrant_url:
             from memwarden.projections.edge_index import EdgeVectorIndex
-            from memwarden.projections.edge_template import shard_lexical_idf
+            from memwarden.projections.edge_template import CONFIG_FILE, shard_lexical_idf
 
-            built_for = shard_lexical_idf(s.data_dir / "qdrant" / s.index_name)
-            if built_for is not None and built_for != s.lexical_idf:
-                if self._replaced is None:
-                    self._replaced = EdgeVectorIndex(s.data_dir / "qdrant", s.index_name, idf=s.lexical_idf)
+            live = s.data_dir / "qdrant" / s.index_name
+            if (live / CONFIG_FILE).exists() and shard_lexical_idf(live) != s.lexical_idf:
+                self._replaced = EdgeVectorIndex(s.data_dir / "qdrant", s.index_name, idf=s.lexical_idf)
                 return self._replaced
         return self.index()
 

@@ -620,6 +620,46 @@ class TestEdgeIndex(VectorIndexContract):
         finally:
             switching.close()
 
+    @pytest.mark.parametrize("live_idf", ["layout 1", "reader"])
+    def test_a_switch_replaces_a_live_shard_of_another_layout_without_ensuring_it(
+            self, tmp_path: Path, points: list[IndexPoint], live_idf: str) -> None:
+        """``Container.index_to_replace`` over a live shard of layout 1 or of the other lexical IDF: the shard
+        opened as it is (``index()`` refuses it: ``test_layout_1_shard_is_refused_then_recreated``,
+        ``test_a_shard_of_the_other_idf_is_refused``), and it adopts a rebuild of the namespace's layout; over a
+        shard of the namespace's own layout (in a new container) it is ``index()``."""
+        import qdrant_edge as qe
+
+        from memwarden.bootstrap import Container
+        from memwarden.projections.edge_template import shard_lexical_idf
+        from memwarden.settings import Settings
+
+        s = Settings(data_dir=tmp_path, topic_prefix=f"switch{uuid.uuid4().hex[:6]}")
+        root = tmp_path / "qdrant"
+        if live_idf == "layout 1":
+            dense = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=384, distance=qe.Distance.Cosine))
+            qe.EdgeShard.create(str(root / s.index_name), dense).close()
+        else:
+            other = EdgeVectorIndex(root, s.index_name, idf="reader")
+            other.ensure(384)
+            other.close()
+        rebuilt = EdgeVectorIndex(root, "rebuilt")
+        rebuilt.ensure(384)
+        rebuilt.close()
+        container = Container(s)
+        try:
+            replaced = container.index_to_replace()
+            assert isinstance(replaced, EdgeVectorIndex)
+            replaced.adopt("rebuilt", "retired")
+            assert shard_lexical_idf(root / s.index_name) == "namespace"
+            assert container.index_to_replace() is replaced  # it holds the shard: asked again, the same
+        finally:
+            container.close()
+        again = Container(s)
+        try:
+            assert again.index_to_replace() is again.index()  # a shard of the namespace's layout: the index itself
+        finally:
+            again.close()
+
     def test_layout_1_shard_is_refused_then_recreated(self, tmp_path: Path, points: list[IndexPoint]) -> None:
         import qdrant_edge as qe
 
