@@ -186,7 +186,7 @@ class Container:
 
             live = s.data_dir / "qdrant" / s.index_name
             if (live / CONFIG_FILE).exists() and shard_lexical_idf(live) != s.lexical_idf:
-                self._replaced = EdgeVectorIndex(s.data_dir / "qdrant", s.index_name, idf=s.lexical_idf)
+                self._replaced = EdgeVectorIndex(live.parent, s.index_name, idf=s.lexical_idf)
                 return self._replaced
         return self.index()
 

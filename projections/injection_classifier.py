@@ -409,7 +409,10 @@ class CombinedDetector:
         if not text.strip():
             return 0.0
         p = self.score(text)
-        if p < min(self._threshold_for(text), self._suspicion_for(text)) or not short_note_with_codes(text):
+        w = self._scorer.weights  # a text's thresholds are these or raised ones: below both, nothing to mask
+        if p < min(w.threshold, w.suspicion) or not short_note_with_codes(text):
+            return p
+        if p < min(self._threshold_for(text), self._suspicion_for(text)):
             return p
         return min(p, self.score(codes_masked(text)))
 
