@@ -25,17 +25,26 @@ from a Zipf-distributed vocabulary of 20k pseudo-words; dense vectors are random
 (the cost of scoring does not depend on their content); queries are 3-8 words from the same
 vocabulary, embedded for real.
 
+``--writes-per-query W`` upserts ``W`` new memories of the same world before each query (default 0: a
+static index), so that the reader document frequencies kept between recalls under ``--idf reader``
+(:mod:`memwarden.projections.reader_frequencies`) are measured while writes make some of them stale; their
+hits and misses over the timed queries are reported (``reader_frequencies``). ``--active-readers R`` asks
+every query as one of ``R`` principals (default 0: any principal of the world, each about once at 100k,
+so nothing kept is asked again; an agent's session recalls many times as the same reader).
+
 ``--torch-threads`` sets PyTorch's intra-op threads for the query embedding (default 1: one short
 text gains nothing from two threads, and on a busy 2-core machine two threads wait on each other:
 p95 of a single-text embedding measured 355 ms with 2 threads against 17 ms with 1).
 
 Usage: ``python bench/recall_latency_bench.py [--sizes 10000 100000] [--queries 300] [--k 10]
-[--torch-threads 1] [--idf namespace|reader]``.
+[--torch-threads 1] [--idf namespace|reader] [--writes-per-query 0] [--active-readers 0] [--json]``. With
+``--json`` it prints one JSON object (``sizes``: the figures per size, times in ms) instead of the lines.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -79,22 +88,27 @@ def record_of(m: MemorySpec, i: int) -> dict[str, Any]:
             "decided_at": m.observed_at + timedelta(seconds=1), "_closed": m.effective_to is not None}
 
 
+def points_of(world: World, start: int, n: int, encoder: Bm25Encoder) -> list[IndexPoint]:
+    """``n`` new memories of ``world`` as index points, numbered from ``start``."""
+    vectors = world.rng.standard_normal((n, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    points = []
+    for j in range(n):
+        m = world.memory()
+        rec = record_of(m, start + j)
+        payload = payload_of(rec)
+        if rec["_closed"]:
+            payload["status"] = "superseded"
+        pid = point_id(rec["memory_id"], rec["command_id"])
+        points.append(IndexPoint(pid, vectors[j].tolist(), payload, encoder.document(m.text, key=pid)))
+    return points
+
+
 def build(index: EdgeVectorIndex, world: World, size: int, batch: int, encoder: Bm25Encoder) -> float:
     """Write ``size`` memories; returns the seconds spent in ``upsert`` (conversion included)."""
     spent = 0.0
     for start in range(0, size, batch):
-        n = min(batch, size - start)
-        vectors = world.rng.standard_normal((n, DIM)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        points = []
-        for j in range(n):
-            m = world.memory()
-            rec = record_of(m, start + j)
-            payload = payload_of(rec)
-            if rec["_closed"]:
-                payload["status"] = "superseded"
-            pid = point_id(rec["memory_id"], rec["command_id"])
-            points.append(IndexPoint(pid, vectors[j].tolist(), payload, encoder.document(m.text, key=pid)))
+        points = points_of(world, start, min(batch, size - start), encoder)
         t0 = time.perf_counter()
         index.upsert(points)
         spent += time.perf_counter() - t0
@@ -107,7 +121,11 @@ def pct(values: Sequence[float], q: float) -> float:
 
 
 def bench(size: int, n_queries: int, k: int, batch: int, seed: int, embedder: SentenceTransformerEmbedder,
-          idf: LexicalIdf = DEFAULT_LEXICAL_IDF) -> None:
+          idf: LexicalIdf = DEFAULT_LEXICAL_IDF, writes_per_query: int = 0, active_readers: int = 0,
+          quiet: bool = False) -> dict[str, Any]:
+    """Build a ``size``-memory shard and time ``n_queries`` recalls (after 20 untimed); returns the figures
+    (times in ms) and prints them unless ``quiet``."""
+    say = (lambda _line: None) if quiet else print
     rng = np.random.default_rng(seed)
     world = World(size, rng, NOW)
     grants = grants_of(world)
@@ -116,11 +134,19 @@ def bench(size: int, n_queries: int, k: int, batch: int, seed: int, embedder: Se
         index = EdgeVectorIndex(Path(tmp), "bench", idf=idf)
         index.ensure(DIM)
         upsert_s = build(index, world, size, batch, encoder)
-        print(f"{size} memories: upsert {size / upsert_s:,.0f} points/s; {world.n_principals} principals,"
+        written = size
+        say(f"{size} memories: upsert {size / upsert_s:,.0f} points/s; {world.n_principals} principals,"
               f" {len(world.grants)} grants")
         total, in_index, in_embed, dense_only, admitted = [], [], [], [], []
         for qi in range(n_queries + 20):
+            if writes_per_query:
+                index.upsert(points_of(world, written, writes_per_query, encoder))
+                written += writes_per_query
+            if qi == 20 and index.frequencies is not None:
+                index.frequencies.hits = index.frequencies.misses = 0
             reader, purpose, text = world.query()
+            if active_readers:
+                reader = world.principals[int(rng.integers(0, min(active_readers, world.n_principals)))]
             t0 = time.perf_counter()
             vector = embedder.embed([text])[0].tolist()
             t1 = time.perf_counter()
@@ -142,18 +168,38 @@ def bench(size: int, n_queries: int, k: int, batch: int, seed: int, embedder: Se
                 admitted.append(index.count(where))
             assert len(hits) <= k
         share = sum(in_embed) / sum(total)
-        print(f"  recall (embed + encode + filter + hybrid query): p50 {pct(total, 50):6.2f} ms"
+        figures: dict[str, Any] = {
+            "memories": size, "idf": idf, "writes_per_query": writes_per_query, "active_readers": active_readers,
+            "queries": n_queries,
+            "upsert_points_per_s": round(size / upsert_s), "principals": world.n_principals,
+            "grants": len(world.grants),
+            "recall_ms": {"p50": pct(total, 50), "p95": pct(total, 95)},
+            "index_query_ms": {"p50": pct(in_index, 50), "p95": pct(in_index, 95)},
+            "embedding_ms": {"p50": pct(in_embed, 50), "p95": pct(in_embed, 95)}, "embedding_share": share,
+            "dense_only_ms": {"p50": pct(dense_only, 50), "p95": pct(dense_only, 95)},
+            "admitted_mean": statistics.mean(admitted),
+        }
+        if index.frequencies is not None:
+            hits, misses = index.frequencies.hits, index.frequencies.misses
+            figures["reader_frequencies"] = {"hits": hits, "misses": misses,
+                                             "hit_rate": hits / (hits + misses) if hits + misses else None}
+        say(f"  recall (embed + encode + filter + hybrid query): p50 {pct(total, 50):6.2f} ms"
               f"  p95 {pct(total, 95):6.2f} ms")
-        print(f"  hybrid index query alone:                      p50 {pct(in_index, 50):6.2f} ms"
+        say(f"  hybrid index query alone:                      p50 {pct(in_index, 50):6.2f} ms"
               f"  p95 {pct(in_index, 95):6.2f} ms")
-        print(f"  query embedding alone:                         p50 {pct(in_embed, 50):6.2f} ms"
+        say(f"  query embedding alone:                         p50 {pct(in_embed, 50):6.2f} ms"
               f"  p95 {pct(in_embed, 95):6.2f} ms  -> {share:.0%} of recall time")
-        print(f"  dense-only search, same filter (comparison):   p50 {pct(dense_only, 50):6.2f} ms"
+        say(f"  dense-only search, same filter (comparison):   p50 {pct(dense_only, 50):6.2f} ms"
               f"  p95 {pct(dense_only, 95):6.2f} ms")
-        print(f"  filter admits {statistics.mean(admitted):,.0f} points on average"
+        say(f"  filter admits {statistics.mean(admitted):,.0f} points on average"
               f" ({statistics.mean(admitted) / size:.1%}); hybrid/dense-only p50 ratio"
               f" {pct(in_index, 50) / pct(dense_only, 50):.2f}")
+        if "reader_frequencies" in figures:
+            kept = figures["reader_frequencies"]
+            say(f"  reader document frequencies kept: {kept['hits']:,} hits, {kept['misses']:,} counted"
+                f" ({writes_per_query} writes per query)")
         index.close()
+    return figures
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -166,6 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--torch-threads", type=int, default=1, help="0 keeps PyTorch's default")
     parser.add_argument("--idf", default=DEFAULT_LEXICAL_IDF, choices=["namespace", "reader"],
                         help="whose IDF weighs the lexical stage (lexical_idf)")
+    parser.add_argument("--writes-per-query", type=int, default=0, help="memories upserted before each query")
+    parser.add_argument("--active-readers", type=int, default=0, help="ask every query as one of this many"
+                        " principals (0: any)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     args = parser.parse_args(argv)
     embedder = SentenceTransformerEmbedder()
     if args.torch_threads > 0:
@@ -174,10 +224,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.torch_threads)
     import torch
 
-    print(f"torch intra-op threads: {torch.get_num_threads()}")
+    if not args.json:
+        print(f"torch intra-op threads: {torch.get_num_threads()}")
     embedder.embed(["warm up"])
-    for size in args.sizes:
-        bench(size, args.queries, args.k, args.batch, args.seed, embedder, args.idf)
+    sizes = [bench(size, args.queries, args.k, args.batch, args.seed, embedder, args.idf, args.writes_per_query,
+                   args.active_readers, quiet=args.json) for size in args.sizes]
+    if args.json:
+        print(json.dumps({"torch_threads": torch.get_num_threads(), "sizes": sizes}))
     return 0
 
 

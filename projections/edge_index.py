@@ -28,7 +28,10 @@ Things worth knowing about Edge (0.9):
   ``Fusion.Rrf`` / ``Fusion.Dbsf`` root query with the filter too, fused in the engine. Edge 0.9's IDF
   modifier is ``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the points of the shard holding a sparse
   vector; under ``lexical_idf="reader"`` the lexical query's weights carry that IDF over the points the
-  filter admits instead (:func:`reader_weighted`: ``1 + terms`` exact counts under the filter).
+  reader may read instead (:func:`reader_weighted`: ``1 + terms`` exact counts under the read's access
+  keys, :func:`idf_filter`), kept between recalls until a write makes them stale
+  (:class:`~memwarden.projections.reader_frequencies.ReaderFrequencies`; this adapter owns its shard, so it
+  sees every write).
   Measured on 0.9: DBSF maps each stage's scores with the *sample* standard deviation and gives 0.5
   to a stage of a single point; RRF scores are ``1 / (k + rank)`` with rank from 0;
   ``Fusion.Rrf(weights=...)`` barely changes the result (so it is not used); a root filter is also
@@ -47,6 +50,7 @@ from typing import Any, cast
 
 import qdrant_edge as qe
 
+from memwarden.commands.readmodel.payload import ACL_FIELD
 from memwarden.errors import ValidationError
 
 from .edge_template import CONFIG_FILE as _CONFIG_FILE
@@ -59,6 +63,7 @@ from .edge_translate import (
     to_edge_filter,
     to_edge_sparse,
 )
+from .reader_frequencies import ReaderFrequencies
 from .vector_index import (
     DEFAULT_FUSION,
     DEFAULT_LEXICAL_IDF,
@@ -74,8 +79,10 @@ from .vector_index import (
     canonical_id,
     check_hybrid_limits,
     check_lexical_idf,
+    idf_filter,
     plain_vector,
     point_from_record,
+    reader_access_keys,
     reader_weighted,
     search_with_tie_closure,
 )
@@ -92,8 +99,8 @@ class EdgeVectorIndex:
     adapter may be driven from a worker thread (calls are serialised, one at a time).
 
     ``idf`` chooses whose document frequencies weigh the lexical stage (:data:`LexicalIdf`: the
-    engine's over every point, or the reader's, counted under the read filter); a shard is built for
-    one of them.
+    engine's over every point, or the reader's, counted under the read's access keys and kept between
+    recalls until a write of this adapter makes them stale); a shard is built for one of them.
 
     ``exact=True`` asks the engine for exact (full-scan) search on every query. Without it, search
     is exact anyway until :meth:`optimize` builds HNSW for large segments; after that it is HNSW
@@ -111,6 +118,8 @@ class EdgeVectorIndex:
         self._lock = threading.RLock()
         self._shard: qe.EdgeShard | None = None
         self._closed = False
+        #: the reader document frequencies kept between recalls (``idf="reader"`` only)
+        self.frequencies = ReaderFrequencies() if self._idf == "reader" else None
         if (self._dir / _CONFIG_FILE).exists():
             try:
                 self._shard = qe.EdgeShard.load(str(self._dir))
@@ -154,6 +163,7 @@ class EdgeVectorIndex:
                         ) from exc
                     raise
             create_indexes(self._shard, self._idf)
+            self._stale_all()
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         """Insert or replace ``points`` by id, in one update operation (empty input is a no-op)."""
@@ -161,26 +171,36 @@ class EdgeVectorIndex:
             return
         edge_points = [edge_point(p, self._idf) for p in points]
         with self._guard("upsert") as shard:
+            replaced = self._held_terms(shard, [canonical_id(p.point_id) for p in points])
             shard.update(qe.UpdateOperation.upsert_points(edge_points))
+            if self.frequencies is not None:
+                self.frequencies.written([*replaced, *((_acl(p.payload), p.sparse.indices if p.sparse else ())
+                                                        for p in points)])
 
     def set_payload(self, where: Filter, payload: Mapping[str, Any]) -> None:
         """Merge ``payload`` keys into every point matching ``where`` (other keys are kept)."""
         operation = qe.UpdateOperation.set_payload_by_filter(to_edge_filter(where) or qe.Filter(), dict(payload))
         with self._guard("set_payload") as shard:
             shard.update(operation)
+            if ACL_FIELD in payload or TERMS_FIELD in payload:
+                self._stale_all()
 
     def delete(self, where: Filter) -> None:
         """Delete every point matching ``where`` (an empty filter deletes every point)."""
         operation = qe.UpdateOperation.delete_points_by_filter(to_edge_filter(where) or qe.Filter())
         with self._guard("delete") as shard:
             shard.update(operation)
+            self._stale_all()
 
     def delete_points(self, point_ids: Sequence[str]) -> None:
         """Delete the points ``point_ids`` (unknown ids are ignored)."""
         ids: list[qe.PointId] = [canonical_id(p) for p in point_ids]
         if ids:
             with self._guard("delete_points") as shard:
+                held = self._held_terms(shard, ids)
                 shard.update(qe.UpdateOperation.delete_points(ids))
+                if self.frequencies is not None:
+                    self.frequencies.written(held)
 
     def search(self, vector: Sequence[float], where: Filter, limit: int) -> list[Hit]:
         """Top-``limit`` hits by cosine similarity among points matching ``where``; the filter is
@@ -208,7 +228,7 @@ class EdgeVectorIndex:
             return []
         flt = to_edge_filter(where)
         if self._idf == "reader":
-            sparse = reader_weighted(sparse, self._counter(flt))
+            sparse = self._reader_weighted(sparse, where)
             if not sparse.indices:
                 return []
         query = qe.Query.Nearest(to_edge_sparse(sparse), using=LEXICAL)
@@ -242,7 +262,7 @@ class EdgeVectorIndex:
         stages = [qe.Prefetch(limit=prefetch_limit, query=qe.Query.Nearest(plain_vector(dense)), filter=flt,
                               params=params)]
         if self._idf == "reader":
-            sparse = reader_weighted(sparse, self._counter(flt))
+            sparse = self._reader_weighted(sparse, where)
         if sparse.indices:
             lexical = qe.Query.Nearest(to_edge_sparse(sparse), using=LEXICAL)
             stages.append(qe.Prefetch(limit=prefetch_limit, query=lexical, filter=flt, params=params))
@@ -342,6 +362,7 @@ class EdgeVectorIndex:
             if self._dir.exists():
                 self._dir.rename(retired)
             rebuilt.rename(self._dir)
+            self._stale_all()
             try:
                 self._shard = qe.EdgeShard.load(str(self._dir))
             except Exception as exc:
@@ -355,8 +376,33 @@ class EdgeVectorIndex:
 
     # -- internals -------------------------------------------------------------------------------
 
+    def _reader_weighted(self, sparse: SparseVector, where: Filter | None) -> SparseVector:
+        """:func:`reader_weighted` for a read filtered by ``where``: counts under :func:`idf_filter`,
+        from :attr:`frequencies` while no write made them stale (under the lock, so no write lands
+        between a lookup and its bookkeeping)."""
+        count = self._counter(to_edge_filter(idf_filter(where)))
+        keys = reader_access_keys(where)
+        with self._lock:
+            if keys is not None and self.frequencies is not None:
+                count = self.frequencies.counter(keys, count)
+            return reader_weighted(sparse, count)
+
+    def _held_terms(self, shard: qe.EdgeShard, ids: list[qe.PointId]) -> list[tuple[list[str], list[int]]]:
+        """``(access keys, term ids)`` of the points ``ids`` the shard holds now (``idf="reader"``; else
+        nothing): what a replace or delete takes away from the reader document frequencies."""
+        if self.frequencies is None or not ids:
+            return []
+        records = shard.retrieve(ids, with_payload=qe.PayloadSelector.Include([ACL_FIELD, TERMS_FIELD]),
+                                 with_vector=False)
+        return [(_acl(r.payload or {}), [int(t) for t in (r.payload or {}).get(TERMS_FIELD) or ()]) for r in records]
+
+    def _stale_all(self) -> None:
+        """Every kept reader document frequency is stale (a write whose points are not known one by one)."""
+        if self.frequencies is not None:
+            self.frequencies.reset()
+
     def _counter(self, flt: qe.Filter | None) -> Callable[[int | None], int]:
-        """The counts :func:`reader_weighted` asks for, under the translated read filter ``flt``: ``None``
+        """The counts :func:`reader_weighted` asks for, under the translated filter ``flt``: ``None``
         -> the points matching it, a term id -> those of them holding the term (exact counts)."""
 
         def count(term: int | None) -> int:
@@ -385,3 +431,9 @@ class EdgeVectorIndex:
                 raise
             except Exception as exc:
                 raise IndexUnavailable(f"Edge {what} at {self._dir} failed: {exc}") from exc
+
+
+def _acl(payload: Mapping[str, Any]) -> list[str]:
+    """A point payload's access keys (:data:`ACL_FIELD`), ``[]`` when it has none."""
+    keys = payload.get(ACL_FIELD)
+    return [str(k) for k in keys] if isinstance(keys, (list, tuple)) else []

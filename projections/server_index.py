@@ -43,6 +43,7 @@ from .vector_index import (
     canonical_id,
     check_hybrid_limits,
     check_lexical_idf,
+    idf_filter,
     integer_fields,
     plain_vector,
     point_from_record,
@@ -197,7 +198,7 @@ class ServerVectorIndex:
             return []
         flt = to_server_filter(where)
         if self._idf == "reader":
-            sparse = reader_weighted(sparse, self._counter(flt))
+            sparse = reader_weighted(sparse, self._counter(to_server_filter(idf_filter(where))))
             if not sparse.indices:
                 return []
         query = to_server_sparse(sparse)
@@ -229,7 +230,7 @@ class ServerVectorIndex:
         params = models.SearchParams(exact=True) if self._exact else None
         stages = [models.Prefetch(query=plain_vector(dense), filter=flt, params=params, limit=prefetch_limit)]
         if self._idf == "reader":
-            sparse = reader_weighted(sparse, self._counter(flt))
+            sparse = reader_weighted(sparse, self._counter(to_server_filter(idf_filter(where))))
         if sparse.indices:
             stages.append(models.Prefetch(query=to_server_sparse(sparse), using=LEXICAL, filter=flt, params=params,
                                           limit=prefetch_limit))
@@ -283,7 +284,8 @@ class ServerVectorIndex:
         return models.Modifier.IDF if self._idf == "namespace" else models.Modifier.NONE
 
     def _counter(self, flt: models.Filter | None) -> Callable[[int | None], int]:
-        """The counts :func:`reader_weighted` asks for, under the translated read filter ``flt``: ``None``
+        """The counts :func:`reader_weighted` asks for, under the translated filter ``flt`` (the read's
+        :func:`idf_filter`; counted on every recall: other workers write the same collection): ``None``
         -> points matching it, a term id -> those of them holding the term (exact counts)."""
 
         def count(term: int | None) -> int:

@@ -17,12 +17,13 @@ fusion by default).
   but a reader's lexical scores then move with the words of memories it may not read: a registered
   user recovered a four-digit code from another user's RESTRICTED memory with one write and twenty
   lexical recalls (adversarial trial, twentieth session).
-* ``"reader"``: no engine modifier; the lexical query's weights carry the IDF of the points *the read
-  filter admits* (:func:`reader_weighted`: ``N`` = those points, ``n`` = those of them holding the
-  term, counted exactly by the engine under the filter; each point's term ids are kept in its payload,
-  :data:`TERMS_FIELD`, integer-indexed). A score is then a function of the query and of readable points
-  only. It costs one count per query and one per query term (on the 100k world of
-  ``bench/recall_latency_bench.py``: about 10 ms more per hybrid query; README "Lexical IDF").
+* ``"reader"``: no engine modifier; the lexical query's weights carry the IDF of the points *the reader
+  may read* (:func:`reader_weighted`: ``N`` = those points, ``n`` = those of them holding the term,
+  counted exactly by the engine under :func:`idf_filter`, the read filter's access keys; each point's
+  term ids are kept in its payload, :data:`TERMS_FIELD`, integer-indexed). A score is then a function
+  of the query and of readable points only. It costs one count per query and one per query term; the
+  Edge adapter keeps them between recalls until a write makes them stale
+  (:mod:`memwarden.projections.reader_frequencies`; README "Lexical IDF").
 
 The two shapes differ in the engine's sparse-vector config, so a shard or collection is built for one
 of them; opening it with the other is refused (it is derived: rebuild it from the ledger).
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
 from memwarden.commands.readmodel.filters import Condition, FieldIn, FieldRange, Filter, filter_is_empty
-from memwarden.commands.readmodel.payload import INTEGER_FIELDS, KEYWORD_FIELDS, OPEN_END_MS
+from memwarden.commands.readmodel.payload import ACL_FIELD, INTEGER_FIELDS, KEYWORD_FIELDS, OPEN_END_MS
 from memwarden.errors import MemwardenError, ValidationError
 
 #: Name of the sparse lexical vector of every point (BM25 term-frequency weights; see "Whose IDF").
@@ -244,13 +245,35 @@ def bm25_idf(n_docs: int, n_holding: int) -> float:
     return math.log(1.0 + (max(n_docs, 0) - n + 0.5) / (n + 0.5))
 
 
+def reader_access_keys(where: Filter | None) -> tuple[str, ...] | None:
+    """The reader's access keys of a read filter (:func:`memwarden.commands.readmodel.read_filter.read_filter`:
+    a top-level ``must`` condition ``FieldIn(ACL_FIELD, keys)``), or ``None`` when the filter has none (a
+    reader with too many keys gets the permission as a tree; a filter that is not a read's)."""
+    if where is None:
+        return None
+    for cond in where.must:
+        if isinstance(cond, FieldIn) and cond.key == ACL_FIELD and all(isinstance(v, str) for v in cond.values):
+            return tuple(str(v) for v in cond.values)
+    return None
+
+
+def idf_filter(where: Filter | None) -> Filter | None:
+    """The filter :func:`reader_weighted`'s counts run under for a read filtered by ``where``: the read's
+    access keys alone (``acl`` holds one of the reader's keys: its ACL, purpose and trust, what separates
+    principals; the time conditions narrow the candidates, not the IDF, so the counts of one reader stay
+    the same from one recall to the next), or ``where`` itself when it carries no access keys (the
+    permission as a tree, :func:`reader_access_keys`)."""
+    keys = reader_access_keys(where)
+    return where if keys is None else Filter(must=(FieldIn(ACL_FIELD, keys),))
+
+
 def reader_weighted(sparse: SparseVector, count: Callable[[int | None], int]) -> SparseVector:
-    """``sparse`` (query weights) multiplied term by term by the IDF of the points a read admits
-    (``lexical_idf="reader"``): ``count(None)`` is ``N``, the points matching the read filter, and
-    ``count(term_id)`` is ``n``, those of them whose :data:`TERMS_FIELD` holds the term (an adapter
-    answers with exact engine counts under the filter). Terms no readable point holds are dropped
-    (they match nothing the reader may see); so is everything when nothing is readable. The lexical
-    stage then scores BM25 over the readable points alone, whatever else the index holds."""
+    """``sparse`` (query weights) multiplied term by term by the IDF of the points the reader may read
+    (``lexical_idf="reader"``): ``count(None)`` is ``N``, those points, and ``count(term_id)`` is ``n``,
+    those of them whose :data:`TERMS_FIELD` holds the term (an adapter answers with exact engine counts
+    under :func:`idf_filter` of the read filter). Terms no readable point holds are dropped (they match
+    nothing the reader may see); so is everything when nothing is readable. The lexical stage then
+    scores BM25 over the readable points alone, whatever else the index holds."""
     if not sparse.indices:
         return sparse
     n_docs = count(None)
@@ -312,6 +335,7 @@ __all__ = [
     "DEFAULT_FUSION", "DEFAULT_LEXICAL_IDF", "INTEGER_FIELDS", "KEYWORD_FIELDS", "LAYOUT_VERSION", "LEXICAL",
     "OPEN_END_MS", "PREFETCH_FACTOR", "RRF_K", "TERMS_FIELD", "Condition", "FieldIn", "FieldRange", "Filter",
     "FusionMethod", "Hit", "IndexPoint", "IndexUnavailable", "LexicalIdf", "SparseVector", "VectorIndex", "bm25_idf",
-    "canonical_id", "check_hybrid_limits", "check_lexical_idf", "filter_is_empty", "integer_fields", "match_values",
-    "plain_vector", "point_from_record", "rank_hits", "reader_weighted", "search_with_tie_closure", "stored_payload",
+    "canonical_id", "check_hybrid_limits", "check_lexical_idf", "filter_is_empty", "idf_filter", "integer_fields",
+    "match_values", "plain_vector", "point_from_record", "rank_hits", "reader_access_keys", "reader_weighted",
+    "search_with_tie_closure", "stored_payload",
 ]

@@ -43,6 +43,7 @@ from memwarden.projections.vector_index import (
     LexicalIdf,
     SparseVector,
     VectorIndex,
+    bm25_idf,
 )
 
 DIM = 384
@@ -915,6 +916,50 @@ class ReaderIdfCases:
         assert hit.score == pytest.approx(math.log(1 + 1.5 / 1.5) * a.sparse.values[0], rel=1e-5)  # type: ignore[union-attr]
         assert TERMS_FIELD not in hit.payload
         assert index.search_lexical(ENCODER.query("zanzibar"), Filter(must=(FieldIn("owner", ("carol",)),)), 10) == []
+
+
+    def test_reader_idf_follows_every_write_under_a_reads_access_keys(self, index: VectorIndex) -> None:
+        """A read filter of access keys and time conditions (the shape of ``read_filter``): its lexical weights
+        are BM25 over the points those keys admit, whatever their times, and follow every kind of write (an
+        upsert, a replace, a delete by id or by filter, a payload change of the keys) at once; the Edge adapter
+        keeps the counts between recalls, so this holds it to the counts a fresh count would give."""
+        rng = np.random.default_rng(23)
+
+        def pt(i: int, text: str, keys: list[str], valid_from: int = 0) -> IndexPoint:
+            return IndexPoint(point_id(82_000 + i), rng.standard_normal(DIM).tolist(),
+                              {"acl": keys, "valid_from_ms": valid_from}, ENCODER.document(text))
+
+        read = Filter(must=(FieldIn("acl", ("k-alice", "k-team")), FieldRange("valid_from_ms", lte=1_000)))
+        probe = ENCODER.query("zanzibar")
+        a = pt(0, "zanzibar", ["k-alice"])
+        tf = a.sparse.values[0]  # type: ignore[union-attr]
+
+        def score_of_a() -> float | None:
+            hits = {h.point_id: h.score for h in index.search_lexical(probe, read, 10)}
+            for _ in range(2):  # kept or counted again, the same
+                again = {h.point_id: h.score for h in index.search_lexical(probe, read, 10)}
+                assert again == pytest.approx(hits, rel=1e-6)
+            return hits.get(a.point_id)
+
+        index.upsert([a, pt(1, "w01", ["k-alice"])])
+        assert score_of_a() == pytest.approx(bm25_idf(2, 1) * tf, rel=1e-5)
+        index.upsert([pt(2, "zanzibar w02", ["k-team"])])  # readable through the team key: N 3, n 2
+        assert score_of_a() == pytest.approx(bm25_idf(3, 2) * tf, rel=1e-5)
+        index.upsert([pt(10 + i, "zanzibar", ["k-mallory"]) for i in range(6)])  # unreadable: nothing moves
+        assert score_of_a() == pytest.approx(bm25_idf(3, 2) * tf, rel=1e-5)
+        index.upsert([pt(3, "zanzibar", ["k-alice"], valid_from=5_000)])  # readable, not yet valid: counted
+        assert score_of_a() == pytest.approx(bm25_idf(4, 3) * tf, rel=1e-5)
+        index.upsert([pt(2, "w03", ["k-team"])])  # replaced: loses the word
+        assert score_of_a() == pytest.approx(bm25_idf(4, 2) * tf, rel=1e-5)
+        index.delete_points([point_id(82_003)])
+        assert score_of_a() == pytest.approx(bm25_idf(3, 1) * tf, rel=1e-5)
+        index.set_payload(Filter(must=(FieldIn("acl", ("k-team",)),)), {"acl": ["k-bob"]})  # no longer readable
+        assert score_of_a() == pytest.approx(bm25_idf(2, 1) * tf, rel=1e-5)
+        index.set_payload(Filter(must=(FieldIn("acl", ("k-mallory",)),)), {"acl": ["k-alice"]})  # now readable
+        assert score_of_a() == pytest.approx(bm25_idf(8, 7) * tf, rel=1e-5)
+        index.delete(Filter(must=(FieldIn("acl", ("k-alice",)),)))
+        assert score_of_a() is None
+        assert index.search_lexical(probe, read, 10) == []
 
 
 class TestEdgeIndexReaderIdf(ReaderIdfCases, VectorIndexContract):
