@@ -13,14 +13,14 @@ fusion by default).
 
 **Whose IDF** (:data:`LexicalIdf`, setting ``lexical_idf``):
 
-* ``"namespace"`` (the default): the engine's ``IDF`` modifier over *every* point of the index. Free,
-  but a reader's lexical scores then move with the words of memories it may not read: a registered
-  user recovered a four-digit code from another user's RESTRICTED memory with one write and twenty
-  lexical recalls (adversarial trial, twentieth session).
-* ``"reader"``: no engine modifier; the lexical query's weights carry the IDF of the points *the reader
-  may read* (:func:`reader_weighted`: ``N`` = those points, ``n`` = those of them holding the term,
-  counted exactly by the engine under :func:`idf_filter`, the read filter's access keys; each point's
-  term ids are kept in its payload, :data:`TERMS_FIELD`, integer-indexed). A score is then a function
+* ``"namespace"``: the engine's ``IDF`` modifier over *every* point of the index. Free, but a reader's
+  lexical scores then move with the words of memories it may not read: a registered user recovered a
+  four-digit code from another user's RESTRICTED memory with one write and twenty lexical recalls
+  (adversarial trial, twentieth session). The default until 2026-12-07 (twenty-third session).
+* ``"reader"`` (the default): no engine modifier; the lexical query's weights carry the IDF of the
+  points *the reader may read* (:func:`reader_weighted`: ``N`` = those points, ``n`` = those of them
+  holding the term, counted exactly by the engine under :func:`idf_filter`, the read filter's access
+  keys; each point's term ids are kept in its payload, :data:`TERMS_FIELD`, integer-indexed). A score is then a function
   of the query and of readable points only. It costs one count per query and one per query term; the
   Edge adapter keeps them between recalls until a write makes them stale
   (:mod:`memwarden.projections.reader_frequencies`; README "Lexical IDF").
@@ -52,8 +52,9 @@ TERMS_FIELD = "terms"
 LAYOUT_VERSION = 2
 #: Whose document frequencies weigh the lexical stage (see "Whose IDF" in the module notes).
 LexicalIdf = Literal["namespace", "reader"]
-#: The default: the engine's IDF over every point (free; lexical scores leak across principals).
-DEFAULT_LEXICAL_IDF: LexicalIdf = "namespace"
+#: The default: the reader's (a score is a function of the query and of what the reader may read; the
+#: counts are kept between recalls, README "Lexical IDF").
+DEFAULT_LEXICAL_IDF: LexicalIdf = "reader"
 
 #: How :meth:`VectorIndex.query` fuses its prefetch stages: reciprocal rank fusion (``"rrf"``,
 #: score = sum over stages of 1 / (RRF_K + rank), rank from 0 as the engine counts) or

@@ -63,12 +63,12 @@ def test_a_guess_scores_the_same_whether_or_not_unreadable_memories_hold_it(
 
 
 def test_an_existing_namespace_switches_its_lexical_idf_by_an_in_place_replay(stack: Settings) -> None:
-    """The steps the refusal gives: a namespace built with the index's IDF, its worker stopped and started
-    with ``reader``, is refused with the steps; ``memwarden replay --in-place`` under the new setting rebuilds
-    the index beside it and switches; the worker then starts, finds what was recorded before and projects
-    what comes after. (The steps given before, delete the shard and its offsets, left the new shard empty:
-    the worker's consumer group resumed where it had left the events topic.)"""
-    ns = make_namespace(stack)
+    """The steps the refusal gives: a namespace built with the index's IDF (the default before 2026-12-07),
+    its worker stopped and started with ``reader``, is refused with the steps; ``memwarden replay --in-place``
+    under the new setting rebuilds the index beside it and switches; the worker then starts, finds what was
+    recorded before and projects what comes after. (The steps given before, delete the shard and its offsets,
+    left the new shard empty: the worker's consumer group resumed where it had left the events topic.)"""
+    ns = make_namespace(stack.model_copy(update={"lexical_idf": "namespace"}))
     reader = ns.model_copy(update={"lexical_idf": "reader"})
     who = f"user:{uuid.uuid4().hex[:8]}"
     shard = ns.data_dir / "qdrant" / ns.index_name

@@ -569,7 +569,7 @@ class TestEdgeIndex(VectorIndexContract):
 
     @pytest.fixture
     def index(self, tmp_path: Path) -> Iterator[EdgeVectorIndex]:
-        idx = EdgeVectorIndex(tmp_path, "contract", exact=True)
+        idx = EdgeVectorIndex(tmp_path, "contract", exact=True, idf=self.IDF)
         idx.ensure(DIM)
         yield idx
         idx.close()
@@ -606,7 +606,7 @@ class TestEdgeIndex(VectorIndexContract):
         assert shard_lexical_idf(tmp_path / "live") == "namespace"
         assert shard_lexical_idf(tmp_path / "rebuilt") == "reader"
         assert shard_lexical_idf(tmp_path / "nothing") is None
-        live = EdgeVectorIndex(tmp_path, "live", exact=True)
+        live = EdgeVectorIndex(tmp_path, "live", exact=True, idf="namespace")
         try:
             with pytest.raises(IndexUnavailable, match="built for lexical_idf 'reader'"):
                 live.adopt("rebuilt", "retired")
@@ -634,7 +634,7 @@ class TestEdgeIndex(VectorIndexContract):
         from memwarden.projections.edge_template import shard_lexical_idf
         from memwarden.settings import Settings
 
-        s = Settings(data_dir=tmp_path, topic_prefix=f"switch{uuid.uuid4().hex[:6]}")
+        s = Settings(data_dir=tmp_path, topic_prefix=f"switch{uuid.uuid4().hex[:6]}", lexical_idf="namespace")
         root = tmp_path / "qdrant"
         if live_idf == "layout 1":
             dense = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=384, distance=qe.Distance.Cosine))
@@ -643,7 +643,7 @@ class TestEdgeIndex(VectorIndexContract):
             other = EdgeVectorIndex(root, s.index_name, idf="reader")
             other.ensure(384)
             other.close()
-        rebuilt = EdgeVectorIndex(root, "rebuilt")
+        rebuilt = EdgeVectorIndex(root, "rebuilt", idf="namespace")
         rebuilt.ensure(384)
         rebuilt.close()
         container = Container(s)
@@ -668,7 +668,7 @@ class TestEdgeIndex(VectorIndexContract):
             str(tmp_path / "old"), qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=DIM, distance=qe.Distance.Cosine))
         )
         old.close()
-        idx = EdgeVectorIndex(tmp_path, "old", exact=True)
+        idx = EdgeVectorIndex(tmp_path, "old", exact=True, idf="namespace")
         with pytest.raises(IndexUnavailable, match="layout 1"):
             idx.ensure(DIM)
         idx.recreate(DIM)
@@ -975,7 +975,7 @@ class TestEdgeIndexReaderIdf(ReaderIdfCases, VectorIndexContract):
         idx.close()
 
     def test_a_shard_of_the_other_idf_is_refused(self, tmp_path: Path) -> None:
-        namespace = EdgeVectorIndex(tmp_path, "built", exact=True)
+        namespace = EdgeVectorIndex(tmp_path, "built", exact=True, idf="namespace")
         namespace.ensure(DIM)
         namespace.close()
         reader = EdgeVectorIndex(tmp_path, "built", exact=True, idf="reader")

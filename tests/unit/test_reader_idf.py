@@ -10,6 +10,7 @@ import pytest
 from memwarden.errors import ValidationError
 from memwarden.projections.edge_template import template_name
 from memwarden.projections.vector_index import (
+    DEFAULT_LEXICAL_IDF,
     TERMS_FIELD,
     IndexPoint,
     SparseVector,
@@ -117,7 +118,9 @@ def test_an_unknown_lexical_idf_names_the_field(bad: object) -> None:
         check_lexical_idf(bad)
 
 
-def test_each_idf_has_its_own_template_and_the_default_keeps_its_name() -> None:
+def test_each_idf_has_its_own_template_and_the_namespace_template_keeps_its_name() -> None:
     assert template_name(384, "reader") != template_name(384, "namespace")
-    assert template_name(384) == template_name(384, "namespace")
+    assert template_name(384) == template_name(384, DEFAULT_LEXICAL_IDF) == template_name(384, "reader")
     assert template_name(384, "reader").endswith("-reader")
+    namespace = template_name(384, "namespace")
+    assert namespace.startswith("layout2-dim384-") and "reader" not in namespace  # the name it always had
