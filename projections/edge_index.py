@@ -29,7 +29,8 @@ Things worth knowing about Edge (0.9):
   modifier is ``ln(1 + (N - n + 0.5) / (n + 0.5))`` over the points of the shard holding a sparse
   vector; under ``lexical_idf="reader"`` the lexical query's weights carry that IDF over the points the
   reader may read instead (:func:`reader_weighted`: ``1 + terms`` exact counts under the read's access
-  keys, :func:`idf_filter`), kept between recalls until a write makes them stale
+  keys and as-of bounds, :func:`idf_filter`), kept between recalls for reads no point postdates until a
+  write makes them stale
   (:class:`~memwarden.projections.reader_frequencies.ReaderFrequencies`; this adapter owns its shard, so it
   sees every write).
   Measured on 0.9: DBSF maps each stage's scores with the *sample* standard deviation and gives 0.5
@@ -65,10 +66,12 @@ from .edge_translate import (
 )
 from .reader_frequencies import ReaderFrequencies
 from .vector_index import (
+    AS_OF_FIELDS,
     DEFAULT_FUSION,
     DEFAULT_LEXICAL_IDF,
     LEXICAL,
     TERMS_FIELD,
+    FieldIn,
     Filter,
     FusionMethod,
     Hit,
@@ -82,6 +85,7 @@ from .vector_index import (
     idf_filter,
     plain_vector,
     point_from_record,
+    read_as_of,
     reader_access_keys,
     reader_weighted,
     search_with_tie_closure,
@@ -120,6 +124,8 @@ class EdgeVectorIndex:
         self._closed = False
         #: the reader document frequencies kept between recalls (``idf="reader"`` only)
         self.frequencies = ReaderFrequencies() if self._idf == "reader" else None
+        #: the latest valid-from or decision time of a point (epoch ms), ``None`` until read from the engine
+        self._latest_ms: int | None = None
         if (self._dir / _CONFIG_FILE).exists():
             try:
                 self._shard = qe.EdgeShard.load(str(self._dir))
@@ -176,13 +182,16 @@ class EdgeVectorIndex:
             if self.frequencies is not None:
                 self.frequencies.written([*replaced, *((_acl(p.payload), p.sparse.indices if p.sparse else ())
                                                         for p in points)])
+                if self._latest_ms is not None:
+                    self._latest_ms = max([self._latest_ms, *(_int_of(p.payload.get(key)) for p in points
+                                                              for key in AS_OF_FIELDS)])
 
     def set_payload(self, where: Filter, payload: Mapping[str, Any]) -> None:
         """Merge ``payload`` keys into every point matching ``where`` (other keys are kept)."""
         operation = qe.UpdateOperation.set_payload_by_filter(to_edge_filter(where) or qe.Filter(), dict(payload))
         with self._guard("set_payload") as shard:
             shard.update(operation)
-            if ACL_FIELD in payload or TERMS_FIELD in payload:
+            if ACL_FIELD in payload or TERMS_FIELD in payload or set(AS_OF_FIELDS) & set(payload):
                 self._stale_all()
 
     def delete(self, where: Filter) -> None:
@@ -377,15 +386,34 @@ class EdgeVectorIndex:
     # -- internals -------------------------------------------------------------------------------
 
     def _reader_weighted(self, sparse: SparseVector, where: Filter | None) -> SparseVector:
-        """:func:`reader_weighted` for a read filtered by ``where``: counts under :func:`idf_filter`,
-        from :attr:`frequencies` while no write made them stale (under the lock, so no write lands
-        between a lookup and its bookkeeping)."""
-        count = self._counter(to_edge_filter(idf_filter(where)))
+        """:func:`reader_weighted` for a read filtered by ``where``: counts under :func:`idf_filter`. A read
+        that looks from no earlier than every point the shard holds (:meth:`_holds_nothing_after`) excludes
+        none by its as-of conditions, so its counts are those under its access keys alone, taken from
+        :attr:`frequencies` while no write made them stale; a read of the past is counted afresh. Under the
+        lock, so no write lands between a lookup and its bookkeeping."""
         keys = reader_access_keys(where)
         with self._lock:
-            if keys is not None and self.frequencies is not None:
-                count = self.frequencies.counter(keys, count)
-            return reader_weighted(sparse, count)
+            if keys is not None and self.frequencies is not None and self._holds_nothing_after(read_as_of(where)):
+                access = to_edge_filter(Filter(must=(FieldIn(ACL_FIELD, keys),)))
+                return reader_weighted(sparse, self.frequencies.counter(keys, self._counter(access)))
+            return reader_weighted(sparse, self._counter(to_edge_filter(idf_filter(where))))
+
+    def _holds_nothing_after(self, as_of_ms: int | None) -> bool:
+        """True when no point of the shard is valid from or decided after ``as_of_ms`` (``None``: the read has
+        no such bound). The latest such time is read from the engine once (ordered scrolls) and then kept
+        up to date by upserts; writes that may move it otherwise forget it."""
+        if as_of_ms is None:
+            return True
+        if self._latest_ms is None:
+            latest = 0
+            with self._guard("scroll") as shard:
+                for key in AS_OF_FIELDS:
+                    records, _ = shard.scroll(qe.ScrollRequest(
+                        limit=1, with_payload=qe.PayloadSelector.Include([key]), with_vector=False,
+                        order_by=qe.OrderBy(key, qe.Direction.Desc)))
+                    latest = max([latest, *(_int_of((r.payload or {}).get(key)) for r in records)])
+            self._latest_ms = latest
+        return as_of_ms >= self._latest_ms
 
     def _held_terms(self, shard: qe.EdgeShard, ids: list[qe.PointId]) -> list[tuple[list[str], list[int]]]:
         """``(access keys, term ids)`` of the points ``ids`` the shard holds now (``idf="reader"``; else
@@ -397,7 +425,9 @@ class EdgeVectorIndex:
         return [(_acl(r.payload or {}), [int(t) for t in (r.payload or {}).get(TERMS_FIELD) or ()]) for r in records]
 
     def _stale_all(self) -> None:
-        """Every kept reader document frequency is stale (a write whose points are not known one by one)."""
+        """Every kept reader document frequency is stale, and the latest valid-from or decision time unknown
+        (a write whose points are not known one by one)."""
+        self._latest_ms = None
         if self.frequencies is not None:
             self.frequencies.reset()
 
@@ -431,6 +461,11 @@ class EdgeVectorIndex:
                 raise
             except Exception as exc:
                 raise IndexUnavailable(f"Edge {what} at {self._dir} failed: {exc}") from exc
+
+
+def _int_of(value: Any) -> int:
+    """An epoch-ms payload value as an int; 0 when absent or not a number."""
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def _acl(payload: Mapping[str, Any]) -> list[str]:

@@ -5,11 +5,14 @@ the reader may read (:func:`memwarden.projections.vector_index.reader_weighted`)
 with the words of memories it may not read. Counting them per recall costs one exact engine count per
 query word (about 1 ms each at 100k points). This module keeps those counts between recalls, exact:
 
-* **What is counted.** The points whose access keys (``acl``, :mod:`memwarden.commands.readmodel.access_keys`)
-  hold one of the reader's keys: ``N`` of them, ``n`` of them holding a term. That is the ACL, purpose and
-  trust part of the Eq. 5 filter, which is what separates principals; the time conditions (validity,
-  known time, expiry, freshness) narrow the candidates, not the IDF. The keys are stable between grant
-  changes, so the counts of one key set can be reused; a new grant gives a new key set, counted afresh.
+* **What is kept.** The counts of a read that no point of the index postdates: the points whose access
+  keys (``acl``, :mod:`memwarden.commands.readmodel.access_keys`) hold one of the reader's keys, ``N`` of
+  them and ``n`` of them holding a term. That is the ACL, purpose and trust part of the Eq. 5 filter, which
+  is what separates principals; the read's as-of bounds (valid from, decided by) exclude nothing then, and
+  its other time conditions narrow the candidates, not the IDF
+  (:func:`~memwarden.projections.vector_index.idf_filter`). A read of the past is counted afresh by the
+  index. The keys are stable between grant changes, so the counts of one key set can be reused; a new
+  grant gives a new key set, counted afresh.
 * **When a count is stale.** Every write to the index moves generation counters
   (:meth:`ReaderFrequencies.written`): each term of each upserted point (old and new terms of a replaced
   one), and each access key of those points for ``N``. A cached count carries the generations it was

@@ -50,6 +50,9 @@ TERMS_FIELD = "terms"
 #: Version of the point layout: 1 = dense only; 2 = dense + :data:`LEXICAL` (and, under
 #: ``lexical_idf="reader"``, :data:`TERMS_FIELD`).
 LAYOUT_VERSION = 2
+#: The payload fields of a read's conditions on when a memory existed (valid from, decided by), which the
+#: reader's IDF keeps (:func:`idf_filter`).
+AS_OF_FIELDS: tuple[str, ...] = ("valid_from_ms", "decided_ms")
 #: Whose document frequencies weigh the lexical stage (see "Whose IDF" in the module notes).
 LexicalIdf = Literal["namespace", "reader"]
 #: The default: the reader's (a score is a function of the query and of what the reader may read; the
@@ -258,14 +261,28 @@ def reader_access_keys(where: Filter | None) -> tuple[str, ...] | None:
     return None
 
 
+def read_as_of(where: Filter | None) -> int | None:
+    """The time a read looks from (epoch ms): the lowest ``lte`` bound of its top-level conditions on
+    :data:`AS_OF_FIELDS` (``read_filter``: valid from by ``as_of``, decided by ``known_at``), ``None`` when
+    it has none."""
+    bounds = [c.lte for c in (where.must if where is not None else ())
+              if isinstance(c, FieldRange) and c.key in AS_OF_FIELDS and c.lte is not None]
+    return min(bounds) if bounds else None
+
+
 def idf_filter(where: Filter | None) -> Filter | None:
     """The filter :func:`reader_weighted`'s counts run under for a read filtered by ``where``: the read's
-    access keys alone (``acl`` holds one of the reader's keys: its ACL, purpose and trust, what separates
-    principals; the time conditions narrow the candidates, not the IDF, so the counts of one reader stay
-    the same from one recall to the next), or ``where`` itself when it carries no access keys (the
-    permission as a tree, :func:`reader_access_keys`)."""
+    access keys (``acl`` holds one of the reader's keys: its ACL, purpose and trust, what separates
+    principals) and its conditions on when a memory existed (:data:`AS_OF_FIELDS`: a read as of an earlier
+    time weighs words by what the reader could read then). The other time conditions (validity end,
+    expiry, freshness) narrow the candidates, not the IDF, so a reader's counts stay the same from one
+    current recall to the next. ``where`` itself when it carries no access keys (the permission as a tree,
+    :func:`reader_access_keys`)."""
     keys = reader_access_keys(where)
-    return where if keys is None else Filter(must=(FieldIn(ACL_FIELD, keys),))
+    if where is None or keys is None:
+        return where
+    as_of = tuple(c for c in where.must if isinstance(c, FieldRange) and c.key in AS_OF_FIELDS)
+    return Filter(must=(FieldIn(ACL_FIELD, keys), *as_of))
 
 
 def reader_weighted(sparse: SparseVector, count: Callable[[int | None], int]) -> SparseVector:
@@ -333,10 +350,11 @@ def check_hybrid_limits(limit: int, prefetch_limit: int) -> None:
 
 
 __all__ = [
-    "DEFAULT_FUSION", "DEFAULT_LEXICAL_IDF", "INTEGER_FIELDS", "KEYWORD_FIELDS", "LAYOUT_VERSION", "LEXICAL",
-    "OPEN_END_MS", "PREFETCH_FACTOR", "RRF_K", "TERMS_FIELD", "Condition", "FieldIn", "FieldRange", "Filter",
+    "AS_OF_FIELDS", "DEFAULT_FUSION", "DEFAULT_LEXICAL_IDF", "INTEGER_FIELDS", "KEYWORD_FIELDS", "LAYOUT_VERSION",
+    "LEXICAL", "OPEN_END_MS", "PREFETCH_FACTOR", "RRF_K", "TERMS_FIELD", "Condition", "FieldIn", "FieldRange", "Filter",
     "FusionMethod", "Hit", "IndexPoint", "IndexUnavailable", "LexicalIdf", "SparseVector", "VectorIndex", "bm25_idf",
     "canonical_id", "check_hybrid_limits", "check_lexical_idf", "filter_is_empty", "idf_filter", "integer_fields",
-    "match_values", "plain_vector", "point_from_record", "rank_hits", "reader_access_keys", "reader_weighted",
+    "match_values", "plain_vector", "point_from_record", "rank_hits", "read_as_of", "reader_access_keys",
+    "reader_weighted",
     "search_with_tie_closure", "stored_payload",
 ]

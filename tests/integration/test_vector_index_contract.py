@@ -919,47 +919,52 @@ class ReaderIdfCases:
 
 
     def test_reader_idf_follows_every_write_under_a_reads_access_keys(self, index: VectorIndex) -> None:
-        """A read filter of access keys and time conditions (the shape of ``read_filter``): its lexical weights
-        are BM25 over the points those keys admit, whatever their times, and follow every kind of write (an
-        upsert, a replace, a delete by id or by filter, a payload change of the keys) at once; the Edge adapter
-        keeps the counts between recalls, so this holds it to the counts a fresh count would give."""
+        """Read filters of access keys and an as-of bound (the shape of ``read_filter``): the lexical weights
+        are BM25 over the points those keys admit that were valid from then, and follow every kind of write
+        (an upsert, a replace, a delete by id or by filter, a payload change of the keys) at once. The Edge
+        adapter keeps the counts of a read that no point postdates between recalls and counts a read of the
+        past afresh, so this holds both to the counts a fresh count would give."""
         rng = np.random.default_rng(23)
 
         def pt(i: int, text: str, keys: list[str], valid_from: int = 0) -> IndexPoint:
             return IndexPoint(point_id(82_000 + i), rng.standard_normal(DIM).tolist(),
                               {"acl": keys, "valid_from_ms": valid_from}, ENCODER.document(text))
 
-        read = Filter(must=(FieldIn("acl", ("k-alice", "k-team")), FieldRange("valid_from_ms", lte=1_000)))
+        def read(as_of: int) -> Filter:
+            return Filter(must=(FieldIn("acl", ("k-alice", "k-team")), FieldRange("valid_from_ms", lte=as_of)))
+
         probe = ENCODER.query("zanzibar")
         a = pt(0, "zanzibar", ["k-alice"])
         tf = a.sparse.values[0]  # type: ignore[union-attr]
 
-        def score_of_a() -> float | None:
-            hits = {h.point_id: h.score for h in index.search_lexical(probe, read, 10)}
-            for _ in range(2):  # kept or counted again, the same
-                again = {h.point_id: h.score for h in index.search_lexical(probe, read, 10)}
-                assert again == pytest.approx(hits, rel=1e-6)
-            return hits.get(a.point_id)
+        def check(past: tuple[int, int] | None, now: tuple[int, int] | None) -> None:
+            """(N, n) of a read as of 1,000 and of one as of 10,000 (no point postdates it); None: no hit."""
+            for as_of, expected in ((1_000, past), (10_000, now), (1_000, past), (10_000, now)):
+                hits = {h.point_id: h.score for h in index.search_lexical(probe, read(as_of), 10)}
+                if expected is None:
+                    assert a.point_id not in hits
+                else:
+                    assert hits[a.point_id] == pytest.approx(bm25_idf(*expected) * tf, rel=1e-5), (as_of, expected)
 
         index.upsert([a, pt(1, "w01", ["k-alice"])])
-        assert score_of_a() == pytest.approx(bm25_idf(2, 1) * tf, rel=1e-5)
-        index.upsert([pt(2, "zanzibar w02", ["k-team"])])  # readable through the team key: N 3, n 2
-        assert score_of_a() == pytest.approx(bm25_idf(3, 2) * tf, rel=1e-5)
+        check((2, 1), (2, 1))
+        index.upsert([pt(2, "zanzibar w02", ["k-team"])])  # readable through the team key
+        check((3, 2), (3, 2))
         index.upsert([pt(10 + i, "zanzibar", ["k-mallory"]) for i in range(6)])  # unreadable: nothing moves
-        assert score_of_a() == pytest.approx(bm25_idf(3, 2) * tf, rel=1e-5)
-        index.upsert([pt(3, "zanzibar", ["k-alice"], valid_from=5_000)])  # readable, not yet valid: counted
-        assert score_of_a() == pytest.approx(bm25_idf(4, 3) * tf, rel=1e-5)
+        check((3, 2), (3, 2))
+        index.upsert([pt(3, "zanzibar", ["k-alice"], valid_from=5_000)])  # valid from 5,000: not as of 1,000
+        check((3, 2), (4, 3))
         index.upsert([pt(2, "w03", ["k-team"])])  # replaced: loses the word
-        assert score_of_a() == pytest.approx(bm25_idf(4, 2) * tf, rel=1e-5)
+        check((3, 1), (4, 2))
         index.delete_points([point_id(82_003)])
-        assert score_of_a() == pytest.approx(bm25_idf(3, 1) * tf, rel=1e-5)
+        check((3, 1), (3, 1))
         index.set_payload(Filter(must=(FieldIn("acl", ("k-team",)),)), {"acl": ["k-bob"]})  # no longer readable
-        assert score_of_a() == pytest.approx(bm25_idf(2, 1) * tf, rel=1e-5)
+        check((2, 1), (2, 1))
         index.set_payload(Filter(must=(FieldIn("acl", ("k-mallory",)),)), {"acl": ["k-alice"]})  # now readable
-        assert score_of_a() == pytest.approx(bm25_idf(8, 7) * tf, rel=1e-5)
+        check((8, 7), (8, 7))
         index.delete(Filter(must=(FieldIn("acl", ("k-alice",)),)))
-        assert score_of_a() is None
-        assert index.search_lexical(probe, read, 10) == []
+        check(None, None)
+        assert index.search_lexical(probe, read(10_000), 10) == []
 
 
 class TestEdgeIndexReaderIdf(ReaderIdfCases, VectorIndexContract):
@@ -973,6 +978,32 @@ class TestEdgeIndexReaderIdf(ReaderIdfCases, VectorIndexContract):
         idx.ensure(DIM)
         yield idx
         idx.close()
+
+    def test_a_current_read_s_counts_are_kept_and_a_read_of_the_past_is_counted_afresh(
+            self, index: EdgeVectorIndex) -> None:
+        """The engine is asked again only for what a write may have changed, and never kept for a read that a
+        point postdates (its as-of bound excludes points the access keys alone would count)."""
+        kept = index.frequencies
+        assert kept is not None
+        rng = np.random.default_rng(29)
+        index.upsert([IndexPoint(point_id(83_000 + i), rng.standard_normal(DIM).tolist(),
+                                 {"acl": ["k-alice"], "valid_from_ms": 100 * i}, ENCODER.document(text))
+                      for i, text in enumerate(["zanzibar shed", "w01 shed", "w02"])])
+
+        def read(as_of: int) -> None:
+            index.search_lexical(ENCODER.query("zanzibar shed"),
+                                 Filter(must=(FieldIn("acl", ("k-alice",)), FieldRange("valid_from_ms", lte=as_of))), 5)
+
+        read(10_000)
+        asked = kept.misses
+        read(10_000)
+        assert kept.misses == asked and kept.hits == 3  # N and both words, from what was kept
+        read(150)  # the third point (valid from 200) postdates it: counted afresh, nothing kept
+        assert (kept.hits, kept.misses) == (3, asked)
+        index.upsert([IndexPoint(point_id(83_010), rng.standard_normal(DIM).tolist(),
+                                 {"acl": ["k-alice"], "valid_from_ms": 0}, ENCODER.document("w03 shed"))])
+        read(10_000)
+        assert kept.misses == asked + 2 and kept.hits == 4  # N and "shed" changed; "zanzibar" kept
 
     def test_a_shard_of_the_other_idf_is_refused(self, tmp_path: Path) -> None:
         namespace = EdgeVectorIndex(tmp_path, "built", exact=True, idf="namespace")

@@ -20,6 +20,7 @@ from memwarden.projections.vector_index import (
     SparseVector,
     bm25_idf,
     idf_filter,
+    read_as_of,
     reader_access_keys,
     reader_weighted,
 )
@@ -136,20 +137,26 @@ def test_weights_from_kept_counts_equal_weights_from_the_engine() -> None:
 # -- the filter the counts run under --------------------------------------------------------------
 
 
-def test_a_read_filter_is_counted_under_its_access_keys_alone() -> None:
-    now = from_ms(1_800_000_000_000)
-    where = read_filter("user:alice", now, now)
+def test_a_read_filter_is_counted_under_its_access_keys_and_its_as_of_bounds() -> None:
+    now, then = from_ms(1_800_000_000_000), from_ms(1_700_000_000_000)
+    where = read_filter("user:alice", then, now, known_at=from_ms(1_750_000_000_000))
     keys = reader_access_keys(where)
     assert keys is not None and keys
-    assert idf_filter(where) == Filter(must=(FieldIn(ACL_FIELD, keys),))
-    # the time conditions are part of the read, not of the counts
-    assert any(isinstance(c, FieldRange) for c in where.must)
+    assert idf_filter(where) == Filter(must=(FieldIn(ACL_FIELD, keys),
+                                             FieldRange("valid_from_ms", lte=1_700_000_000_000),
+                                             FieldRange("decided_ms", lte=1_750_000_000_000)))
+    assert read_as_of(where) == 1_700_000_000_000
+    # validity end, expiry and freshness narrow the candidates, not the counts
+    assert {c.key for c in where.must if isinstance(c, FieldRange)} > {c.key for c in idf_filter(where).must
+                                                                       if isinstance(c, FieldRange)}
+    assert read_as_of(read_filter("user:alice", now, now)) == 1_800_000_000_000
 
 
 def test_a_filter_without_access_keys_is_counted_as_it_is() -> None:
     owner = Filter(must=(FieldIn("owner", ("alice",)), FieldRange("valid_from_ms", lte=5)))
     assert reader_access_keys(owner) is None
     assert idf_filter(owner) is owner
+    assert read_as_of(owner) == 5 and read_as_of(None) is None
     assert idf_filter(None) is None
     nested = Filter(should=(Filter(must=(FieldIn(ACL_FIELD, ("k",)),)),))  # only a top-level `must` is a read's
     assert reader_access_keys(nested) is None
