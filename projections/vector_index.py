@@ -20,9 +20,10 @@ fusion by default).
 * ``"reader"`` (the default): no engine modifier; the lexical query's weights carry the IDF of the
   points *the reader may read* (:func:`reader_weighted`: ``N`` = those points, ``n`` = those of them
   holding the term, counted exactly by the engine under :func:`idf_filter`, the read filter's access
-  keys; each point's term ids are kept in its payload, :data:`TERMS_FIELD`, integer-indexed). A score is then a function
-  of the query and of readable points only. It costs one count per query and one per query term; the
-  Edge adapter keeps them between recalls until a write makes them stale
+  keys and as-of bounds; each point's term ids are kept in its payload, :data:`TERMS_FIELD`,
+  integer-indexed). A score is then a function of the query and of readable points only. It costs one
+  count per query and one per query term; the Edge adapter keeps them between recalls until a write
+  makes them stale
   (:mod:`memwarden.projections.reader_frequencies`; README "Lexical IDF").
 
 The two shapes differ in the engine's sparse-vector config, so a shard or collection is built for one
