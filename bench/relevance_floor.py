@@ -19,6 +19,17 @@ Recalls go the production way: ``hybrid_in_context`` (each turn ``follows`` the 
 session, thread context on) and queries embedded by the 8-bit query model when it loads
 (``--query-model fp32`` for the fp32 graph, what the floor was first calibrated with).
 
+**Coverage weighted by the reader's IDF (twenty-fourth session; rule committed before any score).** Plain
+coverage counts a speaker's name like any other word, so "<name> <made-up token>" reaches 0.5 against every
+memory naming that person (README, known limits). ``--coverage idf`` weighs each query term by its BM25 IDF
+among the memories the reader may read (a term no readable memory holds weighs the most) and adds
+:func:`named_nonsense` recalls (each speaker's name before each of the first 15 :data:`NONSENSE` queries: 30
+per conversation). Rule: the IDF floor is the smallest grid value that empties >= 95 % of the nonsense *and*
+>= 95 % of the named-nonsense recalls of the choosing split. The IDF coverage becomes the default, with that
+floor as :data:`~memwarden.commands.readmodel.relevance.RECOMMENDED_MIN_SCORE`, only if on the report split at
+that floor both kinds are emptied >= 95 % and recall@10 is at least the plain coverage's at 0.35 minus 0.01;
+otherwise nothing ships and the figures go to the README.
+
 Usage::
 
     .venv/bin/python bench/relevance_floor.py [--data PATH] [--power 1 2] [--query-model int8|fp32] [--json OUT]
