@@ -61,7 +61,7 @@ from memwarden.projections.edge_index import EdgeVectorIndex  # noqa: E402
 from memwarden.projections.embedder import SentenceTransformerEmbedder  # noqa: E402
 from memwarden.projections.index_projector import point_id  # noqa: E402
 from memwarden.projections.recall import hybrid_in_context  # noqa: E402
-from memwarden.projections.sparse import Bm25Encoder, term_id, tokens  # noqa: E402
+from memwarden.projections.sparse import Bm25Encoder, tokens  # noqa: E402
 from memwarden.projections.vector_index import IndexPoint  # noqa: E402
 
 K = 10
@@ -115,55 +115,32 @@ def floor_rows(records: list[dict[str, Any]], nonsense: list[list[float]], floor
     return rows
 
 
-Signals = dict[str, tuple[str, float, float, float]]
-#: (cosine, coverage) of one hit, and a hit's pair for each of :data:`COVERAGES`.
-Pair = tuple[float, float]
-Both = tuple[Pair, Pair]
-#: The coverages compared: plain (every term counts the same) and weighted by the reader's IDF (the recall's).
-COVERAGES = ("plain", "idf")
-
-
-def named_nonsense(speakers: Sequence[str]) -> list[str]:
-    """The named-nonsense queries of a conversation: each speaker's name before each of the first 15
-    :data:`NONSENSE` queries (30 for two speakers); built from the data at run time."""
-    return [f"{name} {token}" for name in speakers for token in NONSENSE[:15]]
+Signals = dict[str, tuple[str, float, float]]
 
 
 def signals(by_pid: dict[str, tuple[np.ndarray, set[str], str]], hits: Sequence[Any], vec: np.ndarray,
-            qterms: list[str], weights: dict[str, float] | None) -> Signals:
-    """Per hit, by memory id: its ``dia_id``, its cosine with the query, the query's plain coverage and its
-    coverage weighted by ``weights`` (the reader's IDF of each query term)."""
+            qterms: list[str]) -> Signals:
+    """Per hit, by memory id: its ``dia_id``, its cosine with the query and the query's coverage."""
     out: Signals = {}
     for h in hits:
         stored, terms, ref = by_pid[h.point_id]
-        out[str(h.payload["memory_id"])] = (ref, rel.cosine(vec.tolist(), stored.tolist()), rel.coverage(qterms, terms),
-                                            rel.coverage(qterms, terms, weights))
+        out[str(h.payload["memory_id"])] = (ref, rel.cosine(vec.tolist(), stored.tolist()), rel.coverage(qterms, terms))
     return out
 
 
-def inherit(found: Any, sig: Signals) -> list[tuple[str, Pair, Pair]]:
-    """``(dia_id, (cosine, plain coverage), (cosine, IDF coverage))`` per hit, a lifted hit inheriting its
-    predecessor's relevance as ``Recaller.recall`` does (the predecessor's own relevance when it is a hit,
-    else its cosine), folded into the cosine (exact at the production coverage power), for each coverage."""
+def inherit(found: Any, sig: Signals) -> list[tuple[str, float, float]]:
+    """``(dia_id, cosine, coverage)`` per hit, a lifted hit inheriting its predecessor's relevance as
+    ``Recaller.recall`` does (the predecessor's own relevance when it is a hit, else its cosine),
+    folded into the cosine (exact at the production coverage power)."""
     lifted = {str(e.payload["memory_id"]): e.by for e in found.ranked[:K] if e.by is not None}
     out = []
-    for mid, (ref, c, plain, idf) in sig.items():
-        pair = []
-        for slot, v in ((2, plain), (3, idf)):
-            prev = lifted.get(mid)
-            cc = c
-            if prev is not None:
-                before = (rel.relevance(sig[prev][1], sig[prev][slot]) if prev in sig
-                          else found.memory_cosines.get(prev))
-                cc = max(c, inherited_relevance(0.0, before))
-            pair.append((cc, v))
-        out.append((ref, pair[0], pair[1]))
+    for mid, (ref, c, v) in sig.items():
+        prev = lifted.get(mid)
+        if prev is not None:
+            before = rel.relevance(sig[prev][1], sig[prev][2]) if prev in sig else found.memory_cosines.get(prev)
+            c = max(c, inherited_relevance(0.0, before))
+        out.append((ref, c, v))
     return out
-
-
-def embed_queries(embedder: SentenceTransformerEmbedder, texts: list[str]) -> np.ndarray:
-    """``texts`` embedded by the query model the read path uses."""
-    return embedder.embed_query(texts) if embedder.query_quantized else embedder.embed(texts)
 
 
 def query_vectors(embedder: SentenceTransformerEmbedder, questions: list[str], cache: Path
@@ -174,58 +151,6 @@ def query_vectors(embedder: SentenceTransformerEmbedder, questions: list[str], c
         return embedder.embed_query(questions), embedder.embed_query(list(NONSENSE))
     print("query model: fp32")
     return hyb.embed_cached(embedder, questions, cache, "questions"), embedder.embed(list(NONSENSE))
-
-
-def calibrate(out: dict[str, Any], raw: dict[str, list[tuple[Any, list[tuple[str, Pair, Pair]]]]],
-              raw_nonsense: dict[str, list[list[Both]]], raw_named: dict[str, list[list[Both]]],
-              evidence_rel: dict[str, list[Both]], slot: int, power: float) -> dict[str, Any]:
-    """Per split, the floor table of one coverage (``slot`` 0 plain, 1 IDF) at coverage ``power``, and the
-    floors the rules of the module notes choose on the choosing split."""
-    def score(pair: Pair) -> float:
-        c, v = pair
-        return round(max(rel.clamp(c), rel.clamp(v) ** power), 6)
-
-    per_split: dict[str, Any] = {}
-    for split, ids in (("choose", out["choose"]), ("report", out["report"])):
-        records = [{"question": q, "hits": [(ref, score((p, w)[slot])) for ref, p, w in hits]}
-                   for cid in ids for q, hits in raw[cid]]
-        nonsense = [[score(pw[slot]) for pw in rels] for cid in ids for rels in raw_nonsense[cid]]
-        named = [[score(pw[slot]) for pw in rels] for cid in ids for rels in raw_named[cid]]
-        evid = [score(pw[slot]) for cid in ids for pw in evidence_rel[cid]]
-        non_evid = [score((p, w)[slot]) for cid in ids for q, hits in raw[cid] for ref, p, w in hits[:1]
-                    if ref not in q.evidence]
-        rows = floor_rows(records, nonsense, GRID)
-        for row, named_row in zip(rows, floor_rows([], named, GRID), strict=True):
-            row["named_nonsense_emptied"] = named_row["nonsense_emptied"]
-        per_split[split] = {
-            "rows": rows,
-            "evidence_relevance_quartiles": quantiles(evid, [10, 25, 50, 75]),
-            "wrong_top1_relevance_quartiles": quantiles(non_evid, [10, 25, 50, 75]),
-            "nonsense_max_relevance_quartiles": quantiles([max(r) for r in nonsense if r], [50, 90, 95, 100]),
-            "named_nonsense_max_relevance_quartiles": quantiles([max(r) for r in named if r], [50, 90, 95, 100]),
-        }
-    # the rules of the module notes: plain nonsense alone (the first calibration), both kinds (the second)
-    rows = per_split["choose"]["rows"]
-    per_split["recommended_floor"] = next((r["floor"] for r in rows if r["nonsense_emptied"] >= 0.95), GRID[-1])
-    per_split["floor_emptying_both"] = next(
-        (r["floor"] for r in rows if r["nonsense_emptied"] >= 0.95 and r["named_nonsense_emptied"] >= 0.95), None)
-    return per_split
-
-
-def show(which: str, power: float, per_split: dict[str, Any]) -> None:
-    """Print one coverage's calibration."""
-    print(f"coverage {which}, power {power}: floor emptying nonsense (choose) = {per_split['recommended_floor']}; "
-          f"emptying both kinds = {per_split['floor_emptying_both']}")
-    for split in ("choose", "report"):
-        s = per_split[split]
-        print(f"  [{split}] evidence relevance p10/25/50/75 {s['evidence_relevance_quartiles']}; wrong top-1 "
-              f"{s['wrong_top1_relevance_quartiles']}; nonsense max p50/90/95/100 "
-              f"{s['nonsense_max_relevance_quartiles']}; named {s['named_nonsense_max_relevance_quartiles']}")
-        for r in s["rows"]:
-            mark = " <= both" if r["floor"] == per_split["floor_emptying_both"] else ""
-            print(f"    floor {r['floor']:.2f}: R@10 {r['recall_at_10']:.4f}  nonsense emptied "
-                  f"{r['nonsense_emptied']:.3f}  named {r['named_nonsense_emptied']:.3f}  hits kept "
-                  f"{r['hits_kept_per_question']}{mark}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -248,10 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     now = datetime.now(UTC)
     by_pid: dict[str, tuple[np.ndarray, set[str], str]] = {}
     # raw per-hit signals: (cosine, coverage) for every top-10 hit of every question / nonsense query
-    raw: dict[str, list[tuple[Any, list[tuple[str, Pair, Pair]]]]] = {c.conversation_id: [] for c in convs}
-    raw_nonsense: dict[str, list[list[Both]]] = {c.conversation_id: [] for c in convs}
-    raw_named: dict[str, list[list[Both]]] = {c.conversation_id: [] for c in convs}
-    evidence_rel: dict[str, list[Both]] = {c.conversation_id: [] for c in convs}
+    raw: dict[str, list[tuple[Any, list[tuple[str, float, float]]]]] = {c.conversation_id: [] for c in convs}
+    raw_nonsense: dict[str, list[list[tuple[float, float]]]] = {c.conversation_id: [] for c in convs}
+    evidence_rel: dict[str, list[tuple[float, float]]] = {c.conversation_id: [] for c in convs}
     with tempfile.TemporaryDirectory(prefix="mw-floor-") as tmp:
         index = EdgeVectorIndex(Path(tmp), "locomo")
         index.ensure(dense_docs.shape[1])
@@ -269,15 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for j in range(0, len(points), 500):
             index.upsert(points[j:j + 500])
 
-        def top(vec: np.ndarray, query: str, where: Any) -> list[tuple[str, Pair, Pair]]:
+        def top(vec: np.ndarray, query: str, where: Any) -> list[tuple[str, float, float]]:
             found = hybrid_in_context(index, vec.tolist(), encoder.query(query), where, K)
-            qterms = tokens(query)
-            distinct = list(dict.fromkeys(qterms))
-            weights = None
-            if len(distinct) >= 2:  # as Recaller._term_weights
-                idf = index.term_idf([term_id(t) for t in distinct], where)
-                weights = {t: idf[term_id(t)] for t in distinct if term_id(t) in idf} or None
-            return inherit(found, signals(by_pid, found.hits(K), vec, qterms, weights))
+            return inherit(found, signals(by_pid, found.hits(K), vec, tokens(query)))
 
 
         qi = 0
@@ -290,22 +208,45 @@ def main(argv: Sequence[str] | None = None) -> int:
                     continue
                 hits = top(vec, q.question, where)
                 raw[conv.conversation_id].append((q, hits))
-                evidence_rel[conv.conversation_id] += [(p, w) for ref, p, w in hits if ref in q.evidence]
+                evidence_rel[conv.conversation_id] += [(c, v) for ref, c, v in hits if ref in q.evidence]
             for n, text in enumerate(NONSENSE):
-                raw_nonsense[conv.conversation_id].append([(p, w) for _, p, w in top(dense_n[n], text, where)])
-            names = named_nonsense(conv.speakers)
-            for text, vec in zip(names, embed_queries(embedder, names), strict=True):
-                raw_named[conv.conversation_id].append([(p, w) for _, p, w in top(vec, text, where)])
+                raw_nonsense[conv.conversation_id].append([(c, v) for _, c, v in top(dense_n[n], text, where)])
         index.close()
 
     out: dict[str, Any] = {"choose": list(CHOOSE), "report": [c.conversation_id for c in convs
                                                               if c.conversation_id not in CHOOSE],
-                           "nonsense_queries": len(NONSENSE), "named_nonsense_queries": 30, "coverages": {}}
-    for which, slot in (("plain", 0), ("idf", 1)):
-        for power in args.power:
-            per_split = calibrate(out, raw, raw_nonsense, raw_named, evidence_rel, slot, power)
-            out["coverages"].setdefault(which, {})[str(power)] = per_split
-            show(which, power, per_split)
+                           "nonsense_queries": len(NONSENSE), "powers": {}}
+    for power in args.power:
+        def score(c: float, v: float, p: float = power) -> float:
+            return round(max(rel.clamp(c), rel.clamp(v) ** p), 6)
+
+        per_split: dict[str, Any] = {}
+        for split, ids in (("choose", out["choose"]), ("report", out["report"])):
+            records = [{"question": q, "hits": [(ref, score(c, v)) for ref, c, v in hits]}
+                       for cid in ids for q, hits in raw[cid]]
+            nonsense = [[score(c, v) for c, v in rels] for cid in ids for rels in raw_nonsense[cid]]
+            evid = [score(c, v) for cid in ids for c, v in evidence_rel[cid]]
+            non_evid = [score(c, v) for cid in ids for q, hits in raw[cid] for ref, c, v in hits[:1]
+                        if ref not in q.evidence]
+            per_split[split] = {
+                "rows": floor_rows(records, nonsense, GRID),
+                "evidence_relevance_quartiles": quantiles(evid, [10, 25, 50, 75]),
+                "wrong_top1_relevance_quartiles": quantiles(non_evid, [10, 25, 50, 75]),
+                "nonsense_max_relevance_quartiles": quantiles([max(r) for r in nonsense if r], [50, 90, 95, 100]),
+            }
+        chosen = next((r["floor"] for r in per_split["choose"]["rows"] if r["nonsense_emptied"] >= 0.95), GRID[-1])
+        per_split["recommended_floor"] = chosen
+        out["powers"][str(power)] = per_split
+        print(f"coverage power {power}: recommended floor (choose split) = {chosen}")
+        for split in ("choose", "report"):
+            s = per_split[split]
+            print(f"  [{split}] evidence relevance p10/25/50/75 {s['evidence_relevance_quartiles']}; wrong top-1 "
+                  f"{s['wrong_top1_relevance_quartiles']}; nonsense max p50/90/95/100 "
+                  f"{s['nonsense_max_relevance_quartiles']}")
+            for r in s["rows"]:
+                mark = " <= recommended" if r["floor"] == chosen else ""
+                print(f"    floor {r['floor']:.2f}: R@10 {r['recall_at_10']:.4f}  nonsense emptied "
+                      f"{r['nonsense_emptied']:.3f}  hits kept {r['hits_kept_per_question']}{mark}")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=str), encoding="utf-8")
     return 0

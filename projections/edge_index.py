@@ -89,7 +89,6 @@ from .vector_index import (
     reader_access_keys,
     reader_weighted,
     search_with_tie_closure,
-    term_idf,
 )
 
 __all__ = ["EdgeVectorIndex"]
@@ -392,27 +391,12 @@ class EdgeVectorIndex:
         none by its as-of conditions, so its counts are those under its access keys alone, taken from
         :attr:`frequencies` while no write made them stale; a read of the past is counted afresh. Under the
         lock, so no write lands between a lookup and its bookkeeping."""
-        with self._lock:
-            return reader_weighted(sparse, self._reader_counter(where))
-
-    def term_idf(self, term_ids: Sequence[int], where: Filter | None) -> dict[int, float]:
-        """:func:`term_idf` under :func:`idf_filter` of ``where`` (see :meth:`VectorIndex.term_idf`), from
-        the counts :meth:`_reader_weighted` keeps when the read is current, counted afresh otherwise; ``{}``
-        under ``idf="namespace"`` (no per-point terms)."""
-        if self._idf != "reader":
-            return {}
-        with self._lock:
-            return term_idf(term_ids, self._reader_counter(where))
-
-    def _reader_counter(self, where: Filter | None) -> Callable[[int | None], int]:
-        """The reader's counts for a read filtered by ``where`` (call under the lock): from :attr:`frequencies`
-        when the read has access keys and looks from no earlier than every point held, else fresh engine
-        counts under :func:`idf_filter`."""
         keys = reader_access_keys(where)
-        if keys is not None and self.frequencies is not None and self._holds_nothing_after(read_as_of(where)):
-            access = to_edge_filter(Filter(must=(FieldIn(ACL_FIELD, keys),)))
-            return self.frequencies.counter(keys, self._counter(access))
-        return self._counter(to_edge_filter(idf_filter(where)))
+        with self._lock:
+            if keys is not None and self.frequencies is not None and self._holds_nothing_after(read_as_of(where)):
+                access = to_edge_filter(Filter(must=(FieldIn(ACL_FIELD, keys),)))
+                return reader_weighted(sparse, self.frequencies.counter(keys, self._counter(access)))
+            return reader_weighted(sparse, self._counter(to_edge_filter(idf_filter(where))))
 
     def _holds_nothing_after(self, as_of_ms: int | None) -> bool:
         """True when no point of the shard is valid from or decided after ``as_of_ms`` (``None``: the read has

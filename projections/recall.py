@@ -50,7 +50,7 @@ from memwarden.crypto import ContentUnreadable, decrypt_text
 from memwarden.epoch import to_ms
 from memwarden.errors import ValidationError
 from memwarden.projections.embedder import Embedder
-from memwarden.projections.sparse import Bm25Encoder, term_id, tokens
+from memwarden.projections.sparse import Bm25Encoder, tokens
 from memwarden.projections.vector_index import PREFETCH_FACTOR, Hit, SparseVector, VectorIndex
 from memwarden.stores.profile_rows import verify_candidates
 from memwarden.stores.registry import ReaderContext, ServedRequest, reader_context
@@ -474,7 +474,6 @@ class Recaller:
         with stage("relevance"):
             cosines = searched.cosines if searched is not None else await self._cosines(vector, hits, where, mode)
         query_terms = tokens(query)
-        weights = await self._term_weights(query_terms, where)
         lifted: dict[str, str] = {}
         if searched is not None:
             hits, rows, keys, lifted = await self._verified_in_context(searched, keep, sql, params)
@@ -482,7 +481,7 @@ class Recaller:
             rows, keys = await self._verify([h.payload["command_id"] for h in hits], sql, params)
         scores = {h.payload["command_id"]: h.score for h in hits}
         with stage("open"):
-            out = self._opened(rows, keys, scores, cosines, query_terms, known, weights)
+            out = self._opened(rows, keys, scores, cosines, query_terms, known)
             if lifted:
                 out = _inherit(out, lifted, searched.memory_cosines if searched is not None else {})
         ranked = sorted(out, key=lambda m: (-m.score, m.memory_id))
@@ -492,24 +491,11 @@ class Recaller:
                 ranked = [ranked[i] for i in demote_questions([m.text for m in ranked])]
         return ranked
 
-    async def _term_weights(self, query_terms: list[str], where: Filter) -> dict[str, float] | None:
-        """The reader's IDF of each distinct query term (``VectorIndex.term_idf`` under the read filter
-        ``where``), what coverage is weighted by; ``None`` for a query of one term or none (weighted and
-        plain coverage agree: 0 or 1)."""
-        distinct = list(dict.fromkeys(query_terms))
-        if len(distinct) < 2:
-            return None
-        ids = {t: term_id(t) for t in distinct}
-        with stage("relevance"):
-            idf = await asyncio.to_thread(self._index.term_idf, list(ids.values()), where)
-        return {t: idf[i] for t, i in ids.items() if i in idf} or None
-
     @staticmethod
     def _opened(rows: list[tuple[Any, ...]], keys: Mapping[str, bytes | None], scores: Mapping[str, float],
                 cosines: Mapping[str, float], query_terms: list[str],
-                known: datetime | None = None, weights: Mapping[str, float] | None = None) -> list[RecalledMemory]:
-        """The verified rows whose text opens, as recalled memories with their relevance (coverage weighted
-        by ``weights``, the reader's IDF of each query term, when given). With ``known``
+                known: datetime | None = None) -> list[RecalledMemory]:
+        """The verified rows whose text opens, as recalled memories with their relevance. With ``known``
         (a ``known_at`` read), a version closed after it shows as the ledger knew it then: current
         (``status`` active, no ``valid_to``), not with a close nobody knew of yet."""
         out = []
@@ -520,7 +506,7 @@ class Recaller:
             valid_to, status = r[11], r[12]
             if known is not None and r[20] is not None and r[20] > known:
                 valid_to, status = None, "active"
-            relevance = score_relevance(cosines.get(r[2], 0.0), coverage(query_terms, tokens(text), weights))
+            relevance = score_relevance(cosines.get(r[2], 0.0), coverage(query_terms, tokens(text)))
             out.append(RecalledMemory(
                 memory_id=r[0], version=r[1], text=text, score=float(scores[r[2]]), principal=r[4], subject=r[5],
                 scope=r[6], source_kind=r[7], source_ref=r[8], observed_at=r[9].isoformat(),

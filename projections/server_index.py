@@ -49,7 +49,6 @@ from .vector_index import (
     point_from_record,
     reader_weighted,
     search_with_tie_closure,
-    term_idf,
 )
 
 __all__ = ["ServerVectorIndex"]
@@ -279,13 +278,6 @@ class ServerVectorIndex:
         flt = to_server_filter(where)
         with self._guard("count"):
             return int(self._client.count(self._collection, count_filter=flt, exact=True).count)
-
-    def term_idf(self, term_ids: Sequence[int], where: Filter | None) -> dict[int, float]:
-        """:func:`term_idf` under :func:`idf_filter` of ``where`` (see :meth:`VectorIndex.term_idf`): exact
-        counts on every call; ``{}`` under ``idf="namespace"`` (no per-point terms)."""
-        if self._idf != "reader":
-            return {}
-        return term_idf(term_ids, self._counter(to_server_filter(idf_filter(where))))
 
     def _modifier(self) -> models.Modifier:
         """The sparse vector's modifier for this adapter's lexical IDF."""

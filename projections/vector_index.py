@@ -163,13 +163,6 @@ class VectorIndex(Protocol):
         ``sparse`` leaves only the dense stage. Raises ``ValidationError`` for ``2 * prefetch_limit <
         limit``."""
 
-    def term_idf(self, term_ids: Sequence[int], where: Filter | None) -> dict[int, float]:
-        """:func:`term_idf` of ``term_ids`` (:func:`memwarden.projections.sparse.term_id`) among the points of
-        :func:`idf_filter` of ``where`` (a read filter: the reader's access keys and as-of bounds): the
-        recall's relevance weighs coverage by it, never by counts of memories the reader may not read.
-        ``{}`` for an index built for ``idf="namespace"`` (its points keep no :data:`TERMS_FIELD` to count
-        by): coverage then weighs every term the same."""
-
     def retrieve(self, point_ids: Sequence[str]) -> list[Hit]:
         """Points by id (score 0.0); missing ids are absent from the result."""
 
@@ -313,21 +306,6 @@ def reader_weighted(sparse: SparseVector, count: Callable[[int | None], int]) ->
     return SparseVector(tuple(i for i, _ in ordered), tuple(w for _, w in ordered))
 
 
-def term_idf(term_ids: Sequence[int], count: Callable[[int | None], int]) -> dict[int, float]:
-    """BM25 IDF (:func:`bm25_idf`) of each of ``term_ids`` among the points the reader may read, with
-    ``count`` as in :func:`reader_weighted` (``count(None)`` = ``N``, ``count(term_id)`` = ``n``); a term
-    no readable point holds gets the highest IDF, ``ln(1 + (N + 0.5) / 0.5)``. ``{}`` when ``term_ids`` is
-    empty or nothing is readable. What a recall weighs coverage by
-    (:func:`memwarden.commands.readmodel.relevance.coverage`)."""
-    ids = sorted(set(term_ids))
-    if not ids:
-        return {}
-    n_docs = count(None)
-    if n_docs <= 0:
-        return {}
-    return {t: bm25_idf(n_docs, count(t)) for t in ids}
-
-
 def match_values(cond: FieldIn) -> list[str] | list[int]:
     """``cond.values`` as a homogeneous list (engines match on all-str or all-int lists only).
 
@@ -379,5 +357,5 @@ __all__ = [
     "canonical_id", "check_hybrid_limits", "check_lexical_idf", "filter_is_empty", "idf_filter", "integer_fields",
     "match_values", "plain_vector", "point_from_record", "rank_hits", "read_as_of", "reader_access_keys",
     "reader_weighted",
-    "search_with_tie_closure", "stored_payload", "term_idf",
+    "search_with_tie_closure", "stored_payload",
 ]

@@ -9,10 +9,7 @@ returned memory also carries a ``relevance`` in [0, 1] computed from that memory
   similarities count as 0);
 * ``coverage``: the share of the query's distinct index terms the memory contains (the terms of
   :func:`memwarden.projections.sparse.tokens`, so a CJK memory found only lexically still counts
-  through its character n-grams), each term weighted by its BM25 IDF among the memories the reader
-  may read (the recall passes ``weights``): a name on every memory of the reader weighs little, a word
-  no readable memory holds the most, so "<name> <made-up word>" is not half relevant to every memory
-  naming that person;
+  through its character n-grams);
 * ``relevance = max(cosine, coverage ** COVERAGE_POWER)``: either signal alone can clear a floor.
   ``COVERAGE_POWER`` damps partial term matches; it was chosen with the floor on the calibration split
   (1, 2 and 3 tried: 1 cost the least recall for the same share of nonsense recalls emptied), so
@@ -25,7 +22,7 @@ figures in the README). Everything here is pure.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 __all__ = ["COVERAGE_POWER", "RECOMMENDED_MIN_SCORE", "check_min_score", "cosine", "coverage", "relevance"]
 
@@ -49,25 +46,13 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return clamp(dot / (na * nb))
 
 
-def coverage(query_terms: Iterable[str], memory_terms: Iterable[str],
-             weights: Mapping[str, float] | None = None) -> float:
+def coverage(query_terms: Iterable[str], memory_terms: Iterable[str]) -> float:
     """Share of the distinct ``query_terms`` found among ``memory_terms``, in [0, 1]; 0 when the
-    query has no term (all stopwords, punctuation only).
-
-    ``weights`` (term -> weight > 0, the reader's BM25 IDF of the term: the recall's
-    ``VectorIndex.term_idf``) makes it the weighted share ``sum(w(t) for t found) / sum(w(t) for t)``; a
-    term without a weight (or with none > 0) counts as the heaviest weight given, as rare as the rarest;
-    no usable weight at all gives the plain share."""
+    query has no term (all stopwords, punctuation only)."""
     wanted = set(query_terms)
     if not wanted:
         return 0.0
-    held = wanted & set(memory_terms)
-    usable = {t: w for t, w in (weights or {}).items() if t in wanted and math.isfinite(w) and w > 0.0}
-    if not usable:
-        return len(held) / len(wanted)
-    heaviest = max(usable.values())
-    total = sum(usable.get(t, heaviest) for t in wanted)
-    return min(sum(usable.get(t, heaviest) for t in held) / total, 1.0)
+    return len(wanted & set(memory_terms)) / len(wanted)
 
 
 def clamp(value: float) -> float:

@@ -34,7 +34,7 @@ from memwarden.commands.readmodel.filters import Condition, FieldIn, FieldRange,
 from memwarden.commands.readmodel.payload import OPEN_END_MS
 from memwarden.errors import ValidationError
 from memwarden.projections.edge_index import EdgeVectorIndex
-from memwarden.projections.sparse import Bm25Encoder, term_id, tokens
+from memwarden.projections.sparse import Bm25Encoder
 from memwarden.projections.vector_index import (
     TERMS_FIELD,
     Hit,
@@ -559,37 +559,6 @@ class VectorIndexContract:
         # two stages of 5 may: every fused point comes back (what the thread-context lift asks for)
         every = loaded.query(points[0].vector, ENCODER.query("w00"), None, 10, 5)
         assert 5 <= len(every) <= 10 and len({h.point_id for h in every}) == len(every)
-
-    def test_term_idf_counts_only_what_the_read_admits_in_every_idf_mode(self, index: VectorIndex) -> None:
-        """``term_idf`` (what a recall weighs coverage by) is BM25 IDF over the points the read's access keys
-        and as-of bound admit: another reader's points never move it, a word no readable point holds weighs
-        the most, and it follows writes at once. An index built for the namespace IDF keeps no per-point
-        terms and gives no weights."""
-        rng = np.random.default_rng(31)
-
-        def pt(i: int, text: str, keys: list[str], valid_from: int = 0) -> IndexPoint:
-            return IndexPoint(point_id(84_000 + i), rng.standard_normal(DIM).tolist(),
-                              {"acl": keys, "valid_from_ms": valid_from}, ENCODER.document(text))
-
-        def idf(*words: str, as_of: int = 10_000) -> dict[str, float]:
-            read = Filter(must=(FieldIn("acl", ("k-alice",)), FieldRange("valid_from_ms", lte=as_of)))
-            ids = {w: term_id(tokens(w)[0]) for w in words}
-            got = index.term_idf(list(ids.values()), read)
-            return {w: got[i] for w, i in ids.items() if i in got}
-
-        assert idf("alice", "zanzibar") == {}  # nothing readable: no weights
-        index.upsert([pt(i, f"alice w{i:02d}", ["k-alice"]) for i in range(4)])
-        index.upsert([pt(10 + i, "zanzibar", ["k-mallory"]) for i in range(20)])  # not the reader's
-        index.upsert([pt(9, "alice zanzibar", ["k-alice"], valid_from=5_000)])
-        if self.IDF == "namespace":  # no per-point terms are kept to count by: no weights (plain coverage)
-            assert idf("alice", "zanzibar", "w01") == {}
-            return
-        assert idf("alice", "zanzibar", "w01") == pytest.approx(
-            {"alice": bm25_idf(5, 5), "zanzibar": bm25_idf(5, 1), "w01": bm25_idf(5, 1)})
-        assert idf("alice", "zanzibar", as_of=1_000) == pytest.approx(
-            {"alice": bm25_idf(4, 4), "zanzibar": bm25_idf(4, 0)})  # held by nobody readable then: the most
-        index.delete_points([point_id(84_009)])
-        assert idf("alice", "zanzibar") == pytest.approx({"alice": bm25_idf(4, 4), "zanzibar": bm25_idf(4, 0)})
 
 
 # -- adapters ----------------------------------------------------------------------------------

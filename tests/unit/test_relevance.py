@@ -21,7 +21,6 @@ from memwarden.commands.readmodel.relevance import (
 )
 from memwarden.errors import ValidationError
 from memwarden.projections.sparse import tokens
-from memwarden.projections.vector_index import bm25_idf, term_idf
 from memwarden.read_api.requests import recall_request
 
 # -- cosine --------------------------------------------------------------------------------------------
@@ -89,45 +88,6 @@ def test_a_nonsense_token_covers_nothing() -> None:
 
 
 # -- relevance, clamp, the floor's check -------------------------------------------------------------------
-
-
-# -- coverage weighted by the reader's IDF ------------------------------------------------------------
-
-
-def test_a_name_on_every_memory_weighs_little_and_a_word_nobody_holds_the_most() -> None:
-    """"<name> <made-up word>" against a memory naming the person: half covered by term count, little by
-    weight (the known limit of plain coverage); the rare word carries the weight when it is held."""
-    n = 40
-    weights = {"alice": bm25_idf(n, n), "zxqv": bm25_idf(n, 0)}
-    assert coverage(["alice", "zxqv"], ["alice", "drinks", "tea"]) == 0.5
-    weighted = coverage(["alice", "zxqv"], ["alice", "drinks", "tea"], weights)
-    assert weighted < 0.05
-    assert coverage(["alice", "zxqv"], ["zxqv"], weights) > 0.95
-    assert coverage(["alice", "zxqv"], ["alice", "zxqv"], weights) == pytest.approx(1.0)
-
-
-@pytest.mark.parametrize("weights", [None, {}, {"a": 0.0, "b": -1.0}, {"a": math.nan}, {"c": 3.0}])
-def test_no_usable_weight_is_the_plain_share(weights: dict[str, float] | None) -> None:
-    assert coverage(["a", "b"], ["a"], weights) == 0.5
-
-
-def test_a_term_without_a_weight_counts_as_the_heaviest() -> None:
-    assert coverage(["a", "b", "c"], ["a"], {"a": 1.0, "b": 3.0}) == pytest.approx(1.0 / 7.0)
-    assert coverage(["a", "b", "c"], ["c"], {"a": 1.0, "b": 3.0}) == pytest.approx(3.0 / 7.0)
-
-
-@pytest.mark.parametrize("held", [[], ["a"], ["b"], ["a", "b"], ["a", "b", "c"], ["x"]])
-def test_weighted_coverage_is_in_0_1(held: list[str]) -> None:
-    assert 0.0 <= coverage(["a", "b", "c", "a"], held, {"a": 0.01, "b": 7.5, "c": 2.0}) <= 1.0
-
-
-def test_term_idf_is_bm25_over_the_readable_points() -> None:
-    counts = {None: 10, 1: 10, 2: 1, 3: 0}
-    got = term_idf([3, 1, 2, 1], lambda t: counts[t])
-    assert got == pytest.approx({1: bm25_idf(10, 10), 2: bm25_idf(10, 1), 3: bm25_idf(10, 0)})
-    assert got[3] > got[2] > got[1] > 0.0
-    assert term_idf([], lambda t: counts[t]) == {}
-    assert term_idf([1, 2], lambda t: 0) == {}  # nothing readable
 
 
 @pytest.mark.parametrize(("cos", "cov", "expected"), [
