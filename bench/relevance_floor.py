@@ -30,7 +30,7 @@ floor as :data:`~memwarden.commands.readmodel.relevance.RECOMMENDED_MIN_SCORE`, 
 that floor both kinds are emptied >= 95 % and recall@10 is at least the plain coverage's at 0.35 minus 0.01;
 otherwise nothing ships and the figures go to the README. **Outcome: not shipped** (no floor up to 0.60 empties
 95 % of the named-nonsense recalls with either coverage: the name is in the dense cosine; README, known limits).
-The comparison (``--coverage`` both ways, the named-nonsense recalls, ``VectorIndex.term_idf``) is commit 91b1602.
+The comparison (both coverages in one run, the named-nonsense recalls, ``VectorIndex.term_idf``) is commit 91b1602.
 
 Usage::
 
