@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from memwarden.errors import StackUnavailable
 from memwarden.ops import stack
 from memwarden.ops.postgres_server import running_pid
 from memwarden.ops.worker_process import WorkerProcess
@@ -38,6 +39,21 @@ def _stack_up(attempts: int = 1) -> None:
             return
         time.sleep(2.0)
     raise AssertionError(f"stack up failed: {done.stderr.decode()[-2000:]}")
+
+
+def _decided_or_diagnosed(client: MemwardenClient, namespace: Settings, w: WorkerProcess, ids: list[str],
+                          timeout_s: float) -> dict[str, str]:
+    """``client.decisions``; when some stay undecided, fail with what tells why: the worker's ``/ready``
+    (lag, oldest undecided, agents) and its log tail (a restart test that CI once saw time out)."""
+    try:
+        return client.decisions(ids, timeout_s=timeout_s)
+    except StackUnavailable as exc:
+        try:
+            ready = httpx.get(f"{namespace.worker_url}/ready", timeout=10.0).text
+        except httpx.HTTPError as why:
+            ready = f"no answer: {why}"
+        tail = w.log_path.read_text(errors="replace")[-6000:] if w.log_path.exists() else ""
+        raise AssertionError(f"{exc}; worker alive: {w.alive()}; /ready: {ready}\nworker log tail:\n{tail}") from exc
 
 
 def test_a_postgres_restart_under_load_loses_nothing_and_the_worker_recovers(namespace: Settings) -> None:
@@ -63,7 +79,7 @@ def test_a_postgres_restart_under_load_loses_nothing_and_the_worker_recovers(nam
         _stack_up()
         after = [client.record(principal=who, subject=who, text=f"note {i} after the outage") for i in range(5)]
         everything = sent + during + after
-        outcomes = client.decisions([r.command_id for r in everything], timeout_s=180)
+        outcomes = _decided_or_diagnosed(client, namespace, w, [r.command_id for r in everything], 180)
         assert set(outcomes.values()) == {"ACCEPTED"}
         poll(lambda: httpx.get(f"{namespace.worker_url}/ready").status_code == 200 or None, timeout_s=60,
              what="ready again")
@@ -105,7 +121,7 @@ def test_a_broker_restart_under_load_loses_nothing_and_the_worker_recovers(names
         after = [client.record(principal=who, subject=who, text=f"entry {i} after the broker restart")
                  for i in range(20)]
         everything = sent + after
-        outcomes = client.decisions([r.command_id for r in everything], timeout_s=240)
+        outcomes = _decided_or_diagnosed(client, namespace, w, [r.command_id for r in everything], 240)
         assert set(outcomes.values()) == {"ACCEPTED"}
         poll(lambda: httpx.get(f"{namespace.worker_url}/ready", timeout=10.0).status_code == 200 or None,
              timeout_s=120, what="ready again")
