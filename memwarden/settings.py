@@ -56,6 +56,10 @@ class Settings(BaseSettings):
             in languages other than English). Env: ``MEMWARDEN_HEARSAY_SUSPICION``.
         session_timeout_s: consumer-group session timeout, in seconds: how long a crashed worker keeps
             its partitions before the group rebalances them to a live one.
+        stall_s: seconds a command may wait undecided while the gate completes no batch (database and
+            broker answering) before ``memwarden worker --supervise`` restarts the worker
+            (:mod:`memwarden.ops.liveness`: a consumer that stopped fetching after a broker outage); 0
+            turns the probe off. Env: ``MEMWARDEN_STALL_S``.
         kek: base64 key-encryption key wrapping per-record data keys; ``None`` uses a key file
             generated once under ``data_dir``.
         admin_principal: id of the root admin principal, the trust anchor of the registry.
@@ -209,6 +213,7 @@ class Settings(BaseSettings):
     kek: str | None = None
     log_level: str = "warning"
     session_timeout_s: float = Field(default=10.0, gt=0)
+    stall_s: float = Field(default=300.0, ge=0)
     admin_principal: str = "service:admin"
     admin_public_key: str | None = None
     gate_mode: Literal["full", "skeleton"] = "full"

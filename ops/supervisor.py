@@ -4,6 +4,11 @@ a crash, a ``kill -9``), after a backoff that doubles from 1 s to 60 s and start
 has run for 5 minutes. It is what compose's ``restart:`` or systemd's ``Restart=on-failure`` do in
 production: the worker never lives on with a dead agent, and it is never left dead either.
 
+With a ``probe`` (:func:`memwarden.ops.liveness.ready_probe` for a worker serving ``/ready``), a child
+that runs but is stalled is restarted too: after ``probe_grace_s`` seconds of running, the probe is asked
+every ``probe_every_s`` seconds, and a reason it returns stops the child (SIGTERM, then SIGKILL) and starts
+a fresh one as after a non-zero exit (logged with the reason; :attr:`Supervisor.stalls` counts them).
+
 SIGTERM or SIGINT to the supervisor stops the child (SIGTERM, 30 s, then SIGKILL) and ends it without
 a restart; a child that exits 0 (stopped on purpose) ends it too. The supervisor records itself in
 ``<data_dir>/run/supervisor-<prefix>-<roles>.pid`` so that ``memwarden stack down`` stops it before
@@ -18,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -55,17 +60,28 @@ def worker_argv(roles: Sequence[str]) -> list[str]:
     return argv
 
 
+#: The exit code a stalled child is given (EX_TEMPFAIL): the loop restarts it whatever it exited with.
+STALLED_RC = 75
+
+
 class Supervisor:
-    """Run ``argv`` and restart it on a non-zero exit (module docstring). ``log_path`` receives the
-    child's output (appended); ``None`` lets it inherit the supervisor's."""
+    """Run ``argv`` and restart it on a non-zero exit, or when ``probe`` reports it stalled (module
+    docstring; ``probe_grace_s`` and ``probe_every_s`` in seconds). ``log_path`` receives the child's
+    output (appended); ``None`` lets it inherit the supervisor's."""
 
     def __init__(self, argv: Sequence[str], log_path: Path | None = None,
-                 policy: RestartPolicy = RestartPolicy(), stop_timeout_s: float = 30.0) -> None:
+                 policy: RestartPolicy = RestartPolicy(), stop_timeout_s: float = 30.0,
+                 probe: Callable[[], str | None] | None = None, probe_every_s: float = 30.0,
+                 probe_grace_s: float = 120.0) -> None:
         self.argv = list(argv)
         self.log_path = log_path
         self.policy = policy
         self.stop_timeout_s = stop_timeout_s
+        self.probe = probe
+        self.probe_every_s = probe_every_s
+        self.probe_grace_s = probe_grace_s
         self.restarts = 0
+        self.stalls = 0
         self._stopping = threading.Event()
         self._child: subprocess.Popen[bytes] | None = None
 
@@ -98,6 +114,8 @@ class Supervisor:
             self._child = subprocess.Popen(self.argv, stdout=out, stderr=out, start_new_session=True)
             if self._stopping.is_set():  # stopped while starting
                 self._child.send_signal(signal.SIGTERM)
+            started = time.monotonic()
+            next_probe = started + self.probe_grace_s
             try:
                 while True:
                     try:
@@ -105,6 +123,16 @@ class Supervisor:
                     except subprocess.TimeoutExpired:
                         if self._stopping.is_set():
                             return self._terminate(self._child)
+                    if self.probe is not None and time.monotonic() >= next_probe:
+                        reason = self.probe()
+                        next_probe = time.monotonic() + self.probe_every_s
+                        if reason is not None and not self._stopping.is_set():
+                            self.stalls += 1
+                            log.error("worker stalled after %.0f s: %s; stopping it for a fresh one",
+                                      time.monotonic() - started, reason)
+                            self._child.send_signal(signal.SIGTERM)
+                            self._terminate(self._child)
+                            return STALLED_RC
             finally:
                 self._child = None
         finally:

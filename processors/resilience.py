@@ -45,8 +45,9 @@ class Health:
     agents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def running(self, agent: str) -> None:
-        """``agent`` processed a batch (or started)."""
-        self.agents[agent] = {"state": "running"}
+        """``agent`` processed a batch (or started): ``last_progress_at`` is now (epoch seconds; the
+        supervisor's liveness probe, :func:`memwarden.ops.liveness.stall_reason`, reads it)."""
+        self.agents[agent] = {"state": "running", "last_progress_at": time.time()}
 
     def crashed(self, agent: str, reason: str) -> None:
         """``agent`` failed on an error no retry mends: not ready from now on (its supervisor ends the process;

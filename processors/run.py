@@ -71,17 +71,23 @@ def run_worker(settings: Settings, roles: Sequence[str] = ROLES) -> None:
 def run_supervised(settings: Settings, roles: Sequence[str] = ROLES) -> int:
     """``memwarden worker --supervise``: run the worker for ``roles`` as a child process under
     :class:`~memwarden.ops.supervisor.Supervisor` until SIGTERM/SIGINT, restarting it whenever it
-    exits non-zero; returns the exit code. Raises ``ValueError`` for an unknown role."""
+    exits non-zero, and, for a worker with the gate role that serves ``/ready``, whenever its gate is
+    stalled for ``settings.stall_s`` seconds (:func:`~memwarden.ops.liveness.ready_probe`); returns the
+    exit code. Raises ``ValueError`` for an unknown role."""
     unknown = set(roles) - set(ROLES)
     if unknown or not roles:
         raise ValueError(f"role: unknown {sorted(unknown)}; choose from {ROLES}")
+    from memwarden.ops.liveness import ready_probe
     from memwarden.ops.pidfiles import pidfile_path, write_pidfile
     from memwarden.ops.supervisor import PIDFILE_PREFIX, Supervisor, install_signal_handlers, worker_argv
+    from memwarden.ops.worker_process import health_url
 
     logging.basicConfig(level=settings.log_level.upper())
     name = PIDFILE_PREFIX + worker_name(settings, roles).removeprefix("worker-")
     write_pidfile(settings, name, os.getpid())
-    supervisor = Supervisor(worker_argv(roles))
+    url = health_url(settings, roles)
+    probe = ready_probe(url, settings.stall_s) if url is not None and "gate" in roles and settings.stall_s > 0 else None
+    supervisor = Supervisor(worker_argv(roles), probe=probe)
     install_signal_handlers(supervisor)
     try:
         return supervisor.run()

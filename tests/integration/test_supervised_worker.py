@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from memwarden.ops import pidfiles, stack
+from memwarden.ops.liveness import ready_probe, stall_reason
 from memwarden.ops.worker_process import WorkerProcess, worker_health
 from memwarden.processors.run import worker_name
 from memwarden.producers.client import MemwardenClient
@@ -51,6 +52,20 @@ def test_a_killed_worker_is_restarted_by_its_supervisor(namespace: Settings) -> 
     time.sleep(1.0)
     assert not pidfiles.is_alive(second)  # stopped with its supervisor, and not restarted
     assert pidfiles.read_pidfile(worker_file) is None
+
+
+def test_the_liveness_probe_reads_the_real_ready_answer(namespace: Settings, worker: WorkerProcess) -> None:
+    """The supervisor's probe (``memwarden.ops.liveness``) against a real worker: a healthy one is not
+    stalled, and the fields it judges by are those ``/ready`` gives (the gate's ``last_progress_at``):
+    the same answer with a command waiting for an hour and no batch since would be."""
+    assert ready_probe(namespace.worker_url, 300.0)() is None
+    body = httpx.get(f"{namespace.worker_url}/ready", timeout=20).json()
+    gate = body["agents"]["gate"]
+    assert gate["state"] == "running" and abs(gate["last_progress_at"] - time.time()) < 3600
+    assert stall_reason(body, time.time(), 300.0) is None
+    later = {**body, "oldest_undecided_s": 3600.0}
+    assert stall_reason(later, time.time() + 3600.0, 300.0) is not None
+    assert ready_probe("http://127.0.0.1:9", 300.0)() is None  # nobody answers: not judged
 
 
 def test_stack_up_api_leaves_the_rest_api_reachable_until_stack_down(namespace: Settings,

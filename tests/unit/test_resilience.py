@@ -6,6 +6,7 @@ trial, twentieth session): readiness must never say a dead agent runs."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import psycopg
 import pytest
@@ -29,8 +30,10 @@ def test_a_database_outage_is_retried_and_the_agent_is_running_again() -> None:
         assert health.agents["gate"]["state"] == "retrying" and not health.ready
         return "done"
 
+    before = time.time()
     assert asyncio.run(retry_batch("gate", step, _nothing, health, FAST)) == "done"
-    assert health.agents["gate"] == {"state": "running"} and health.ready
+    assert health.agents["gate"]["state"] == "running" and health.ready
+    assert before <= health.agents["gate"]["last_progress_at"] <= time.time()  # what the liveness probe reads
 
 
 def test_any_other_error_marks_the_agent_crashed_and_propagates() -> None:

@@ -61,3 +61,35 @@ time.sleep(60)
     t.join(20)
     assert not t.is_alive() and result == [0]
     assert marker.read_text() == "x" and s.restarts == 0  # stopped, not restarted
+
+
+def test_a_running_child_the_probe_finds_stalled_is_replaced_by_a_fresh_one(tmp_path: Path) -> None:
+    """A child that never exits but that the liveness probe reports stalled is stopped and started again,
+    like one that exited non-zero; the probe is not asked during the grace period."""
+    marker = tmp_path / "started"
+    argv = _script(tmp_path, f"""
+import pathlib, time
+p = pathlib.Path({str(marker)!r})
+p.write_text(p.read_text() + "x" if p.exists() else "x")
+time.sleep(60)
+""")
+    asked: list[float] = []
+    begun = time.monotonic()
+
+    def probe() -> str | None:
+        asked.append(time.monotonic() - begun)
+        return "the gate is stalled" if len(asked) == 1 else None
+
+    s = Supervisor(argv, policy=RestartPolicy(first_s=0.05), stop_timeout_s=5.0, probe=probe, probe_every_s=0.2,
+                   probe_grace_s=1.0)
+    result: list[int] = []
+    t = threading.Thread(target=lambda: result.append(s.run()))
+    t.start()
+    deadline = time.monotonic() + 30
+    while (not marker.exists() or marker.read_text() != "xx") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    s.stop()
+    t.join(20)
+    assert not t.is_alive() and result == [0]
+    assert marker.read_text() == "xx" and s.restarts == 1 and s.stalls == 1  # one stall, one fresh child
+    assert asked and asked[0] >= 1.0  # not before the grace period
