@@ -49,19 +49,48 @@ def stall_reason(ready: Mapping[str, Any], now_s: float, stall_s: float) -> str 
             f"(database and broker answer; limit {stall_s:.0f} s)")
 
 
-def ready_probe(url: str, stall_s: float, timeout_s: float = 10.0) -> Callable[[], str | None]:
+#: Seconds a stall must be seen without a break before it counts (right after a long outage the gate
+#: needs a moment to rejoin its group and take its first batch).
+CONFIRM_S = 60.0
+
+
+class StallWatch:
+    """A stall that lasts: :meth:`observe` returns the reason only once it has been seen on every probe
+    for ``confirm_s`` seconds (any answer without it starts over). Pure (times are passed in)."""
+
+    def __init__(self, confirm_s: float = CONFIRM_S) -> None:
+        self.confirm_s = confirm_s
+        self._since: float | None = None
+
+    def observe(self, reason: str | None, now_s: float) -> str | None:
+        """The reason to act on at ``now_s`` (seconds) given this probe's ``reason``, else ``None``."""
+        if reason is None:
+            self._since = None
+            return None
+        if self._since is None:
+            self._since = now_s
+        seen = now_s - self._since
+        return f"{reason}; seen for {seen:.0f} s" if seen >= self.confirm_s else None
+
+
+def ready_probe(url: str, stall_s: float, timeout_s: float = 10.0,
+                confirm_s: float = CONFIRM_S) -> Callable[[], str | None]:
     """A probe for :class:`~memwarden.ops.supervisor.Supervisor`: ``GET {url}/ready`` and
-    :func:`stall_reason` of its body. A worker that does not answer, or answers something that is not
-    a ``/ready`` body, is not judged (``None``): starting, or busy; its exit is the supervisor's
-    other signal."""
+    :func:`stall_reason` of its body, acted on once it has held for ``confirm_s`` seconds
+    (:class:`StallWatch`). A worker that does not answer, or answers something that is not a ``/ready``
+    body, is not judged (``None``, and the watch starts over): starting, or busy; its exit is the
+    supervisor's other signal."""
+    watch = StallWatch(confirm_s)
+
     def probe() -> str | None:
         try:
             body = httpx.get(f"{url}/ready", timeout=timeout_s).json()
         except (httpx.HTTPError, ValueError):
-            return None
-        return stall_reason(body, time.time(), stall_s) if isinstance(body, dict) else None
+            body = None
+        now = time.time()
+        return watch.observe(stall_reason(body, now, stall_s) if isinstance(body, dict) else None, now)
 
     return probe
 
 
-__all__ = ["DEFAULT_STALL_S", "ready_probe", "stall_reason"]
+__all__ = ["CONFIRM_S", "DEFAULT_STALL_S", "StallWatch", "ready_probe", "stall_reason"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memwarden.ops.liveness import stall_reason
+from memwarden.ops.liveness import StallWatch, stall_reason
 
 NOW = 1_000_000.0
 LIMIT = 300.0
@@ -62,3 +62,14 @@ def test_a_limit_of_zero_turns_the_check_off(limit: float) -> None:
                                   "oldest_undecided_s": "600"}])
 def test_a_body_that_is_not_a_ready_answer_is_never_stalled(odd: dict[str, Any]) -> None:
     assert stall_reason(odd, NOW, LIMIT) is None
+
+
+def test_a_stall_counts_only_once_it_held_on_every_probe_for_the_confirmation_time() -> None:
+    watch = StallWatch(confirm_s=60.0)
+    assert watch.observe("stalled", 0.0) is None  # just seen (e.g. the broker back a moment ago)
+    assert watch.observe("stalled", 30.0) is None
+    assert watch.observe(None, 45.0) is None  # the gate took a batch: start over
+    assert watch.observe("stalled", 50.0) is None
+    assert watch.observe("stalled", 100.0) is None
+    acted = watch.observe("stalled", 110.0)
+    assert acted is not None and acted.startswith("stalled") and "60 s" in acted
