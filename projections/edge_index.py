@@ -72,6 +72,7 @@ from .vector_index import (
     LEXICAL,
     TERMS_FIELD,
     FieldIn,
+    FieldRange,
     Filter,
     FusionMethod,
     Hit,
@@ -387,16 +388,29 @@ class EdgeVectorIndex:
 
     def _reader_weighted(self, sparse: SparseVector, where: Filter | None) -> SparseVector:
         """:func:`reader_weighted` for a read filtered by ``where``: counts under :func:`idf_filter`. A read
-        that looks from no earlier than every point the shard holds (:meth:`_holds_nothing_after`) excludes
-        none by its as-of conditions, so its counts are those under its access keys alone, taken from
-        :attr:`frequencies` while no write made them stale; a read of the past is counted afresh. Under the
-        lock, so no write lands between a lookup and its bookkeeping."""
+        whose as-of conditions exclude none of the points its access keys admit (none of them is valid from
+        or decided after the read's time: always so when no point of the shard is,
+        :meth:`_holds_nothing_after`, else asked with one count, :meth:`_admits_nothing_after`) has the counts
+        of its access keys alone, taken from :attr:`frequencies` while no write made them stale; any other
+        read of the past is counted afresh. So a memory dated in the future slows only the readers who may
+        read it. Under the lock, so no write lands between a lookup and its bookkeeping."""
         keys = reader_access_keys(where)
         with self._lock:
-            if keys is not None and self.frequencies is not None and self._holds_nothing_after(read_as_of(where)):
+            as_of = read_as_of(where)
+            if keys is not None and self.frequencies is not None and (
+                    self._holds_nothing_after(as_of) or self._admits_nothing_after(keys, as_of)):
                 access = to_edge_filter(Filter(must=(FieldIn(ACL_FIELD, keys),)))
                 return reader_weighted(sparse, self.frequencies.counter(keys, self._counter(access)))
             return reader_weighted(sparse, self._counter(to_edge_filter(idf_filter(where))))
+
+    def _admits_nothing_after(self, keys: tuple[str, ...], as_of_ms: int | None) -> bool:
+        """True when no point the access ``keys`` admit is valid from or decided after ``as_of_ms`` (one exact
+        count; ``None``: the read has no such bound)."""
+        if as_of_ms is None:
+            return True
+        later = Filter(must=(FieldIn(ACL_FIELD, keys),),
+                       should=tuple(FieldRange(key, gt=as_of_ms) for key in AS_OF_FIELDS))
+        return self._counter(to_edge_filter(later))(None) == 0
 
     def _holds_nothing_after(self, as_of_ms: int | None) -> bool:
         """True when no point of the shard is valid from or decided after ``as_of_ms`` (``None``: the read has

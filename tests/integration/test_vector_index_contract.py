@@ -1005,6 +1005,38 @@ class TestEdgeIndexReaderIdf(ReaderIdfCases, VectorIndexContract):
         read(10_000)
         assert kept.misses == asked + 2 and kept.hits == 4  # N and "shed" changed; "zanzibar" kept
 
+    def test_a_memory_dated_in_the_future_slows_only_the_readers_who_may_read_it(
+            self, index: EdgeVectorIndex) -> None:
+        """A point valid from a future time makes every current read one of the past for the shard; the
+        counts of a reader none of whose points postdates its read are still kept, and a reader who may read
+        the future point is counted afresh, without it."""
+        kept = index.frequencies
+        assert kept is not None
+        rng = np.random.default_rng(37)
+        future = 10**12
+
+        def pt(i: int, text: str, key: str, valid_from: int = 0) -> IndexPoint:
+            return IndexPoint(point_id(85_000 + i), rng.standard_normal(DIM).tolist(),
+                              {"acl": [key], "valid_from_ms": valid_from}, ENCODER.document(text))
+
+        index.upsert([pt(0, "zanzibar shed", "k-alice"), pt(1, "w01", "k-alice"), pt(2, "zanzibar", "k-bob"),
+                      pt(3, "w02", "k-bob"), pt(4, "zanzibar w03", "k-bob", valid_from=future)])
+
+        def read(key: str) -> dict[str, float]:
+            where = Filter(must=(FieldIn("acl", (key,)), FieldRange("valid_from_ms", lte=10_000)))
+            return {h.point_id: h.score for h in index.search_lexical(ENCODER.query("zanzibar"), where, 5)}
+
+        read("k-alice")
+        asked = kept.misses
+        assert read("k-alice") == pytest.approx(
+            {point_id(85_000): bm25_idf(2, 1) * pt(0, "zanzibar shed", "k-alice").sparse.values[0]},  # type: ignore[union-attr]
+            rel=1e-5)
+        assert kept.misses == asked and kept.hits == 2  # N and the word, from what was kept
+        tf = pt(2, "zanzibar", "k-bob").sparse.values[0]  # type: ignore[union-attr]
+        for _ in range(2):
+            assert read("k-bob") == pytest.approx({point_id(85_002): bm25_idf(2, 1) * tf}, rel=1e-5)  # not 3 and 2
+        assert (kept.hits, kept.misses) == (2, asked)  # counted afresh: nothing kept for bob
+
     def test_a_shard_of_the_other_idf_is_refused(self, tmp_path: Path) -> None:
         namespace = EdgeVectorIndex(tmp_path, "built", exact=True, idf="namespace")
         namespace.ensure(DIM)
