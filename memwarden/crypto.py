@@ -185,10 +185,23 @@ class Kek:
             raise ContentUnreadable(f"data key {key_id} does not unwrap: {type(exc).__name__}") from None
 
 
-def load_kek(explicit: str | None, data_dir: Path) -> Kek:
-    """The KEK from ``explicit`` (base64, 32 bytes) or from ``data_dir/keys/kek``, created once (0600).
+def uninitialised(what: str, path: Path, data_dir: Path) -> str:
+    """The message for key material missing from ``data_dir``: most likely a script run from another
+    directory than the checkout whose stack runs (the data folder defaults to ``./.memwarden`` of the
+    current directory), which must not make keys of its own (newcomer trial, twenty-fourth session: a client
+    that did wrapped every data key with a KEK the worker never had, and every write was refused
+    ``CONTENT_UNREADABLE``)."""
+    return (f"no {what} at {path}: the data folder {data_dir.resolve()} (MEMWARDEN_DATA_DIR, default ./.memwarden "
+            "of the current directory) is not one `memwarden stack up` or a worker set up; run from the checkout "
+            "whose stack runs, or set MEMWARDEN_DATA_DIR to its .memwarden")
 
-    Raises ``MemwardenError`` when the explicit value is not 32 bytes of base64.
+
+def load_kek(explicit: str | None, data_dir: Path, create: bool = True) -> Kek:
+    """The KEK from ``explicit`` (base64, 32 bytes) or from ``data_dir/keys/kek``, created once (0600)
+    when ``create`` (the stack and the worker, which own the data folder; clients pass ``False``).
+
+    Raises ``MemwardenError`` when the explicit value is not 32 bytes of base64, or when the file is
+    missing and ``create`` is false (:func:`uninitialised`, naming the folder and ``MEMWARDEN_KEK``).
     """
     if explicit:
         try:
@@ -199,6 +212,8 @@ def load_kek(explicit: str | None, data_dir: Path) -> Kek:
             raise MemwardenError(f"MEMWARDEN_KEK: must decode to {KEY_BYTES} bytes, got {len(key)}")
         return Kek(key)
     path = data_dir / "keys" / "kek"
+    if not path.exists() and not create:
+        raise MemwardenError(uninitialised("key-encryption key", path, data_dir) + " (or MEMWARDEN_KEK)")
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".kek-{os.getpid()}-{secrets.token_hex(4)}")

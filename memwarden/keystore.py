@@ -18,6 +18,7 @@ from typing import Any
 from memwarden.commands.model import PrincipalKind, to_avro
 from memwarden.commands.principals import ADMIN_ROLE, KeyRecord, PrincipalRecord
 from memwarden.commands.signing import Signer
+from memwarden.crypto import load_kek, uninitialised
 from memwarden.errors import MemwardenError
 from memwarden.schemas.codec import AvroCodec
 from memwarden.settings import Settings
@@ -68,9 +69,25 @@ def local_admin_signer(settings: Settings) -> Signer | None:
     return load_or_create_signer(path, settings.admin_principal) if path.exists() else None
 
 
-def admin_signer(settings: Settings) -> Signer:
-    """The root admin's signer from the local key file (created on first use)."""
-    return load_or_create_signer(key_path(settings.data_dir, settings.admin_principal), settings.admin_principal)
+def admin_signer(settings: Settings, create: bool = False) -> Signer:
+    """The root admin's signer from the local key file; created when missing only with ``create`` (the stack
+    and the worker's trust anchor, which own the data folder).
+
+    Raises ``MemwardenError`` when the file is missing and ``create`` is false (naming the data folder: a
+    script run from another directory must not make a root key the gate does not trust), or malformed."""
+    path = key_path(settings.data_dir, settings.admin_principal)
+    if not create and not path.exists():
+        raise MemwardenError(uninitialised(f"root admin key ({settings.admin_principal})", path, settings.data_dir))
+    return load_or_create_signer(path, settings.admin_principal)
+
+
+def initialise(settings: Settings) -> None:
+    """Create the data folder's key material if missing (``memwarden stack up``): the key-encryption key
+    (unless ``MEMWARDEN_KEK`` gives it) and the root admin's key (unless ``MEMWARDEN_ADMIN_PUBLIC_KEY`` names
+    a key held elsewhere)."""
+    load_kek(settings.kek, settings.data_dir, create=True)
+    if not settings.admin_public_key:
+        admin_signer(settings, create=True)
 
 
 def trust_anchor(settings: Settings) -> PrincipalRecord:
@@ -83,7 +100,7 @@ def trust_anchor(settings: Settings) -> PrincipalRecord:
             raise MemwardenError("MEMWARDEN_ADMIN_PUBLIC_KEY: not base64") from None
         key_id = f"{settings.admin_principal}#anchor"
     else:
-        signer = admin_signer(settings)
+        signer = admin_signer(settings, create=True)
         public, key_id = signer.public_key, signer.key_id
     if len(public) != 32:
         raise MemwardenError("admin public key: must be 32 raw bytes")

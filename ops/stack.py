@@ -119,6 +119,7 @@ def up(settings: Settings) -> None:
     Order: stale pid files removed, prerequisites and ports checked (before anything starts), Kafka
     jars/config/storage prepared, broker launched, PostgreSQL started (initdb once; role and
     database of the DSN created), then the broker awaited (up to 90 s).
+    Last, the data folder's key material is created if missing (:func:`memwarden.keystore.initialise`).
     Raises ``PrerequisiteMissing`` or ``StackUnavailable``.
     """
     for path in _pidfile_paths(settings):
@@ -148,6 +149,9 @@ def up(settings: Settings) -> None:
             raise
     elif not kafka_broker.metadata_ok(settings.bootstrap_servers, 15.0):
         raise StackUnavailable(f"kafka at {settings.bootstrap_servers} does not answer")
+    from memwarden.keystore import initialise
+
+    initialise(settings)  # the data folder's keys: clients never make their own
 
 
 def start_supervised_worker(settings: Settings, timeout_s: float = 180.0) -> str:

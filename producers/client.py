@@ -46,7 +46,7 @@ from memwarden.commands.model import (
 from memwarden.commands.read_auth import sign_request
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecallMode, check_query
 from memwarden.commands.signing import Signer
-from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key, seal_span
+from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key, seal_span, uninitialised
 from memwarden.epoch import now_ms
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
 from memwarden.keystore import key_path, load_or_create_signer, signed_command
@@ -88,7 +88,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
                  signers: Iterable[Signer] = ()) -> None:
         self.settings = settings
         self._signers: dict[str, Signer] = {sg.principal_id: sg for sg in signers}
-        self._kek = kek or load_kek(settings.kek, settings.data_dir)
+        self._kek = kek or load_kek(settings.kek, settings.data_dir, create=False)
         self._codec = codec or default_codec()
         self._producer = producer(settings.bootstrap_servers)
         self._http = httpx.Client(base_url=settings.worker_url, timeout=30.0)
@@ -334,13 +334,17 @@ def connect(*principals: str, settings: Settings | None = None) -> MemwardenClie
     signing keys of ``principals`` from the local keystore (``<data>/keys/principals/``, where
     ``memwarden principal register`` writes them; the root admin's too when named).
 
-    Raises ``ValidationError`` (field ``principals``) when a principal has no key file here.
+    Raises ``ValidationError`` (field ``principals``) when a principal has no key file here (naming the data
+    folder when it holds no key-encryption key either: most likely not the stack's), ``MemwardenError`` when
+    the data folder is not one the stack set up (:func:`memwarden.crypto.load_kek`).
     """
     s = settings or Settings()
     signers = []
     for principal in principals:
         path = key_path(s.data_dir, principal)
         if not path.exists():
+            if not s.kek and not (s.data_dir / "keys" / "kek").exists():  # not the stack's data folder at all
+                raise ValidationError("principals", uninitialised(f"signing key for {principal!r}", path, s.data_dir))
             raise ValidationError("principals", f"no signing key for {principal!r} at {path}; register it with"
                                   " `memwarden principal register`")
         signers.append(load_or_create_signer(path, principal))

@@ -86,7 +86,7 @@ class Gateway:
     def kek(self) -> Kek:
         """The namespace's key-encryption key (loaded on first use; the forensic audit needs it)."""
         if self._kek is None:
-            self._kek = load_kek(self.settings.kek, self.settings.data_dir)
+            self._kek = load_kek(self.settings.kek, self.settings.data_dir, create=False)
         return self._kek
 
     def close(self) -> None:

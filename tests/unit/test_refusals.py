@@ -9,6 +9,7 @@ wait; ``connect()`` builds a client from settings and the local keystore."""
 
 from __future__ import annotations
 
+import base64
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,8 +21,8 @@ from memwarden.commands.gate import GateState, GrantUpsert, Outcome
 from memwarden.commands.gate.governance import grant_subjects
 from memwarden.commands.model import GrantAccess, RevokeAccess
 from memwarden.crypto import Kek
-from memwarden.errors import Refused, ValidationError
-from memwarden.keystore import key_path, load_or_create_signer
+from memwarden.errors import MemwardenError, Refused, ValidationError
+from memwarden.keystore import admin_signer, initialise, key_path, load_or_create_signer
 from memwarden.producers.building import Receipt
 from memwarden.producers.client import DecidedReceipt, MemwardenClient
 from memwarden.settings import Settings
@@ -163,6 +164,7 @@ def test_connect_builds_a_client_with_the_local_keystores_signers(tmp_path: Path
 
     monkeypatch.setenv("MEMWARDEN_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("MEMWARDEN_BOOTSTRAP_SERVERS", "127.0.0.1:1")
+    initialise(Settings(data_dir=tmp_path))  # what `memwarden stack up` does to its data folder
     signer = load_or_create_signer(key_path(tmp_path, "user:alice"), "user:alice")
     with memwarden.connect("user:alice") as client:
         assert client.settings.data_dir == tmp_path
@@ -171,3 +173,33 @@ def test_connect_builds_a_client_with_the_local_keystores_signers(tmp_path: Path
         memwarden.connect("user:nobody", settings=Settings(data_dir=tmp_path, bootstrap_servers="127.0.0.1:1"))
     assert caught.value.field == "principals"
     assert memwarden.Refused is Refused
+
+
+def test_a_client_in_a_folder_the_stack_never_set_up_makes_no_keys_and_says_where_to_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Newcomer trial (twenty-fourth session): a script run from another directory than the checkout made a
+    key-encryption key and a root admin key of its own in ``./.memwarden`` there; every write it sent was then
+    refused ``CONTENT_UNREADABLE`` (the worker never had that KEK) or ``UNKNOWN_KEY``. Now it makes none and
+    each entry point names the data folder and ``MEMWARDEN_DATA_DIR``."""
+    import memwarden
+
+    elsewhere = Settings(data_dir=tmp_path / "elsewhere" / ".memwarden", bootstrap_servers="127.0.0.1:1")
+    with pytest.raises(MemwardenError, match="MEMWARDEN_DATA_DIR.*MEMWARDEN_KEK"):
+        MemwardenClient(elsewhere)
+    with pytest.raises(MemwardenError, match="root admin key.*MEMWARDEN_DATA_DIR"):
+        admin_signer(elsewhere)
+    with pytest.raises(ValidationError, match="MEMWARDEN_DATA_DIR") as caught:
+        memwarden.connect("user:carol", settings=elsewhere)
+    assert caught.value.field == "principals"
+    assert not (tmp_path / "elsewhere").exists()  # nothing made there
+    initialise(elsewhere)  # the stack's own step
+    with MemwardenClient(elsewhere) as client:
+        assert client.settings.data_dir == elsewhere.data_dir
+    assert admin_signer(elsewhere).principal_id == elsewhere.admin_principal
+
+
+def test_initialise_leaves_an_admin_key_held_elsewhere_alone(tmp_path: Path) -> None:
+    held = Settings(data_dir=tmp_path, admin_public_key=base64.b64encode(bytes(32)).decode())
+    initialise(held)
+    assert (tmp_path / "keys" / "kek").exists()
+    assert not key_path(tmp_path, held.admin_principal).exists()
