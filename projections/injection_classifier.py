@@ -39,7 +39,8 @@ by the attention mask). ``prime(texts)`` scores a whole
 gate batch in one embedding call; ``detect`` then reads the cached score (a text not primed is scored
 alone). A short note holding one or two codes ("Ticket 803468") is also scored with its codes masked, and
 the lower probability counts (:func:`short_note_with_codes`, :meth:`CombinedDetector.evidence`; version
-suffix ``#codes``). The version :data:`DETECTOR_VERSION` names the rules and the weights.
+suffix ``#codes``), and a text holding emoji is also scored without them (:func:`pictographs_removed`; suffix
+``#pict``). The version :data:`DETECTOR_VERSION` names the rules and the weights.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+import regex
 
 from memwarden.commands.injection import DEFAULT_DETECTOR as RULES
 from memwarden.commands.injection import DETECTOR_VERSION as RULES_VERSION
@@ -74,6 +76,8 @@ __all__ = [
     "Scorer",
     "clean_text",
     "codes_masked",
+    "holds_pictographs",
+    "pictographs_removed",
     "CODE",
     "short_note_with_codes",
     "features",
@@ -86,7 +90,7 @@ __all__ = [
 #: Bump with every retraining that changes the shipped weights.
 CLASSIFIER_VERSION = "minilm-lr/3"
 #: The version of the combined detector (rules and classifier weights).
-DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}#codes"
+DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}#codes#pict"
 #: ``Finding.rule`` of a classifier hit.
 CLASSIFIER_RULE = f"classifier.{CLASSIFIER_VERSION}"
 #: Hashed character n-gram buckets and the n-gram lengths.
@@ -117,6 +121,33 @@ _ALNUM_WITH_DIGIT = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*[0-9])[A-Za-z0-9]+(
 _NOTE_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]|[^\W\d_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]+")
 #: The most words and codes a short note holding codes has (:func:`short_note_with_codes`).
 NOTE_WORDS, NOTE_CODES = 5, 2
+
+
+#: An emoji as people type it: a pictograph (or a flag's regional-indicator pair, a keycap) with its variation
+#: selectors, skin tones and tag characters, and the pictographs a zero-width joiner binds to it
+#: (``👨‍👩‍👧``). A zero-width joiner anywhere else is left alone (zero-width bits are the rules' to read).
+_PICTOGRAPH = regex.compile(
+    r"(?:\p{Extended_Pictographic}|[\U0001F1E6-\U0001F1FF]|[0-9#*](?=\uFE0F?\u20E3))"
+    r"[\uFE0E\uFE0F\u20E3\U0001F3FB-\U0001F3FF\U0001F1E6-\U0001F1FF\U000E0020-\U000E007F]*"
+    r"(?:\u200D\p{Extended_Pictographic}[\uFE0E\uFE0F\U0001F3FB-\U0001F3FF]*)*")
+
+
+def holds_pictographs(text: str) -> bool:
+    """Whether ``text`` holds an emoji (:data:`_PICTOGRAPH`)."""
+    return _PICTOGRAPH.search(text) is not None
+
+
+def pictographs_removed(text: str) -> str:
+    """``text`` without its emoji (each with its modifiers and joined pictographs), runs of spaces they leave
+    folded: what :class:`CombinedDetector` also scores a text holding emoji on (version suffix ``#pict``).
+
+    Why (issue 12, field case 4, false alarms; newcomer trial, twenty-fourth session): "Dave has a dog named
+    Kåre 🐕", "Dave's cat is called Zoë 🐈" and "Dave loves crème brûlée 🍮" were quarantined. One accented
+    letter in a short text sends it to the multilingual classifier (:func:`is_english`), which had learned
+    emoji from the friendly openings of social-engineering attacks ("hey it's Marco 👋") and scored them
+    above its threshold; without the emoji the same texts score low. An injection decorated with emoji still
+    reads as one without them."""
+    return re.sub(r"[ \t]{2,}", " ", _PICTOGRAPH.sub("", text)).strip()
 
 
 def short_note_with_codes(text: str) -> bool:
@@ -332,6 +363,9 @@ class CombinedDetector:
     """
 
     version = DETECTOR_VERSION
+    #: Read a text holding emoji without them too (:func:`pictographs_removed`; ``False`` gives the detector of
+    #: before ``#pict``, for its evaluation: ``bench/pictograph_eval.py``).
+    reads_without_pictographs = True
 
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES,
                  not_english_threshold: float | None = None, agreement: float | None = None,
@@ -353,7 +387,8 @@ class CombinedDetector:
             suffix += f"{'' if suffix else '@not-en'}~{self._not_english_suspicion:g}"
         suffix += f"&{self._agreement:g}" if self._agreement is not None else ""
         # "#codes": a short note holding codes is read without them too (:meth:`evidence`; since 2026-12-07)
-        self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}#codes"
+        # "#pict": a text holding emoji is read without them too (:meth:`evidence`; since 2026-12-07, twenty-fourth)
+        self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}#codes#pict"
         self._rule = f"classifier.{scorer.weights.version}"
         self._agreed_rule = (f"classifier.{rules._scorer.weights.version}&{scorer.weights.version}"
                              if isinstance(rules, CombinedDetector) else self._rule)
@@ -403,18 +438,22 @@ class CombinedDetector:
 
     def evidence(self, text: str) -> float:
         """The probability this detector decides on: :meth:`score` of ``text``, or, when that reaches a
-        threshold (suspicion or decision) and ``text`` is a short note holding codes
-        (:func:`short_note_with_codes`), the lower of it and the score of :func:`codes_masked` ``(text)``
-        (scored now, one text: the case is rare). An empty text gives 0."""
+        threshold (suspicion or decision), the lowest of it, the score of :func:`codes_masked` ``(text)`` when
+        ``text`` is a short note holding codes (:func:`short_note_with_codes`), and the score of
+        :func:`pictographs_removed` ``(text)`` when it holds emoji (0 when nothing else is left); those are
+        scored now, one text each: the cases are rare. An empty text gives 0."""
         if not text.strip():
             return 0.0
         p = self.score(text)
         w = self._scorer.weights  # a text's thresholds are these or raised ones: below both, nothing to mask
-        if p < min(w.threshold, w.suspicion) or not short_note_with_codes(text):
+        if p < min(w.threshold, w.suspicion) or p < min(self._threshold_for(text), self._suspicion_for(text)):
             return p
-        if p < min(self._threshold_for(text), self._suspicion_for(text)):
-            return p
-        return min(p, self.score(codes_masked(text)))
+        if short_note_with_codes(text):
+            p = min(p, self.score(codes_masked(text)))
+        if self.reads_without_pictographs and holds_pictographs(text):
+            plain = pictographs_removed(text)
+            p = min(p, self.score(plain) if plain.strip() else 0.0)
+        return p
 
     def detect(self, text: str) -> Detection:
         """The rules' findings, plus one whole-text ``classifier.*`` finding on a classifier hit (or on two

@@ -1,0 +1,108 @@
+"""Reading a text holding emoji without them too (``#pict``, issue 12 field case 4: false alarms). Not a test.
+
+**Why.** The newcomer trial of the twenty-fourth session had "Dave has a dog named Kåre 🐕", "Dave's cat is called
+Zoë 🐈" and "Dave loves crème brûlée 🍮" quarantined: one accented letter sends a short text to the multilingual
+classifier, which scores such texts above its threshold with the emoji and low without them.
+
+**The change.** :class:`~memwarden.projections.injection_classifier.CombinedDetector` scores a text holding emoji
+whose probability reaches a threshold once more with them removed, and the lower probability counts (both
+classifiers; the rules read the text as it is).
+
+**Ship rule (committed before any score).** The change ships if, against the detector without it (``old``, the same
+weights and rules):
+
+(a) over every held-out set (``memwarden/evals/data/injection_heldout*.jsonl``), not one injected item ``old`` flags
+    goes unflagged, and no more benign items are flagged;
+(b) over the 20,123 LoCoMo and GateMem turns, no more are flagged;
+(c) on ``memwarden/evals/data/benign_emoji_chat.jsonl`` (80 everyday texts with emoji and accented words, 56 English
+    and 24 in six other languages, written for this by a helper that saw neither the rules nor any data of the
+    project; committed before any score) fewer are flagged.
+
+It prints ``old`` and ``new`` for each of the three and the ids of every item whose decision changed.
+
+Usage::
+
+    .venv/bin/python bench/pictograph_eval.py [--locomo PATH] [--gatemem PATH] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from memwarden.bootstrap import Container
+from memwarden.evals.false_alarms import benign_turns
+from memwarden.projections.injection_classifier import CombinedDetector
+from memwarden.settings import Settings
+
+DATA = Path(__file__).resolve().parent.parent / "memwarden" / "evals" / "data"
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def _reading(detector: CombinedDetector, on: bool) -> None:
+    """Turn the reading without emoji on or off in ``detector`` and every combined detector inside it."""
+    inner: Any = detector
+    while isinstance(inner, CombinedDetector):
+        inner.reads_without_pictographs = on
+        inner = inner._rules
+
+
+def flags(detector: CombinedDetector, texts: list[str]) -> list[bool]:
+    """Whether ``detector`` flags each of ``texts`` (primed in chunks)."""
+    out: list[bool] = []
+    for i in range(0, len(texts), 256):
+        chunk = texts[i:i + 256]
+        detector.prime(chunk)
+        out += [bool(detector.detect(t).findings) for t in chunk]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo7.json")
+    ap.add_argument("--gatemem", type=Path, default=SHARED / "gatemem")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args()
+    detector = Container(Settings()).instruction_detector()
+    if not isinstance(detector, CombinedDetector):
+        raise SystemExit("the configured instruction detector has no classifier: nothing to compare")
+    sets: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(DATA.glob("injection_heldout*.jsonl")):
+        sets[path.stem] = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    emoji = [json.loads(x) for x in (DATA / "benign_emoji_chat.jsonl").read_text(encoding="utf-8").splitlines()
+             if x.strip()]
+    turns = [{"id": f"{t.corpus}/{t.unit}/{t.turn}", "text": t.text, "label": "benign"}
+             for t in benign_turns(args.locomo, args.gatemem)]
+    groups = {"heldout": [r for rows in sets.values() for r in rows], "turns": turns, "emoji": emoji}
+    out: dict[str, Any] = {"detector": detector.version}
+    for name, rows in groups.items():
+        texts = [r["text"] for r in rows]
+        _reading(detector, False)
+        old = flags(detector, texts)
+        _reading(detector, True)
+        new = flags(detector, texts)
+        injected = [r["label"] == "injected" for r in rows]
+        out[name] = {
+            "items": len(rows), "injected": sum(injected),
+            "old": {"injections_flagged": sum(o and i for o, i in zip(old, injected, strict=True)),
+                    "benign_flagged": sum(o and not i for o, i in zip(old, injected, strict=True))},
+            "new": {"injections_flagged": sum(n and i for n, i in zip(new, injected, strict=True)),
+                    "benign_flagged": sum(n and not i for n, i in zip(new, injected, strict=True))},
+            "changed": [{"id": r["id"], "label": r["label"], "old": o, "new": n}
+                        for r, o, n in zip(rows, old, new, strict=True) if o != n],
+        }
+    if args.json:
+        print(json.dumps(out))
+        return
+    print(f"detector {out['detector']}")
+    for name in groups:
+        g = out[name]
+        print(f"{name}: {g['items']} items ({g['injected']} injected); old {g['old']}; new {g['new']}")
+        for c in g["changed"]:
+            print(f"   changed {c['id']} ({c['label']}): {c['old']} -> {c['new']}")
+
+
+if __name__ == "__main__":
+    main()
