@@ -8,6 +8,7 @@ before anything is published (the gate checks again on the ledger).
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,12 +35,34 @@ class Receipt:
     principal: str = ""
 
 
+#: Characters that show nothing on their own: controls, format characters (zero-width space and joiners, the
+#: byte-order mark, bidirectional marks), separators, variation selectors, the Hangul fillers and the blank
+#: Braille pattern.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+_INVISIBLE = frozenset({0x115F, 0x1160, 0x2800, 0x3164, 0xFFA0, *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)})
+
+
+def invisible(text: str) -> bool:
+    """Whether ``text`` shows nothing: every character blank or invisible (:data:`_INVISIBLE_CATEGORIES`,
+    :data:`_INVISIBLE`). ``"\u200b\u200b"`` is; ``"🦄"`` and ``"a"`` are not."""
+    return all(unicodedata.category(c) in _INVISIBLE_CATEGORIES or ord(c) in _INVISIBLE for c in text)
+
+
 def check_text(text: Any, max_chars: int, field: str = "text") -> str:
-    """Validate memory text: a non-empty UTF-8 string of at most ``max_chars`` characters."""
+    """Validate memory text: a UTF-8 string of at most ``max_chars`` characters that shows something and
+    holds no NUL character.
+
+    Raises ``ValidationError(field, ...)``: not a string; empty, blank or only invisible characters (a text
+    of zero-width spaces was stored and then matched a recall of an emoji above the relevance floor:
+    newcomer trial, twenty-fourth session); a NUL character (refused in every other field already); too
+    long; a lone surrogate."""
     if not isinstance(text, str):
         raise ValidationError(field, f"must be a string, got {type(text).__name__}")
-    if not text.strip():
-        raise ValidationError(field, "must not be empty")
+    if "\x00" in text:
+        raise ValidationError(field, f"contains a NUL character (U+0000) at index {text.index(chr(0))}")
+    if invisible(text):
+        raise ValidationError(field, "must not be empty (it holds only blank or invisible characters)"
+                              if text.strip() else "must not be empty")
     if len(text) > max_chars:
         raise ValidationError(field, f"has {len(text)} characters, limit {max_chars}")
     try:

@@ -94,6 +94,12 @@ INVALID: list[Any] = [
     pytest.param({"principal": "user:\udfff"}, "principal", "surrogate", id="lone-surrogate-principal"),
     # a NUL stopped the gate for good (PostgreSQL's text refuses it; newcomer trial, twentieth session)
     pytest.param({"tags": ["a\x00b"]}, "tags.0", "NUL", id="nul-tag"),
+    # newcomer trial, twenty-fourth session: a NUL in the text itself, and a text of zero-width spaces (stored,
+    # it then matched a recall of an emoji above the relevance floor), were accepted
+    pytest.param({"text": "Dave\x00s favourite ink is sepia"}, "text", "NUL", id="nul-text"),
+    pytest.param({"text": "\u200b\u200b\u200b"}, "text", "invisible", id="zero-width-text"),
+    pytest.param({"text": "\ufeff\u2060 \u200d\u3164"}, "text", "invisible", id="invisible-text"),
+    pytest.param({"text": " \n\t "}, "text", "empty", id="blank-text"),
     pytest.param({"source_ref": "chat:\x00"}, ("source_ref", "source.reference"), "NUL", id="nul-source_ref"),
     pytest.param({"observed_at": datetime(2025, 7, 25, 2, 0)}, "observed_at", "timezone", id="naive-observed_at"),
     pytest.param({"effective_from": datetime(2025, 7, 25)}, "effective_from", "timezone", id="naive-effective_from"),
