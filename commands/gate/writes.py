@@ -213,8 +213,10 @@ def _new_version(command: MemoryWrite, issuer: PrincipalRecord, state: GateState
             return reject("MEMORY_ID_EXISTS", "memory id already recorded; use SupersedeMemory", "memory_id")
         twin = state.twins.get(content_digest) if content_digest else None
         if twin is not None and seen(twin):
+            # the decision names the memory that holds the text (GateDecided.memory_ids): the id the write
+            # asked for is never created, and a caller keeping it could neither read nor forget it (newcomer trial)
             return Decision(Outcome.DUPLICATE, (Reason("DUPLICATE_CONTENT", f"same text is already memory {twin}",
-                                                       "content"),))
+                                                       "content"),), listed=(twin,))
         return next_version(command, None), None
     target = live_target(command.memory_id, command, issuer, state)
     if isinstance(target, Decision):

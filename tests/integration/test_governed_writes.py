@@ -361,6 +361,7 @@ def test_w1_the_same_text_twice_is_one_memory_and_the_second_is_a_duplicate(
     for receipt in (second, spaced):
         d = expect(namespace, receipt, "DUPLICATE", "DUPLICATE_CONTENT")
         assert first.memory_id in d["reasons"][0]["message"]
+        assert d["memory_ids"] == [first.memory_id]  # the memory to keep, read or forget: not the id asked for
     projected(namespace, first)
     assert rows(namespace, "SELECT memory_id::text, status FROM memory_versions WHERE subject = %s", (erin,)) == [
         (first.memory_id, "active")]

@@ -398,6 +398,7 @@ def test_same_text_again_is_a_duplicate_noop() -> None:
     state = GateState(twins={"d1": mid}, memories={mid: MemoryState(mid, "user:alice", "user:alice", 1)})
     d = run(f.record(), state=state, content_digest="d1")
     assert d.outcome is Outcome.DUPLICATE and codes(d) == ["DUPLICATE_CONTENT"] and not d.effects
+    assert d.listed == (mid,)  # GateDecided.memory_ids names the memory holding the text, not the id asked for
 
 
 def _fact(value: str, cardinality: str = "SINGLE") -> Fact:
