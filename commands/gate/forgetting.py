@@ -295,9 +295,12 @@ def decide_forget_many(command: ForgetMatching | ForgetSubject, issuer: Principa
     if gone:
         extra = (*extra, Reason("ALREADY_FORGOTTEN", f"already forgotten: {_named(gone)}", "selector.memory_ids"))
     if NO_MATCH_ID in selector.memory_ids:  # the client's query matched nothing the issuer can read
-        extra = (*extra, Reason("QUERY_MATCHED_NOTHING", f"the query matched no memory {env.principal} can read (a"
-                                " query is resolved by a read as the issuer, for the default purpose and the"
-                                " purposes it names)", "query"))
+        extra = (*extra, Reason("QUERY_MATCHED_NOTHING", f"no memory {env.principal} can read contains the query as a"
+                                " phrase: a forget by query takes the memories whose text holds its words in that"
+                                " order (case and spacing folded), so ask for the value itself (\"4471\", not"
+                                " \"locker combination 4471\" when the text says \"the locker code is 4471\"); a"
+                                " recall shows what is similar, a forget only what holds it (resolved by a read as the"
+                                " issuer, for the default purpose and the purposes it names)", "query"))
     unknown = [m for m in selector.memory_ids if m not in state.memories and m not in pending_ids
                and m != NO_MATCH_ID]
     if unknown:
