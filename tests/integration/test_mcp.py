@@ -301,3 +301,20 @@ def test_every_refused_http_request_is_audited_and_names_its_reason(namespace: S
     while audited() == before and time.monotonic() < deadline:  # the audit topic is read back
         time.sleep(0.5)
     assert audited() == before + 1
+
+
+def test_the_http_server_is_on_the_stack_s_books_until_it_ends(namespace: Settings) -> None:
+    """``memwarden mcp --transport http`` records itself where ``memwarden stack down`` stops every process of
+    ours (and ``stack status`` lists it); its record goes when it ends (newcomer trial, twenty-fourth session:
+    ``make down`` left it running)."""
+    from memwarden.ops import pidfiles, stack
+
+    with http_server(namespace) as url:
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        path = pidfiles.pidfile_path(namespace, f"mcp-{namespace.topic_prefix}-{port}")
+        pid = pidfiles.read_pidfile(path)
+        assert pid is not None and pidfiles.is_alive(pid)
+        assert stack.status(namespace)[path.stem]["pid"] == pid
+        pidfiles.terminate([pid], 30)  # what stack down does with every recorded process
+        assert not pidfiles.is_alive(pid)
+    assert not path.exists()
