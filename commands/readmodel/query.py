@@ -98,6 +98,15 @@ class Recalled(list[RecalledMemory]):
                    int(data.get("below_floor") or 0))
 
 
+def _not_an_aware_datetime(value: object) -> str:
+    """Why ``value`` is no time a read can take: a naive ``datetime``, or not a ``datetime`` at all (text
+    included: "2026-12-01T00:00:00Z" read as refused for a missing zone, newcomer trial)."""
+    if isinstance(value, datetime):
+        return "must be a timezone-aware datetime, got one without a zone (add tzinfo, e.g. UTC)"
+    hint = " (parse text first: datetime.fromisoformat(...))" if isinstance(value, str) else ""
+    return f"must be a timezone-aware datetime object, got {type(value).__name__}{hint}"
+
+
 def check_query(principal: Any, query: Any, k: Any, as_of: datetime | None, known_at: datetime | None = None,
                 purpose: Any = DEFAULT_PURPOSE, mode: Any = "hybrid", min_score: Any = 0.0,
                 recency: Any = None) -> None:
@@ -115,7 +124,7 @@ def check_query(principal: Any, query: Any, k: Any, as_of: datetime | None, know
     if not isinstance(purpose, str) or not purpose.strip() or purpose == "*":
         raise ValidationError("purpose", "must name one purpose")
     if known_at is not None and (not isinstance(known_at, datetime) or known_at.tzinfo is None):
-        raise ValidationError("known_at", "must be a timezone-aware datetime")
+        raise ValidationError("known_at", _not_an_aware_datetime(known_at))
     if not isinstance(principal, str) or not principal.strip():
         raise ValidationError("principal", "must be a non-empty string")
     if not isinstance(query, str) or not query.strip():
@@ -125,4 +134,4 @@ def check_query(principal: Any, query: Any, k: Any, as_of: datetime | None, know
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise ValidationError("k", f"must be an integer in [1, {MAX_K}]")
     if as_of is not None and (not isinstance(as_of, datetime) or as_of.tzinfo is None):
-        raise ValidationError("as_of", "must be a timezone-aware datetime")
+        raise ValidationError("as_of", _not_an_aware_datetime(as_of))

@@ -4,6 +4,7 @@ checks, the result's report, and ``min_score`` in the request parsers."""
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from typing import Any
 
 import pydantic
@@ -183,3 +184,18 @@ def test_the_rest_body_takes_min_score_in_0_1() -> None:
     for bad in (-0.1, 1.5):
         with pytest.raises(pydantic.ValidationError):
             RecallBody.model_validate({"query": "tea", "min_score": bad})
+
+
+@pytest.mark.parametrize(("field", "value", "words"), [
+    ("as_of", "2026-12-01T00:00:00Z", "got str (parse text first"),
+    ("known_at", "2026-12-01T00:00:00Z", "got str (parse text first"),
+    ("as_of", datetime(2026, 12, 1), "without a zone"),
+    ("as_of", 1764547200, "got int"),
+])
+def test_a_read_time_that_is_not_an_aware_datetime_says_what_it_got(field: str, value: Any, words: str) -> None:
+    """Newcomer trial (twenty-fourth session): ``as_of="2026-12-01T00:00:00Z"`` was refused as "must be a
+    timezone-aware datetime", which the text has; the message now says it wants a datetime object."""
+    times = {"as_of": None, "known_at": None, field: value}
+    with pytest.raises(ValidationError) as caught:
+        check_query("user:a", "tea", 10, times["as_of"], times["known_at"])
+    assert caught.value.field == field and words in caught.value.reason
