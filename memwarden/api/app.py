@@ -1,10 +1,15 @@
 """The REST API application: ``create_app(gateway)`` puts the routes of :mod:`.writes` and :mod:`.reads`,
-the error handlers and the body limit together. OpenAPI at ``/openapi.json``, docs at ``/docs``.
+the error handlers and the body limit together. OpenAPI at ``/openapi.json``, docs at ``/docs`` (Swagger UI served
+from the installed ``swagger-ui-bundle`` under ``/docs-assets``: nothing loads from the internet).
 Nothing connects here: the :class:`~memwarden.api.gateway.Gateway` holds the clients."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from swagger_ui_bundle import swagger_ui_path
 
 from memwarden import __version__
 
@@ -23,11 +28,26 @@ is filtered by the principal's permissions inside the search and audited. Errors
 "field"}`; bad input is 400 naming the field and publishes nothing."""
 
 
+#: Where the docs page's Swagger UI files are served from (package data of ``swagger-ui-bundle``).
+DOCS_ASSETS = "/docs-assets"
+
+
 def create_app(gateway: Gateway, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
     """The FastAPI app over ``gateway``; bodies over ``max_body_bytes`` are refused with 413."""
     app = FastAPI(title="memwarden", version=__version__, description=DESCRIPTION, openapi_url="/openapi.json",
-                  docs_url="/docs", redoc_url=None)
+                  docs_url=None, redoc_url=None)
     app.state.gateway = gateway
+    # the docs page's Swagger UI from the installed swagger-ui-bundle, not a CDN: a host without internet
+    # showed a blank page (newcomer trial, twenty-fourth session)
+    app.mount(DOCS_ASSETS, StaticFiles(directory=swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="memwarden API",
+                                   swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+                                   swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png")
+
     install(app)
     app.include_router(writes.router)
     app.include_router(reads.router)

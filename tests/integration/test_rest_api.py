@@ -229,7 +229,10 @@ def test_health_without_a_token(api: TestClient, namespace: Settings) -> None:
     assert set(r.json()["worker"]["roles"]) == {"gate", "projector"}
     spec = api.get("/openapi.json").json()
     assert {"/v1/memories", "/v1/recall", "/v1/forget", "/v1/grants", "/v1/health"} <= set(spec["paths"])
-    assert api.get("/docs").status_code == 200
+    docs = api.get("/docs")
+    assert docs.status_code == 200 and "https://" not in docs.text  # nothing from a CDN: it shows offline
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
+        assert asset in docs.text and api.get(f"/docs-assets/{asset}").status_code == 200
 
 
 # -- refusals with ?wait=true ------------------------------------------------------------------------
