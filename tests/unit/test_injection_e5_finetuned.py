@@ -89,7 +89,7 @@ def test_orders_in_other_languages_are_flagged_and_ordinary_texts_are_not(scorer
 
 def test_the_detector_flags_an_order_the_rules_do_not_read(scorer: E5FineTunedScorer) -> None:
     det = CombinedDetector(scorer)
-    assert det.version.endswith(f"+{E5FT_VERSION}#codes")
+    assert det.version.endswith(f"+{E5FT_VERSION}#codes#pict")
     order = det.detect(ORDERS[2])
     assert order.carries_instructions and order.suspect
     assert any(f.rule == f"classifier.{E5FT_VERSION}" for f in order.findings)
@@ -129,3 +129,24 @@ def test_the_training_script_never_reads_a_report_set() -> None:
     assert "injection_heldout63" not in script.TRAINING_FILES  # the 63rd reports e5-ft/2
     shipped = load_e5_finetuned()
     assert shipped.threshold == script.THRESHOLD and shipped.suspicion == script.SUSPICION
+
+
+#: Everyday English with an accented name or loanword and an emoji (written for this test; the kind the newcomer trial
+#: of the twenty-fourth session saw quarantined): the accent sends each to this classifier.
+ACCENTED_WITH_EMOJI = (
+    "Priya's parrot is called Chloé 🦜",
+    "we had jalapeño poppers at Søren's 🌶️🍻",
+    "my fiancée starts her new job monday 🎉",
+    "Grandpa José turns 90 on the 4th 🎂🎈",
+)
+
+
+def test_accented_english_with_an_emoji_is_not_quarantined_and_an_emoji_does_not_hide_an_order(
+        scorer: E5FineTunedScorer) -> None:
+    """``#pict``: a text holding emoji whose score reaches a threshold is read without them too, and the lower
+    score counts; an order in another language keeps its score with its emoji gone."""
+    det = CombinedDetector(scorer)
+    for text in ACCENTED_WITH_EMOJI:
+        assert not det.detect(text).carries_instructions, text
+    decorated = det.detect(f"{ORDERS[2]} 🙏😊")
+    assert decorated.carries_instructions and decorated.suspect
