@@ -143,7 +143,14 @@ def _grant(command: GrantAccess, admin: bool, state: GateState) -> Decision:
         return reject("INVALID_VALIDITY", f"valid_to {command.valid_to.isoformat()} is not later than the grant's "
                       f"start {starts.isoformat()} (valid_from, else the issue time): the grant would never hold",
                       "valid_to")
-    return accept(granted(command, admin))
+    decision = accept(granted(command, admin))
+    if not command.grantee.startswith("role:") and command.grantee not in state.principals:
+        # accepted (a grantee may be enrolled later), but said: a misspelt name is a grant nobody holds until
+        # someone registers that name, and then it is theirs (newcomer trial, twenty-fourth session)
+        decision = replace(decision, reasons=(*decision.reasons, Reason(
+            "GRANTEE_NOT_REGISTERED", f"no principal {command.grantee!r} is registered: nobody holds this grant until "
+            "one registers under that id, and then they do; revoke it if the id is misspelt", "grantee")))
+    return decision
 
 
 def grant_subjects(command: GrantAccess, admin: bool) -> tuple[str, ...]:

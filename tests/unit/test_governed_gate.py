@@ -638,6 +638,21 @@ def test_grants_by_the_subject_or_an_admin_on_declared_scopes_and_revocation_by_
     assert again.admitted and codes(again) == ["GRANT_ALREADY_REVOKED"] and not again.effects
 
 
+@pytest.mark.parametrize(("grantee", "expected"), [
+    ("agent:helper", ["OK"]),  # registered
+    ("role:support", ["OK"]),  # a role: whoever holds it, now or later
+    ("agent:helpr", ["OK", "GRANTEE_NOT_REGISTERED"]),  # a typo: accepted, and the grantor is told
+])
+def test_a_grant_to_a_principal_nobody_registered_is_accepted_and_says_so(grantee: str, expected: list[str]) -> None:
+    """Newcomer trial (twenty-fourth session): a grant to ``agent:ghost`` answered a plain OK; a misspelt grantee
+    is a grant nobody holds until someone registers that id, and then it is theirs."""
+    d = run(GrantAccess(envelope=env(), grant_id="g-typo", grantee=grantee, rights=("READ",),
+                        scopes=("account:default",), subjects=("user:alice",)))
+    assert d.admitted and codes(d) == expected
+    if len(expected) > 1:
+        assert d.reasons[1].field == "grantee" and grantee in d.reasons[1].message
+
+
 def test_a_grant_that_ends_before_it_starts_is_refused_not_a_crash() -> None:
     """A grant whose ``valid_to`` was already past stopped the gate (the grant's own invariant raised inside the
     decision) on every redelivery (newcomer trial, twentieth session): it is a refusal naming ``valid_to``."""
