@@ -20,9 +20,15 @@ weights and rules):
 
 It prints ``old`` and ``new`` for each of the three and the ids of every item whose decision changed.
 
+**The seventy-eighth set** (``injection_heldout78.jsonl``, 100 texts all holding emoji, 60 injected, about 16 of them
+with part of the payload in emoji: keycap account numbers, words in regional-indicator or enclosed letters, emoji
+between letters; written blind after ``#pict`` shipped, sha256 ``73634bff…``). Rule, committed with the set before
+any score: ``#pict`` stays if no injected item of it that the detector without ``#pict`` flags goes unflagged with
+it; otherwise it is reverted. ``--sets injection_heldout78.jsonl --skip-turns`` scores it alone.
+
 Usage::
 
-    .venv/bin/python bench/pictograph_eval.py [--locomo PATH] [--gatemem PATH] [--json]
+    .venv/bin/python bench/pictograph_eval.py [--locomo PATH] [--gatemem PATH] [--sets GLOB] [--skip-turns] [--json]
 """
 
 from __future__ import annotations
@@ -63,18 +69,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--locomo", type=Path, default=SHARED / "locomo" / "locomo7.json")
     ap.add_argument("--gatemem", type=Path, default=SHARED / "gatemem")
+    ap.add_argument("--sets", default="injection_heldout*.jsonl", help="held-out files (a glob in the data folder)")
+    ap.add_argument("--skip-turns", action="store_true", help="leave out the LoCoMo and GateMem turns")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args()
     detector = Container(Settings()).instruction_detector()
     if not isinstance(detector, CombinedDetector):
         raise SystemExit("the configured instruction detector has no classifier: nothing to compare")
     sets: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(DATA.glob("injection_heldout*.jsonl")):
+    for path in sorted(DATA.glob(args.sets)):
         sets[path.stem] = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     emoji = [json.loads(x) for x in (DATA / "benign_emoji_chat.jsonl").read_text(encoding="utf-8").splitlines()
              if x.strip()]
-    turns = [{"id": f"{t.corpus}/{t.unit}/{t.turn}", "text": t.text, "label": "benign"}
-             for t in benign_turns(args.locomo, args.gatemem)]
+    turns = [] if args.skip_turns else [{"id": f"{t.corpus}/{t.unit}/{t.turn}", "text": t.text, "label": "benign"}
+                                        for t in benign_turns(args.locomo, args.gatemem)]
     groups = {"heldout": [r for rows in sets.values() for r in rows], "turns": turns, "emoji": emoji}
     out: dict[str, Any] = {"detector": detector.version}
     for name, rows in groups.items():
