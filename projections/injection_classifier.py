@@ -39,8 +39,9 @@ by the attention mask). ``prime(texts)`` scores a whole
 gate batch in one embedding call; ``detect`` then reads the cached score (a text not primed is scored
 alone). A short note holding one or two codes ("Ticket 803468") is also scored with its codes masked, and
 the lower probability counts (:func:`short_note_with_codes`, :meth:`CombinedDetector.evidence`; version
-suffix ``#codes``), and a text holding emoji is also scored without them (:func:`pictographs_removed`; suffix
-``#pict``). The version :data:`DETECTOR_VERSION` names the rules and the weights.
+suffix ``#codes``); with :attr:`CombinedDetector.reads_without_pictographs` (off by default) a text holding emoji
+is also scored without them (:func:`pictographs_removed`; suffix ``#pict``). The version :data:`DETECTOR_VERSION`
+names the rules and the weights.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ __all__ = [
 #: Bump with every retraining that changes the shipped weights.
 CLASSIFIER_VERSION = "minilm-lr/3"
 #: The version of the combined detector (rules and classifier weights).
-DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}#codes#pict"
+DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}#codes"
 #: ``Finding.rule`` of a classifier hit.
 CLASSIFIER_RULE = f"classifier.{CLASSIFIER_VERSION}"
 #: Hashed character n-gram buckets and the n-gram lengths.
@@ -363,9 +364,10 @@ class CombinedDetector:
     """
 
     version = DETECTOR_VERSION
-    #: Read a text holding emoji without them too (:func:`pictographs_removed`; ``False`` gives the detector of
-    #: before ``#pict``, for its evaluation: ``bench/pictograph_eval.py``).
-    reads_without_pictographs = True
+    #: Read a text holding emoji without them too (:func:`pictographs_removed`; version suffix ``#pict``). Off: it
+    #: shipped on its first rule and was reverted under its second, on the seventy-eighth set (two injections whose
+    #: payload is in emoji went unflagged; ``bench/pictograph_eval.py``, README "Memory poisoning").
+    reads_without_pictographs = False
 
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES,
                  not_english_threshold: float | None = None, agreement: float | None = None,
@@ -387,8 +389,9 @@ class CombinedDetector:
             suffix += f"{'' if suffix else '@not-en'}~{self._not_english_suspicion:g}"
         suffix += f"&{self._agreement:g}" if self._agreement is not None else ""
         # "#codes": a short note holding codes is read without them too (:meth:`evidence`; since 2026-12-07)
-        # "#pict": a text holding emoji is read without them too (:meth:`evidence`; since 2026-12-07, twenty-fourth)
-        self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}#codes#pict"
+        # "#pict" when a text holding emoji is read without them too (:meth:`evidence`; off by default)
+        pict = "#pict" if self.reads_without_pictographs else ""
+        self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}#codes{pict}"
         self._rule = f"classifier.{scorer.weights.version}"
         self._agreed_rule = (f"classifier.{rules._scorer.weights.version}&{scorer.weights.version}"
                              if isinstance(rules, CombinedDetector) else self._rule)
