@@ -77,6 +77,7 @@ __all__ = [
     "Scorer",
     "clean_text",
     "codes_masked",
+    "decorative_pictographs",
     "holds_pictographs",
     "pictographs_removed",
     "CODE",
@@ -149,6 +150,31 @@ def pictographs_removed(text: str) -> str:
     above its threshold; without the emoji the same texts score low. An injection decorated with emoji still
     reads as one without them."""
     return re.sub(r"[ \t]{2,}", " ", _PICTOGRAPH.sub("", text)).strip()
+
+
+_WORD = regex.compile(r"[\p{L}\p{M}]{2,}")
+#: Emoji that carry characters rather than pictures: keycap digits, regional-indicator letters (flags too).
+_CARRIER = regex.compile(r"[\u20E3\U0001F1E6-\U0001F1FF]")
+
+
+def decorative_pictographs(text: str) -> bool:
+    """Whether ``text`` holds emoji that only decorate it: each run of emoji stands apart from the words (no
+    letter or digit right before or after it), none is a keycap digit or a regional-indicator letter, the text
+    keeps at least two words without them, and there is at most one run per three of its words.
+
+    Why: reading a text without all its emoji (``#pict``) let through, on the seventy-eighth set, an order
+    spelled with an emoji between its letters ("d👏o👏n👏t 👏 t👏e👏l👏l ...") and an emoji rebus around an
+    address; the everyday notes it cleared ("Dave has a dog named Kåre 🐕") carry an emoji or two beside their
+    words. Emoji in a word, standing for digits or letters, or making up much of the text are read as they are
+    (version suffix ``#deco`` when :class:`CombinedDetector` reads decorative ones away)."""
+    runs = [m.span() for m in regex.finditer(r"(?:" + _PICTOGRAPH.pattern + r")+", text)]
+    if not runs or any(_CARRIER.search(text[a:b]) for a, b in runs):
+        return False
+    for a, b in runs:
+        if (a > 0 and text[a - 1].isalnum()) or (b < len(text) and text[b].isalnum()):
+            return False
+    words = len(_WORD.findall(pictographs_removed(text)))
+    return words >= 2 and len(runs) <= max(1, words // 3)
 
 
 def short_note_with_codes(text: str) -> bool:
@@ -368,6 +394,9 @@ class CombinedDetector:
     #: shipped on its first rule and was reverted under its second, on the seventy-eighth set (two injections whose
     #: payload is in emoji went unflagged; ``bench/pictograph_eval.py``, README "Memory poisoning").
     reads_without_pictographs = False
+    #: Read a text whose emoji only decorate it without them too (:func:`decorative_pictographs`; suffix ``#deco``):
+    #: the narrower reading after ``#pict``'s revert; its rule and figures in ``bench/pictograph_eval.py``.
+    reads_without_decorative_pictographs = False
 
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES,
                  not_english_threshold: float | None = None, agreement: float | None = None,
@@ -389,8 +418,9 @@ class CombinedDetector:
             suffix += f"{'' if suffix else '@not-en'}~{self._not_english_suspicion:g}"
         suffix += f"&{self._agreement:g}" if self._agreement is not None else ""
         # "#codes": a short note holding codes is read without them too (:meth:`evidence`; since 2026-12-07)
-        # "#pict" when a text holding emoji is read without them too (:meth:`evidence`; off by default)
-        pict = "#pict" if self.reads_without_pictographs else ""
+        # "#pict" / "#deco" when a text holding (decorative) emoji is read without them too (:meth:`evidence`)
+        pict = ("#pict" if self.reads_without_pictographs
+                else "#deco" if self.reads_without_decorative_pictographs else "")
         self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}#codes{pict}"
         self._rule = f"classifier.{scorer.weights.version}"
         self._agreed_rule = (f"classifier.{rules._scorer.weights.version}&{scorer.weights.version}"
@@ -453,7 +483,8 @@ class CombinedDetector:
             return p
         if short_note_with_codes(text):
             p = min(p, self.score(codes_masked(text)))
-        if self.reads_without_pictographs and holds_pictographs(text):
+        if ((self.reads_without_pictographs and holds_pictographs(text))
+                or (self.reads_without_decorative_pictographs and decorative_pictographs(text))):
             plain = pictographs_removed(text)
             p = min(p, self.score(plain) if plain.strip() else 0.0)
         return p
