@@ -39,7 +39,10 @@ by a helper that saw neither the project nor the seventy-eighth set). **Rule, co
 ``#deco`` becomes the default if (a) on the seventy-ninth set no injection the default flags goes unflagged with it;
 (b) on every earlier held-out set, the seventy-eighth included, the same, and no more benign items are flagged;
 (c) no more of the LoCoMo and GateMem turns are flagged; (d) fewer of ``benign_emoji_chat.jsonl`` are. Otherwise it
-stays off. ``--reading decorative`` (the default) compares the default with it.
+stays off. ``--reading decorative`` (the default) compares the default with it. **Outcome: held; ``#deco`` is the
+default** (seventy-ninth set: injections 60 → 60, benign flagged 18 → 5; every held-out set: injections 9,344 →
+9,344, benign 311 → 281; turns 13 → 13; emoji set 22 → 1). With ``#deco`` on, ``--reading decorative`` compares it
+with the detector without any emoji reading.
 
 Usage::
 
