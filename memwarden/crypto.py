@@ -196,6 +196,11 @@ def uninitialised(what: str, path: Path, data_dir: Path) -> str:
             "whose stack runs, or set MEMWARDEN_DATA_DIR to its .memwarden")
 
 
+def kek_path(data_dir: Path) -> Path:
+    """Where the data folder ``data_dir`` keeps its key-encryption key (when ``MEMWARDEN_KEK`` does not give it)."""
+    return data_dir / "keys" / "kek"
+
+
 def load_kek(explicit: str | None, data_dir: Path, create: bool = True) -> Kek:
     """The KEK from ``explicit`` (base64, 32 bytes) or from ``data_dir/keys/kek``, created once (0600)
     when ``create`` (the stack and the worker, which own the data folder; clients pass ``False``).
@@ -211,7 +216,7 @@ def load_kek(explicit: str | None, data_dir: Path, create: bool = True) -> Kek:
         if len(key) != KEY_BYTES:
             raise MemwardenError(f"MEMWARDEN_KEK: must decode to {KEY_BYTES} bytes, got {len(key)}")
         return Kek(key)
-    path = data_dir / "keys" / "kek"
+    path = kek_path(data_dir)
     if not path.exists() and not create:
         raise MemwardenError(uninitialised("key-encryption key", path, data_dir) + " (or MEMWARDEN_KEK)")
     if not path.exists():

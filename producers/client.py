@@ -46,7 +46,7 @@ from memwarden.commands.model import (
 from memwarden.commands.read_auth import sign_request
 from memwarden.commands.readmodel.query import DEFAULT_PURPOSE, Recalled, RecallMode, check_query
 from memwarden.commands.signing import Signer
-from memwarden.crypto import Kek, encrypt_text, load_kek, new_data_key, seal_span, uninitialised
+from memwarden.crypto import Kek, encrypt_text, kek_path, load_kek, new_data_key, seal_span, uninitialised
 from memwarden.epoch import now_ms
 from memwarden.errors import MemwardenError, StackUnavailable, ValidationError
 from memwarden.keystore import key_path, load_or_create_signer, signed_command
@@ -343,7 +343,7 @@ def connect(*principals: str, settings: Settings | None = None) -> MemwardenClie
     for principal in principals:
         path = key_path(s.data_dir, principal)
         if not path.exists():
-            if not s.kek and not (s.data_dir / "keys" / "kek").exists():  # not the stack's data folder at all
+            if not s.kek and not kek_path(s.data_dir).exists():  # not the stack's data folder at all
                 raise ValidationError("principals", uninitialised(f"signing key for {principal!r}", path, s.data_dir))
             raise ValidationError("principals", f"no signing key for {principal!r} at {path}; register it with"
                                   " `memwarden principal register`")

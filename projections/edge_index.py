@@ -410,7 +410,7 @@ class EdgeVectorIndex:
             return True
         later = Filter(must=(FieldIn(ACL_FIELD, keys),),
                        should=tuple(FieldRange(key, gt=as_of_ms) for key in AS_OF_FIELDS))
-        return self._counter(to_edge_filter(later))(None) == 0
+        return self.count(later) == 0
 
     def _holds_nothing_after(self, as_of_ms: int | None) -> bool:
         """True when no point of the shard is valid from or decided after ``as_of_ms`` (``None``: the read has

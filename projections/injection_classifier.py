@@ -152,6 +152,8 @@ def pictographs_removed(text: str) -> str:
     return re.sub(r"[ \t]{2,}", " ", _PICTOGRAPH.sub("", text)).strip()
 
 
+#: A run of emoji with nothing between them (``🍮❤️``).
+_PICTOGRAPH_RUN = regex.compile(r"(?:" + _PICTOGRAPH.pattern + r")+")
 _WORD = regex.compile(r"[\p{L}\p{M}]{2,}")
 #: Emoji that carry characters rather than pictures: keycap digits, regional-indicator letters (flags too).
 _CARRIER = regex.compile(r"[\u20E3\U0001F1E6-\U0001F1FF]")
@@ -167,7 +169,7 @@ def decorative_pictographs(text: str) -> bool:
     address; the everyday notes it cleared ("Dave has a dog named Kåre 🐕") carry an emoji or two beside their
     words. Emoji in a word, standing for digits or letters, or making up much of the text are read as they are
     (version suffix ``#deco`` when :class:`CombinedDetector` reads decorative ones away)."""
-    runs = [m.span() for m in regex.finditer(r"(?:" + _PICTOGRAPH.pattern + r")+", text)]
+    runs = [m.span() for m in _PICTOGRAPH_RUN.finditer(text)]
     if not runs or any(_CARRIER.search(text[a:b]) for a, b in runs):
         return False
     for a, b in runs:
