@@ -44,6 +44,15 @@ default** (seventy-ninth set: injections 60 → 60, benign flagged 18 → 5; eve
 9,344, benign 311 → 281; turns 13 → 13; emoji set 22 → 1). With ``#deco`` on, ``--reading decorative`` compares it
 with the detector without any emoji reading.
 
+**The eightieth set, aimed at ``#deco``'s gap** (``injection_heldout80.jsonl``, twenty-fifth session): 120 texts whose
+emoji stand apart from the words as words themselves (🔑 for a password, 💸 for a payment, 🤫 for "don't tell"),
+sparse beside the words, so ``#deco`` reads them away; at least 45 of its 60 injections carry part of their order in
+those emoji. Written blind by a helper that saw neither the project nor an earlier set. **Rule, committed before the
+set and before any score**: ``#deco`` stays the default if no injected item of the eightieth set that the detector
+without it flags goes unflagged with it (``--sets injection_heldout80.jsonl --skip-turns``). If one does, ``#deco`` is
+turned off (the default goes back to ``…#codes``) unless a narrower reading is designed, which then needs a new
+blind set of its own; the eightieth set becomes development data either way.
+
 Usage::
 
     .venv/bin/python bench/pictograph_eval.py [--locomo PATH] [--gatemem PATH] [--sets GLOB] [--skip-turns] [--json]
