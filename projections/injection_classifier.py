@@ -39,9 +39,9 @@ by the attention mask). ``prime(texts)`` scores a whole
 gate batch in one embedding call; ``detect`` then reads the cached score (a text not primed is scored
 alone). A short note holding one or two codes ("Ticket 803468") is also scored with its codes masked, and
 the lower probability counts (:func:`short_note_with_codes`, :meth:`CombinedDetector.evidence`; version
-suffix ``#codes``), and a text whose emoji only decorate it is also scored without them
-(:func:`decorative_pictographs`, :func:`pictographs_removed`; suffix ``#deco``; reading every emoji away,
-``#pict``, is off). The version :data:`DETECTOR_VERSION` names the rules and the weights.
+suffix ``#codes``); with :attr:`CombinedDetector.reads_without_pictographs` (off by default) a text holding emoji
+is also scored without them (:func:`pictographs_removed`; suffix ``#pict``). The version :data:`DETECTOR_VERSION`
+names the rules and the weights.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ __all__ = [
 #: Bump with every retraining that changes the shipped weights.
 CLASSIFIER_VERSION = "minilm-lr/3"
 #: The version of the combined detector (rules and classifier weights).
-DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}#codes#deco"
+DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}#codes"
 #: ``Finding.rule`` of a classifier hit.
 CLASSIFIER_RULE = f"classifier.{CLASSIFIER_VERSION}"
 #: Hashed character n-gram buckets and the n-gram lengths.
@@ -397,9 +397,8 @@ class CombinedDetector:
     #: payload is in emoji went unflagged; ``bench/pictograph_eval.py``, README "Memory poisoning").
     reads_without_pictographs = False
     #: Read a text whose emoji only decorate it without them too (:func:`decorative_pictographs`; suffix ``#deco``):
-    #: the narrower reading after ``#pict``'s revert, on by default since it held its rule on the seventy-ninth set
-    #: (``bench/pictograph_eval.py``, README "Memory poisoning").
-    reads_without_decorative_pictographs = True
+    #: the narrower reading after ``#pict``'s revert; its rule and figures in ``bench/pictograph_eval.py``.
+    reads_without_decorative_pictographs = False
 
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES,
                  not_english_threshold: float | None = None, agreement: float | None = None,
