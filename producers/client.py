@@ -282,7 +282,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
                known_at: datetime | None = None, purpose: str = DEFAULT_PURPOSE,
                freshness: bool = True, include_untrusted: bool = False,
                mode: RecallMode = "hybrid", min_score: float = 0.0, recency: float | None = None,
-               repeats: bool = True, decompose: bool = True) -> Recalled:
+               repeats: bool = True, decompose: bool = True, every_version: bool = False) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now), as the ledger knew them at ``known_at`` (default now). Every call is audited
         (ids only) on the audit topic. ``freshness=False`` skips the Eq. 3 horizon (evaluations on old
@@ -297,6 +297,9 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
         near-repeats of a better-ranked memory in rank order (by default they come after the others).
         ``decompose=False`` ranks an enumerating question ("the current date, amount, and blocker") as
         one query (by default each part is recalled and the rankings are merged in turn).
+        ``every_version=True`` reads every version ``principal`` may read now, whenever it was valid
+        (superseded and closed ones too: a memory may come back once per version; not with ``as_of`` or
+        ``known_at``); forget by query uses it.
 
         Raises ``ValidationError`` for bad arguments, ``StackUnavailable`` if the worker is down.
         """
@@ -311,6 +314,10 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
             body["repeats"] = False
         if not decompose:
             body["decompose"] = False
+        if every_version:
+            if as_of is not None or known_at is not None:
+                raise ValidationError("every_version", "a read of every version takes no as_of or known_at")
+            body["every_version"] = True
         signer = self._signers.get(principal)
         if signer is not None:  # authenticated read (commands.read_auth)
             body = sign_request(body, signer, now_ms())

@@ -87,7 +87,8 @@ class ForgetCalls(Settling):
         return self._settled(self._publish([(command, "", None)], sign)[0], wait)
 
     def matching_ids(self, principal: str, query: str, purpose: str = DEFAULT_PURPOSE) -> list[str]:
-        """Ids of the memories ``principal`` can read now for ``purpose`` whose text contains ``query`` as
+        """Ids of the memories ``principal`` can read now for ``purpose`` whose text, in any version it may
+        read (superseded and closed ones too: a forget takes every version), contains ``query`` as
         whole words (folded), among the ``MAX_K`` best of the lexical and of the dense leg,
         ranked by relevance alone (``recency=0``, ``repeats=False``: every copy of a value
         keeps its rank): a value stored in more memories
@@ -95,7 +96,7 @@ class ForgetCalls(Settling):
         found: dict[str, None] = {}
         for mode in ("lexical", "dense"):
             for m in self.recall(principal, query, k=MAX_K, mode=mode, freshness=False, include_untrusted=True,
-                                 recency=0, repeats=False, purpose=purpose):
+                                 recency=0, repeats=False, purpose=purpose, every_version=True):
                 if contains_words(m.text, query):
                     found[m.memory_id] = None
         return list(found)

@@ -358,7 +358,7 @@ class Recaller:
                      mode: RecallMode = "hybrid", min_score: float = 0.0,
                      reader: ReaderContext | None = None, recency: float | None = None,
                      repeats: bool = True, decompose: bool = True,
-                     embedding: QueryEmbedding | None = None) -> Recalled:
+                     embedding: QueryEmbedding | None = None, every_version: bool = False) -> Recalled:
         """Top-``k`` memories ``principal`` may read for ``purpose`` and ``query``, valid at ``as_of``
         (default now) as the ledger knew them at ``known_at`` (default now), best first. Content
         tagged ``untrusted`` comes back only with ``include_untrusted`` (and keeps its tag).
@@ -406,6 +406,11 @@ class Recaller:
         ``embedding``: the query's embedding started ahead (:meth:`start_embedding`), taken when it is of
         the same texts (else cancelled and embedded again).
 
+        ``every_version``: every version ``principal`` may read now, whenever it was valid (superseded and
+        closed ones too, :func:`~memwarden.commands.readmodel.read_filter.read_filter`), so one memory may come
+        back once per version; no ``as_of``, ``known_at`` or freshness with it (forget by query: a value only an
+        earlier version holds).
+
         ``reader``: the reader's roles and grants as :meth:`reader` read them for this call's
         authentication a moment ago (read again here when ``None``; one of another principal is a
         ``ValidationError``).
@@ -413,6 +418,8 @@ class Recaller:
         Raises ``ValidationError`` for bad arguments.
         """
         check_query(principal, query, k, as_of, known_at, purpose, mode, min_score, recency)
+        if every_version and (as_of is not None or known_at is not None):
+            raise ValidationError("every_version", "a read of every version takes no as_of or known_at")
         weight = recency_weight(query, recency)
         if reader is not None and reader.principal != principal:
             raise ValidationError("reader", f"the reader context of {reader.principal!r} given for {principal!r}")
@@ -438,9 +445,10 @@ class Recaller:
                 if as_of is not None:  # a read of the past uses grants valid then *and* now (a revocation holds)
                     grants = tuple(g for g in grants if g.valid_at(to_ms(at)))
                 where = read_filter(principal, at, now, purpose=purpose, roles=roles, grants=grants,
-                                    known_at=known_at, freshness=freshness, include_untrusted=include_untrusted)
+                                    known_at=known_at, freshness=freshness and not every_version,
+                                    include_untrusted=include_untrusted, every_version=every_version)
                 sql, params = read_filter_sql(ReadContext(principal, roles, purpose, to_ms(now), grants), at, now,
-                                              known, include_untrusted)
+                                              known, include_untrusted, every_version=every_version)
         except BaseException:
             embedding_task.cancel()
             raise

@@ -21,7 +21,7 @@ from memwarden.epoch import to_ms
 
 def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = DEFAULT_PURPOSE,
                 roles: frozenset[str] = frozenset(), grants: tuple[Grant, ...] = (), known_at: datetime | None = None,
-                freshness: bool = True, include_untrusted: bool = False) -> Filter:
+                freshness: bool = True, include_untrusted: bool = False, every_version: bool = False) -> Filter:
     """The Eq. 5 admissibility filter over the point payload.
 
     ``ACL`` (owner, subject or an applicable grant, for ``purpose``), valid at ``at`` (UTC), known to
@@ -39,6 +39,10 @@ def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = D
     engine answers from its keyword index; the index holds only readable versions, so that condition
     also stands for the status. A reader whose grants would need more than ``MAX_READER_KEYS`` keys
     gets the same predicate as a tree (owner, subject, one sub-filter per grant, purpose, status, trust).
+    ``every_version``: any version the reader may read now, whenever it was valid (superseded and closed
+    versions too; no validity, ``known_at`` or freshness condition): how a forget by query finds a value that
+    only an earlier version holds (newcomer trial, twenty-fifth session).
+
     Raises ``ValidationError`` for a bad principal, role or purpose (:class:`ReadContext`)."""
     t = to_ms(at)
     k = to_ms(known_at or now)
@@ -48,6 +52,8 @@ def read_filter(principal: str, at: datetime, now: datetime, *, purpose: str = D
         read_permission_filter(ctx), FieldIn("status", READABLE_STATUSES)]
     if keys is None and not include_untrusted:
         must.append(FieldIn("trust", (TRUSTED,)))
+    if every_version:
+        return Filter(must=(*must, FieldRange("decided_ms", lte=to_ms(now)), FieldRange("expires_ms", gt=to_ms(now))))
     must += [
         FieldRange("valid_from_ms", lte=t),
         FieldRange("decided_ms", lte=k),

@@ -58,18 +58,22 @@ def read_permission_sql(ctx: ReadContext, alias: str | None = None,
 
 
 def read_filter_sql(ctx: ReadContext, at: datetime, now: datetime, known: datetime, include_untrusted: bool,
-                    alias: str | None = None) -> tuple[str, dict[str, Any]]:
+                    alias: str | None = None, every_version: bool = False) -> tuple[str, dict[str, Any]]:
     """Every condition of :func:`memwarden.commands.readmodel.read_filter.read_filter` that the profile
     state can check, as one SQL boolean with named parameters: the permission, status active or
     superseded with content present (never forgotten), valid at ``at``, decided by ``known``, not
     closed as of ``known``, not expired at ``now``, and not tagged untrusted unless
     ``include_untrusted``. Freshness is checked in the index only (its reference moves with uses).
+    ``every_version``: no validity or close condition, decided by ``now`` (the filter's ``every_version``).
     Returns ``(sql, params)``; raises ``ValidationError`` for a bad ``alias``."""
     col = _columns(alias)
     acl, params = read_permission_sql(ctx, alias)
+    valid = ("" if every_version else
+             f" AND {col('valid_from')} <= %(rf_at)s"
+             f" AND ({col('valid_to')} IS NULL OR {col('valid_to')} > %(rf_at)s OR {col('closed_at')} > %(rf_known)s)")
+    known = now if every_version else known
     sql = (f"{acl} AND {col('status')} IN ('active', 'superseded') AND {col('content_sealed')} IS NOT NULL"
-           f" AND {col('valid_from')} <= %(rf_at)s AND {col('decided_at')} <= %(rf_known)s"
-           f" AND ({col('valid_to')} IS NULL OR {col('valid_to')} > %(rf_at)s OR {col('closed_at')} > %(rf_known)s)"
+           f" AND {col('decided_at')} <= %(rf_known)s{valid}"
            f" AND ({col('expires_at')} IS NULL OR {col('expires_at')} > %(rf_now)s)"
            f" AND (%(rf_untrusted)s OR NOT (%(rf_tag)s = ANY({col('tags')})))")
     return sql, {**params, "rf_at": at, "rf_known": known, "rf_now": now, "rf_untrusted": include_untrusted,

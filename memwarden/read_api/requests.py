@@ -20,7 +20,7 @@ MAX_LOOKUP_IDS = 5_000
 SIGNATURE_KEYS = frozenset({"auth", "signed_at_ms", "nonce"})
 #: The keys a recall body may carry (its own and the signature's).
 RECALL_KEYS = frozenset({"principal", "query", "k", "as_of", "known_at", "purpose", "freshness", "include_untrusted",
-                         "mode", "min_score", "recency", "repeats", "decompose"}) | SIGNATURE_KEYS
+                         "mode", "min_score", "recency", "repeats", "decompose", "every_version"}) | SIGNATURE_KEYS
 #: The keys a history body may carry.
 HISTORY_KEYS = frozenset({"principal", "memory_id", "purpose", "include_untrusted"}) | SIGNATURE_KEYS
 
@@ -62,6 +62,7 @@ class RecallRequest:
     recency: float | None = None
     repeats: bool = True
     decompose: bool = True
+    every_version: bool = False
 
 
 def _object(body: Any) -> Mapping[str, Any]:
@@ -104,14 +105,17 @@ def recall_request(body: Any) -> RecallRequest:
     """The recall a JSON body asks for (keys ``principal``, ``query``, ``k`` (default 10), ``as_of``,
     ``known_at``, ``purpose``, ``freshness``, ``include_untrusted``, ``mode``, ``min_score`` (default 0),
     ``recency`` (default null: decided from the query), ``repeats`` (default true: near-repeats after
-    the others), ``decompose`` (default true: an enumerating question recalled per part); ``auth``,
+    the others), ``decompose`` (default true: an enumerating question recalled per part), ``every_version``
+    (default false: every version the reader may read now, whenever valid; not with ``as_of`` or ``known_at``,
+    field ``every_version``); ``auth``,
     ``signed_at_ms`` and ``nonce`` are read by authentication). Raises ``ValidationError`` naming the field
     (:class:`UnknownField` for a key not among these, :class:`MissingField` without ``principal`` or
     ``query``; a flag that is not a JSON boolean is invalid)."""
     body = _object(body)
     _keys(body, RECALL_KEYS, ("principal", "query"))
     flags = {key: _flag(body, key, default) for key, default in (("freshness", True), ("include_untrusted", False),
-                                                                 ("repeats", True), ("decompose", True))}
+                                                                 ("repeats", True), ("decompose", True),
+                                                                 ("every_version", False))}
     as_of, known_at = _time(body, "as_of"), _time(body, "known_at")
     purpose = body.get("purpose") or DEFAULT_PURPOSE
     mode: RecallMode = body.get("mode") or "hybrid"  # check_query refuses any other value
@@ -120,9 +124,12 @@ def recall_request(body: Any) -> RecallRequest:
     min_score = 0.0 if min_score is None else min_score
     recency = body.get("recency")
     check_query(body.get("principal"), body.get("query"), k, as_of, known_at, purpose, mode, min_score, recency)
+    if flags["every_version"] and (as_of is not None or known_at is not None):
+        raise ValidationError("every_version", "a read of every version takes no as_of or known_at")
     return RecallRequest(body["principal"], body["query"], k, as_of, known_at, purpose, flags["freshness"],
                          flags["include_untrusted"], mode, float(min_score),
-                         None if recency is None else float(recency), flags["repeats"], flags["decompose"])
+                         None if recency is None else float(recency), flags["repeats"], flags["decompose"],
+                         flags["every_version"])
 
 
 @dataclass(frozen=True)

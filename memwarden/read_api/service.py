@@ -242,7 +242,7 @@ class ReadService:
                                                      freshness=r.freshness, include_untrusted=r.include_untrusted,
                                                      mode=r.mode, min_score=r.min_score, reader=reader,
                                                      recency=r.recency, repeats=r.repeats, decompose=r.decompose,
-                                                     embedding=embedding)
+                                                     embedding=embedding, every_version=r.every_version)
         return found if isinstance(found, Recalled) else Recalled(found, r.min_score)  # a plain list: no floor report
 
     async def _audit(self, r: RecallRequest, found: list[RecalledMemory]) -> None:
@@ -253,7 +253,7 @@ class ReadService:
         record = read_audited(self._c.digest_key, r.principal, r.purpose, r.query, found, r.as_of, r.known_at, now)
         out = [Outbound("audit", r.principal.encode(), codec.encode("ReadAudited", record))]
         batches = []
-        if r.known_at is None and r.as_of is None:  # a use of current memory resets its freshness clock
+        if r.known_at is None and r.as_of is None and not r.every_version:  # a use of current memory resets its clock
             batches = self.usage.add_many([m.memory_id for m in found], ms, ms)
         await self._publish(out + used_records(codec.encode, [*batches, self.usage.poll(ms)]))
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from memwarden.errors import ValidationError
 from memwarden.keystore import admin_signer
 from memwarden.ops.progress import wait_caught_up
 from memwarden.ops.worker_process import WorkerProcess
@@ -354,3 +355,32 @@ def test_a_forget_by_query_reads_for_the_purposes_it_names(
                                                    wait=False))
     assert done["outcome"] == "ACCEPTED" and done["memory_ids"] == [kept.memory_id]
     assert client.recall(gus, "home address", purpose="shipping") == []
+
+
+def test_a_forget_by_query_finds_a_value_only_an_earlier_version_holds(
+        namespace: Settings, worker: WorkerProcess, client: MemwardenClient, principal: Callable[..., str]) -> None:
+    """A forget by query read current versions only: a value that only a superseded version held "matched
+    nothing" and stayed readable as of an earlier time and in the memory's history (newcomer trial, twenty-fifth
+    session). It now reads every version the issuer may read; the forget takes every version, as any forget."""
+    ada = principal()
+    t1 = datetime(2025, 3, 1, tzinfo=UTC)
+    first = client.record(principal=ada, subject=ada, text="Ada drives a blue Renault Zoe", observed_at=t1)
+    client.supersede(first.memory_id, principal=ada, subject=ada, text="Ada now drives a green Tesla Model 3",
+                     observed_at=t1 + timedelta(days=40))
+    other = client.record(principal=ada, subject=ada, text="Ada's bike is a red Brompton")
+    assert client.decisions([other.command_id])[other.command_id] == "ACCEPTED"
+    wait_caught_up(namespace, alive=worker.alive)
+    then = t1 + timedelta(days=10)
+    poll(lambda: [m.text for m in client.recall(ada, "which car does Ada drive?", as_of=then)] == [
+        "Ada drives a blue Renault Zoe"], what="the old value read as of its time")
+    with pytest.raises(ValidationError, match="every_version"):
+        client.recall(ada, "car", as_of=then, every_version=True)
+    everyone = {m.text for m in client.recall(ada, "Ada drives a car", every_version=True, mode="lexical")}
+    assert {"Ada drives a blue Renault Zoe", "Ada now drives a green Tesla Model 3"} <= everyone
+    done = _decided(client, client.forget_matching(principal=ada, query="blue Renault Zoe", wait=False))
+    assert done["outcome"] == "ACCEPTED" and done["memory_ids"] == [first.memory_id]
+    wait_caught_up(namespace, alive=worker.alive)
+    assert client.recall(ada, "which car does Ada drive?", as_of=then) == []
+    gone = client.history(ada, first.memory_id)
+    assert gone is not None and all(v["text"] is None for v in gone["versions"])
+    assert [m.memory_id for m in client.recall(ada, "Ada's bike")] == [other.memory_id]  # the rest stays

@@ -42,6 +42,9 @@ FOUND = RecalledMemory("00000000-0000-4000-8000-00000000000a", 1, "prefers tea",
     ({"principal": "user:alice", "query": "tea", "purpose": "*"}, "purpose"),
     ({"principal": "user:alice", "query": "tea", "recency": -1}, "recency"),
     ({"principal": "user:alice", "query": "tea", "recency": "high"}, "recency"),
+    ({"principal": "user:alice", "query": "tea", "every_version": "yes"}, "every_version"),
+    ({"principal": "user:alice", "query": "tea", "every_version": True, "as_of": "2025-07-25T02:00:00+00:00"},
+     "every_version"),
 ])
 def test_bad_recall_requests_name_the_field(body: Any, field: str) -> None:
     with pytest.raises(ValidationError) as err:

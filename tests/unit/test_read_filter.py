@@ -71,6 +71,20 @@ def test_a_superseded_version_is_history_now_and_current_as_of_its_interval() ->
     assert admits(closed, at=NOW - 4 * HOUR)
 
 
+def test_every_version_admits_history_and_the_future_but_never_another_readers_or_an_expired_one() -> None:
+    """``every_version`` (forget by query): any version the reader may read now, whenever it was valid; still
+    the reader's own permission, what the ledger has decided by now, and expiry."""
+    closed = payload(status="superseded", valid_to_ms=to_ms(NOW - 3 * HOUR), closed_known_ms=to_ms(NOW - 3 * HOUR))
+    later = payload(valid_from_ms=to_ms(NOW + HOUR), fresh_ref_ms=to_ms(NOW + HOUR))
+    stale = payload(fresh_until_ms=to_ms(NOW - HOUR))
+    for p in (closed, later, stale, payload()):
+        assert admits(p, every_version=True)
+    assert not admits(closed) and not admits(later) and not admits(stale)
+    assert not admits(closed, "user:bob", every_version=True)
+    assert not admits(payload(expires_ms=to_ms(NOW - HOUR)), every_version=True)
+    assert not admits(payload(decided_ms=to_ms(NOW + HOUR)), every_version=True)
+
+
 def test_a_version_whose_own_validity_ended_is_not_current_although_the_ledger_never_closed_it() -> None:
     """A record stored with ``effective_to`` in the past (never superseded: ``closed_known_ms`` open)
     must not be a candidate now; otherwise it takes a top-k slot and is dropped by SQL after ranking."""
