@@ -24,7 +24,7 @@ audit_app = typer.Typer(no_args_is_help=True, help="Audit by ledger position: re
 app.add_typer(audit_app, name="audit")
 principal_app = typer.Typer(no_args_is_help=True, help="Principals and their signing keys (issue 3).")
 app.add_typer(principal_app, name="principal")
-review_app = typer.Typer(no_args_is_help=True, help="Quarantine review: list, approve, reject.")
+review_app = typer.Typer(no_args_is_help=True, help="Quarantine review: list, show, approve, reject.")
 app.add_typer(review_app, name="review")
 app.add_typer(bench_app, name="bench")
 console = Console(stderr=True)
@@ -248,6 +248,7 @@ def _review_commands() -> None:
 
     principal_app.command("register")(cli_review.principal_register)
     review_app.command("list")(cli_review.review_list)
+    review_app.command("show")(cli_review.review_show)
     review_app.command("approve")(cli_review.review_approve)
     review_app.command("reject")(cli_review.review_reject)
 

@@ -1,4 +1,4 @@
-"""``memwarden principal register`` and ``memwarden review list | approve | reject``: principals with
+"""``memwarden principal register`` and ``memwarden review list | show | approve | reject``: principals with
 their local signing keys (issue 3) and the quarantine review they sign."""
 
 from __future__ import annotations
@@ -69,6 +69,43 @@ def review_list() -> None:
         typer.echo(f"{cid}  {at:%Y-%m-%d %H:%M}  {writer} -> {subject}  {codes}")
     if not rows:
         typer.echo("nothing awaits review")
+
+
+def review_show(command_id: str, by: Annotated[str, typer.Option(help="reviewer principal id")],
+                as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False) -> None:
+    """Show a write held for review, its text opened, to reviewer ``--by`` (signed with its local key; audited on
+    the ledger with purpose ``review``): what the reviewer is asked to approve or reject.
+
+    Exits 1 naming the reason when ``--by`` holds no reviewer role (``NOT_A_REVIEWER``), wrote it
+    (``SELF_REVIEW``), or nothing is held under the id (``NOT_QUARANTINED``, ``ALREADY_REVIEWED``)."""
+    import json
+
+    from memwarden.keystore import key_path, load_or_create_signer
+    from memwarden.producers.client import MemwardenClient
+    from memwarden.settings import Settings
+
+    s = Settings()
+    try:
+        try:
+            command_id = str(uuid.UUID(command_id))
+        except ValueError:
+            raise ValueError(f"command_id: {command_id!r} is not a command id (a UUID; `memwarden review list` shows "
+                             "the held ones)") from None
+        path = key_path(s.data_dir, by)
+        if not path.exists():
+            raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
+        with MemwardenClient(s, signers=[load_or_create_signer(path, by)]) as client:
+            held = client.held(by, command_id)
+    except Exception as exc:  # noqa: BLE001
+        fail(exc)
+    if as_json:
+        typer.echo(json.dumps(held, indent=2))
+        return
+    codes = ", ".join(f"{r.get('code')}" for r in held["reasons"])
+    typer.echo(f"command {held['command_id']} ({held['kind']}), held {held['quarantined_at']}: {codes}")
+    typer.echo(f"writer {held['writer']} -> subject {held['subject']}, scope {held['scope']}, "
+               f"source {held['source_kind']}")
+    typer.echo(held["text"] if held["text"] is not None else f"(text {held['withheld']})")
 
 
 def _review(command_id: str, by: str, note: str, approve: bool) -> None:

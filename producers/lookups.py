@@ -1,7 +1,8 @@
 """Lookups from the client (issue 10): the history of one memory (every version the principal may
 read, with validity intervals, statuses and ledger positions, from the read API's ``POST /history``,
-signed like a recall and audited) and the gate's decision of one command, if taken (``POST
-/decisions``, without waiting). A mixin of :class:`~memwarden.producers.client.MemwardenClient`."""
+signed like a recall and audited), a write held for review as a reviewer reads it (``POST /held``)
+and the gate's decision of one command, if taken (``POST /decisions``, without waiting). A mixin of
+:class:`~memwarden.producers.client.MemwardenClient`."""
 
 from __future__ import annotations
 
@@ -65,6 +66,29 @@ class LookupCalls:
             raise refused_read(data, principal, signer is not None)
         if response.status_code != 200:
             raise MemwardenError(f"history failed with HTTP {response.status_code}: {data}")
+        found: dict[str, Any] = data
+        return found
+
+    def held(self, principal: str, command_id: str) -> dict[str, Any]:
+        """A write held for review as reviewer ``principal`` reads it (``POST /held``, signed, audited with purpose
+        ``review``): ``command_id``, ``memory_id``, ``kind``, ``writer``, ``subject``, ``scope``, ``source_kind``,
+        ``source_ref``, ``reasons``, ``quarantined_at``, ``position``, ``text`` (``None`` with ``withheld`` when
+        its key is gone). Raises ``ValidationError`` naming ``principal`` when it is no reviewer or wrote it
+        (``NOT_A_REVIEWER``, ``SELF_REVIEW``), naming ``command_id`` when nothing is held under it or it was
+        reviewed already (``NOT_QUARANTINED``, ``ALREADY_REVIEWED``) or a bad argument, naming ``auth`` for a
+        refused signature; ``StackUnavailable`` when the worker does not answer."""
+        body: dict[str, Any] = {"principal": principal, "command_id": command_id}
+        signer = self._signers.get(principal)
+        if signer is not None:
+            body = sign_request(body, signer, now_ms())
+        response = self._post("/held", body)
+        data = response.json()
+        if response.status_code in (403, 404, 409):
+            raise ValidationError(str(data.get("field") or "command_id"), f"{data.get('code')}: {data.get('error')}")
+        if response.status_code in (400, 401):
+            raise refused_read(data, principal, signer is not None)
+        if response.status_code != 200:
+            raise MemwardenError(f"held lookup failed with HTTP {response.status_code}: {data}")
         found: dict[str, Any] = data
         return found
 

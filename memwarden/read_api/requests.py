@@ -23,6 +23,8 @@ RECALL_KEYS = frozenset({"principal", "query", "k", "as_of", "known_at", "purpos
                          "mode", "min_score", "recency", "repeats", "decompose", "every_version"}) | SIGNATURE_KEYS
 #: The keys a history body may carry.
 HISTORY_KEYS = frozenset({"principal", "memory_id", "purpose", "include_untrusted"}) | SIGNATURE_KEYS
+#: The keys a held-write body may carry (a reviewer reading a write held for review).
+HELD_KEYS = frozenset({"principal", "command_id"}) | SIGNATURE_KEYS
 
 
 class MissingField(ValidationError):
@@ -160,6 +162,29 @@ def history_request(body: Any) -> HistoryRequest:
     except ValueError:
         raise ValidationError("memory_id", "must be a UUID") from None
     return HistoryRequest(principal, memory_id, purpose, include_untrusted)
+
+
+@dataclass(frozen=True)
+class HeldRequest:
+    """A validated read of a write held for review: who reads (a reviewer) and which held command."""
+
+    principal: str
+    command_id: str
+
+
+def held_request(body: Any) -> HeldRequest:
+    """The held write a JSON body asks for (``principal``, ``command_id`` (a UUID); ``auth``, ``signed_at_ms`` and
+    ``nonce`` are read by authentication). Raises ``ValidationError`` naming the field."""
+    body = _object(body)
+    _keys(body, HELD_KEYS, ("principal", "command_id"))
+    principal = body.get("principal")
+    if not isinstance(principal, str) or not principal.strip():
+        raise ValidationError("principal", "must be a non-empty string")
+    try:
+        command_id = str(uuid.UUID(str(body.get("command_id"))))
+    except ValueError:
+        raise ValidationError("command_id", "must be a UUID (`memwarden review list` shows the held ones)") from None
+    return HeldRequest(principal, command_id)
 
 
 def decision_ids(body: Any) -> list[str]:

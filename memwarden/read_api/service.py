@@ -6,6 +6,8 @@ answers a :class:`Reply` (status and JSON body). Routes live in :mod:`memwarden.
   batch the uses into ``MemoryUsed`` (SSGM Eq. 3, Eq. 5);
 - ``history``: every version of one memory the reader may read (authenticated like a recall,
   audited, :mod:`memwarden.read_api.history`);
+- ``held``: a write held for review, opened for a reviewer who may review it (audited,
+  :mod:`memwarden.read_api.held`);
 - ``decisions``: the gate's decisions of given command ids (outcome, reasons, policy version,
   ledger position): the public read through which a caller learns what became of its command;
 - ``index_count`` and ``health``.
@@ -35,8 +37,16 @@ from memwarden.errors import StackUnavailable, ValidationError
 from memwarden.ops.progress import backlog
 from memwarden.projections.recall import QueryEmbedding, Recaller
 from memwarden.read_api.audit import history_audited, read_audited, used_records
+from memwarden.read_api.held import REVIEW_PURPOSE, held_refusal, held_row, lookup_held
 from memwarden.read_api.history import lookup_history
-from memwarden.read_api.requests import RecallRequest, decision_ids, error_code, history_request, recall_request
+from memwarden.read_api.requests import (
+    RecallRequest,
+    decision_ids,
+    error_code,
+    held_request,
+    history_request,
+    recall_request,
+)
 from memwarden.stores.decisions import find
 from memwarden.stores.pg import DB_ERRORS
 from memwarden.stores.registry import ReaderContext, ServedRequest
@@ -235,6 +245,40 @@ class ReadService:
                                   found["versions"], datetime.now(UTC))
         record = Outbound("audit", request.principal.encode(), self._c.codec.encode("ReadAudited", audited))
         return await _audited(self._publish([record]), Reply(200, found))
+
+    async def held(self, body: Any) -> Reply:
+        """``POST /held``: 200 with a write held for review, its text opened (:mod:`memwarden.read_api.held`), to a
+        reviewer who did not write it; 403 ``NOT_A_REVIEWER`` / ``SELF_REVIEW``, 404 ``NOT_QUARANTINED``, 409
+        ``ALREADY_REVIEWED``, 400 naming a bad field, 401 as for a recall, 503 when the database is down; audited
+        (purpose ``review``)."""
+        try:
+            request = held_request(body)
+            async with self._read():
+                reader, problem = await self._reader(body, request.principal)
+                if problem is not None:
+                    return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
+                                       "field": "auth"})
+                async with self._lookup_lock:
+                    self._lookup = self._lookup or await self._c.pg()
+                    row = await held_row(self._lookup, request.command_id)
+                refusal = held_refusal(request.principal, reader.record, row, request.command_id)
+                if refusal is not None or row is None:
+                    status, code, message = refusal or (404, "NOT_QUARANTINED", "no held write")
+                    field = "principal" if status == 403 else "command_id"
+                    return Reply(status, {"error": message, "code": code, "field": field})
+                found = await lookup_held(row, self._c.keyring(), self._c.codec,
+                                          self._c.settings.topic("commands"))
+        except ValidationError as exc:
+            return _bad_request(exc)
+        except DB_ERRORS as exc:
+            self._lookup = self._recaller = None
+            return unavailable("database", exc)
+        record = read_audited(self._c.digest_key, request.principal, REVIEW_PURPOSE, f"review:{request.command_id}",
+                              [], None, None, datetime.now(UTC))
+        record = {**record, "returned": [found["memory_id"]] if found["text"] is not None else [],
+                  "positions": [dict(found["position"])] if found["text"] is not None else []}
+        audit = Outbound("audit", request.principal.encode(), self._c.codec.encode("ReadAudited", record))
+        return await _audited(self._publish([audit]), Reply(200, found))
 
     async def _recall(self, r: RecallRequest, reader: ReaderContext, embedding: QueryEmbedding | None = None
                       ) -> Recalled:

@@ -1,5 +1,5 @@
 """The read API's routes on a Faust worker's web server (127.0.0.1): ``POST /recall``,
-``POST /history``, ``POST /decisions``, ``POST /reconcile``, ``POST /switch``, ``GET /index/count``,
+``POST /history``, ``POST /held``, ``POST /decisions``, ``POST /reconcile``, ``POST /switch``, ``GET /index/count``,
 ``GET /health``, ``GET /ready``, and the timer that flushes due ``MemoryUsed`` batches. Thin: parse JSON, call
 :class:`~memwarden.read_api.service.ReadService`."""
 
@@ -74,6 +74,13 @@ def mount(app: faust.App, service: ReadService, roles: Sequence[str],
 
         async def post(self, request: Request) -> Response:
             return await with_body(self, request, service.history)
+
+    @app.page("/held")
+    class HeldView(View):
+        """A write held for review, to a (signed) reviewer who may review it."""
+
+        async def post(self, request: Request) -> Response:
+            return await with_body(self, request, service.held)
 
     @app.page("/decisions")
     class DecisionsView(View):
