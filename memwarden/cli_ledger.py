@@ -241,17 +241,49 @@ def recall(
     mode: Annotated[str, typer.Option(help="hybrid, dense or lexical")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
-    """Recall as PRINCIPAL in a namespace, in this process (the operator's read; audited on the
-    namespace's ledger like every read). For a namespace whose worker is running, use the client."""
-    from memwarden.errors import MemwardenError
+    """Recall as PRINCIPAL in a namespace (audited on the namespace's ledger like every read): through the
+    namespace's running worker when one serves it (signed with PRINCIPAL's local key when this host holds one),
+    else in this process (the operator's read of a stopped or replayed namespace). Prints one line per memory, or
+    says that nothing was found (``[]`` with ``--json``)."""
+    from memwarden.errors import MemwardenError, StackUnavailable
+    from memwarden.projections.vector_index import IndexUnavailable
     from memwarden.read_api.local import local_recall
 
     try:
-        found = local_recall(namespace_settings(namespace), principal, query, k, as_of, known_at, purpose, mode)
+        s = namespace_settings(namespace)
+        if _worker_serves(s):
+            found = _recall_through_worker(s, principal, query, k, as_of, known_at, purpose, mode)
+        else:
+            try:
+                found = local_recall(s, principal, query, k, as_of, known_at, purpose, mode)
+            except IndexUnavailable as exc:  # a worker starting or stopping holds the index: say so, no engine text
+                if "WouldBlock" not in str(exc):
+                    raise
+                raise StackUnavailable(f"the embedded index of {s.topic_prefix} is held open by another process (its "
+                                       "worker, starting or stopping?); try again once it serves, or stop it") from None
     except (MemwardenError, ValueError) as exc:
         fail(exc)
+    if as_json:
+        typer.echo(json.dumps([m.to_json() for m in found]))
+        return
     for m in found:
-        typer.echo(json.dumps(m.to_json()) if as_json else f"{m.score:7.3f}  {m.memory_id}  v{m.version}  {m.text}")
+        typer.echo(f"{m.score:7.3f}  {m.memory_id}  v{m.version}  {m.text}")
+    if not found:
+        typer.echo(f"no memory {principal} may read for {purpose!r} matches the query")
+
+
+def _recall_through_worker(s: Settings, principal: str, query: str, k: int, as_of: datetime | None,
+                           known_at: datetime | None, purpose: str, mode: str) -> list[Any]:
+    """:meth:`MemwardenClient.recall` against the namespace's worker, signed with ``principal``'s key file when
+    this host holds one (a worker that wants signed reads refuses an unsigned one, naming ``auth``)."""
+    from memwarden.keystore import key_path, load_or_create_signer
+    from memwarden.producers.client import MemwardenClient
+
+    path = key_path(s.data_dir, principal)
+    signers = [load_or_create_signer(path, principal)] if path.exists() else []
+    with MemwardenClient(s, signers=signers) as client:
+        return list(client.recall(principal, query, k=k, as_of=as_of, known_at=known_at, purpose=purpose,
+                                  mode=mode))  # type: ignore[arg-type]
 
 
 def eval_replay(
