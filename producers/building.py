@@ -111,9 +111,14 @@ FACT_ARGUMENTS = frozenset({"entity", "attribute", "value", "cardinality"})
 
 def build_fact(value: Mapping[str, Any] | None) -> Fact | None:
     """The typed fact of a memory write (value still in clear, sealed by :func:`seal_fact` once the
-    write's data key exists), or ``None``."""
-    if not value:
+    write's data key exists), or ``None``. Raises ``ValidationError`` naming ``fact`` when it is not a mapping
+    (``{"entity": ..., "attribute": ..., "value": ...}``; a string such as ``"diet=vegan"`` is not one), or the
+    field of the fact that is wrong."""
+    if value is None or (not value and isinstance(value, Mapping | str)):
         return None
+    if not isinstance(value, Mapping):
+        raise ValidationError("fact", f"must be a mapping such as {{'entity': 'user:alice', 'attribute': 'diet', "
+                                      f"'value': 'vegan'}}, got {type(value).__name__}")
     sealed = sorted(k for k in value if k in Fact.model_fields and k not in FACT_ARGUMENTS)
     if sealed:
         raise ValidationError(f"fact.{sealed[0]}", "set by the client when it seals the value, not an argument")

@@ -68,6 +68,8 @@ class ForgetCalls(Settling):
         and refused by the gate with ``EMPTY_SELECTOR`` (it never means everything)."""
         ids = list(names(memory_ids, "memory_ids"))
         if query is not None:
+            if not isinstance(query, str):
+                raise ValidationError("query", f"must be text (the words to forget), got {type(query).__name__}")
             if not query.strip():
                 raise ValidationError("query", "must not be blank")
             for purpose in dict.fromkeys((DEFAULT_PURPOSE, *names(purposes, "purposes"))):
