@@ -22,7 +22,7 @@ from typing import Any
 
 from memwarden.commands.readmodel.query import Recalled
 from memwarden.errors import Refused, StackUnavailable
-from memwarden.producers.building import Receipt
+from memwarden.producers.building import Receipt, undecided_message
 from memwarden.producers.client import MemwardenClient, connect
 from memwarden.producers.governance import REFUSED, REFUSED_WRITE, DecidedReceipt
 from memwarden.settings import Settings
@@ -116,7 +116,7 @@ class AsyncMemwardenClient:
             if len(found) >= len(wanted):
                 return found
             if time.monotonic() > deadline:
-                raise StackUnavailable(f"{len(wanted) - len(found)} commands not decided in {timeout_s}s")
+                raise StackUnavailable(undecided_message([c for c in wanted if c not in found], timeout_s))
             await asyncio.sleep(self.poll_s)
 
     async def decisions(self, command_ids: Sequence[str], timeout_s: float = 60.0) -> dict[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -175,3 +175,14 @@ def envelope(principal: str, subject: str, given: Mapping[str, Any], supersedes:
 def governance_envelope(principal: str, subject: str, given: Mapping[str, Any]) -> Envelope:
     """:func:`envelope` with the governance defaults: scope ``governance``, source ``APPROVED_RULE``."""
     return envelope(principal, subject, {"scope": "governance", "source_kind": SourceKind.APPROVED_RULE, **given})
+
+
+def undecided_message(missing: Sequence[str], timeout_s: float) -> str:
+    """Why a wait for decisions gave up: how many of the commands are undecided after ``timeout_s`` seconds, the
+    first of them, and the two causes (the gate is behind or stopped; or an id this namespace's ledger never
+    carried: a typo, another namespace). Newcomer trial, twenty-fifth session: an unknown id read as an outage."""
+    first = ", ".join(missing[:3]) + (" ..." if len(missing) > 3 else "")
+    return (f"{len(missing)} command(s) not decided in {timeout_s:g} s ({first}): either the gate is behind or stopped"
+            " (`memwarden stack status`, the worker's /ready), or no such command reached this namespace's ledger"
+            " (an id mistyped, or published to another namespace: a decision lookup cannot tell an id it never saw"
+            " from one not decided yet)")

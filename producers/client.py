@@ -59,6 +59,7 @@ from memwarden.producers.building import (
     names,
     refused_read,
     seal_fact,
+    undecided_message,
 )
 from memwarden.producers.forgetting import ForgetCalls
 from memwarden.producers.governance import REFUSED_WRITE, DecidedReceipt, GovernanceCalls
@@ -257,7 +258,7 @@ class MemwardenClient(GovernanceCalls, ForgetCalls, LookupCalls):
             if len(found) >= len(wanted):
                 return found
             if time.monotonic() > deadline:
-                raise StackUnavailable(f"{len(wanted) - len(found)} commands not decided in {timeout_s}s")
+                raise StackUnavailable(undecided_message([c for c in wanted if c not in found], timeout_s))
             time.sleep(0.1)
 
     def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:

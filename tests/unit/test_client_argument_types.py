@@ -36,3 +36,13 @@ def test_a_forget_query_that_is_not_text_is_refused_naming_query(query: Any) -> 
     with pytest.raises(ValidationError) as err:
         _NoReads().forget_matching(principal="user:alice", query=query)
     assert err.value.field == "query"
+
+
+def test_a_wait_that_gives_up_names_the_commands_and_both_causes() -> None:
+    """Newcomer trial, twenty-fifth session: an id the ledger never carried waited out the timeout and then read as
+    an outage ("1 commands not decided")."""
+    from memwarden.producers.building import undecided_message
+
+    message = undecided_message(["c1", "c2", "c3", "c4"], 60.0)
+    assert message.startswith("4 command(s) not decided in 60 s (c1, c2, c3 ...)")
+    assert "behind or stopped" in message and "no such command reached this namespace's ledger" in message
