@@ -226,13 +226,20 @@ def audit_reads(
     memory: Annotated[str, typer.Option(help="memory id")],
     as_json: Annotated[bool, typer.Option("--json", help="print JSON lines")] = False,
 ) -> None:
-    """List every audited read that returned memory ``--memory``: when, who, for what purpose."""
+    """List every audited read that returned memory ``--memory`` (a memory id, a UUID): when, who, for what
+    purpose."""
     import json
+    import uuid
 
+    from memwarden.errors import ValidationError
     from memwarden.ops.audit import reads_of
     from memwarden.settings import Settings
 
     try:
+        try:
+            memory = str(uuid.UUID(memory))
+        except ValueError:
+            raise ValidationError("--memory", f"{memory!r} is not a memory id (a UUID)") from None
         found = reads_of(Settings(), memory)
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         fail(exc)

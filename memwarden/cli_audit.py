@@ -109,11 +109,15 @@ def audit_principal(
 ) -> None:
     """Everything a principal wrote, read, granted and was refused (``--from``/``--to``: decision or
     read times, each with a UTC offset). Nothing recorded: one line saying so, exit 0."""
-    from memwarden.errors import MemwardenError
+    from memwarden.errors import MemwardenError, ValidationError
     from memwarden.ops.forensics_report import audit_principal as report_principal
 
     _aware(since, "--from")
     _aware(until, "--to")
+    if not principal.strip():
+        fail(ValidationError("principal", "must name a principal, e.g. user:alice"))
+    if since is not None and until is not None and until < since:
+        fail(ValidationError("--to", f"{until.isoformat()} is before --from {since.isoformat()}: an empty window"))
     try:
         _, ledger = _ledger_of(namespace)
         report = report_principal(ledger, principal, since, until)

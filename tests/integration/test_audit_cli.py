@@ -67,6 +67,15 @@ def test_an_unknown_memory_is_an_error_and_an_idle_principal_is_said_so(
     idle = run_cli(namespace, "audit", "principal", nobody)
     assert idle.exit_code == 0 and f"nothing recorded for {nobody}" in said(idle), idle.output
 
+    # newcomer trial, twenty-fifth session: these were answered "nothing recorded" / nothing, exit 0
+    reversed_ = run_cli(namespace, "audit", "principal", nobody, "--from", "2030-01-01T00:00:00+00:00",
+                        "--to", "2020-01-01T00:00:00+00:00")
+    assert reversed_.exit_code == 1 and "--to" in said(reversed_) and "before --from" in said(reversed_)
+    blank = run_cli(namespace, "audit", "principal", " ")
+    assert blank.exit_code == 1 and "principal" in said(blank), blank.output
+    garbage = run_cli(namespace, "audit", "reads", "--memory", "garbage")
+    assert garbage.exit_code == 1 and "--memory" in said(garbage) and "UUID" in said(garbage), garbage.output
+
 
 @pytest.mark.parametrize("option", ["--from", "--to"])
 def test_a_time_without_offset_is_one_line(namespace: Settings, worker: WorkerProcess, client: MemwardenClient,
