@@ -5,6 +5,7 @@ non-zero with its reason codes (a refusal never looks like success)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -57,6 +58,29 @@ def _report(client: Any, receipt: Any, as_json: bool) -> None:
         raise typer.Exit(1)
 
 
+#: The option of ``memwarden forget`` behind each field a client error names (``selector.memory_ids.0`` ...).
+_FORGET_OPTIONS = {"memory_ids": "--memory", "subjects": "--subject", "scopes": "--scope", "tags": "--tag",
+                   "source_references": "--source-ref", "writers": "--writer", "key_ids": "--key-id",
+                   "observed_from": "--from", "observed_to": "--to", "query": "--query", "purposes": "--purpose",
+                   "expired_before": "--expired", "reason": "--reason"}
+
+
+def option_error(exc: Exception, options: dict[str, str]) -> Exception:
+    """``exc`` with the CLI option in place of the client's field when it is a ``ValidationError`` naming one of
+    ``options`` (a dotted path: ``selector.observed_to`` -> ``--to``; a list item keeps its value in the reason),
+    else ``exc``. Newcomer trial, twenty-fifth session: errors named fields no CLI user typed."""
+    from memwarden.errors import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return exc
+    parts = [p for p in exc.field.split(".") if p not in ("selector", "envelope") and not p.isdigit()]
+    option = options.get(parts[0]) if parts else None
+    if option is None:
+        return exc
+    reason = re.sub(r"\b(" + "|".join(map(re.escape, options)) + r")\b", lambda m: options[m.group(1)], exc.reason)
+    return ValidationError(option, reason.removeprefix("Value error, "))
+
+
 def forget(
     memory: _Many = None,
     subject: Annotated[str | None, typer.Option(help="forget everything about this subject (ForgetSubject) or, "
@@ -107,7 +131,7 @@ def forget(
                     reason=reason, dry_run=dry_run, wait=False)
             _report(client, receipt, as_json)
     except MemwardenError as exc:
-        fail(exc)
+        fail(option_error(exc, _FORGET_OPTIONS))
 
 
 def _as_admin(namespace: str | None, as_json: bool, publish: Callable[[Any, str], Any]) -> None:
@@ -163,9 +187,16 @@ def prune(
 ) -> None:
     """Budgeted pruning (SSGM 4.3): memories whose freshness stayed below THETA for the grace period
     are forgotten (EVENT, EXPERIENCE; with receipts) or archived (PROFILE: left to the read filter)."""
-    from memwarden.errors import MemwardenError
+    from memwarden.commands.model import StoreKind
+    from memwarden.errors import MemwardenError, ValidationError
     from memwarden.pruning import prune as run
 
+    if not grace_days >= 0:
+        fail(ValidationError("--grace-days", f"must be a number of days >= 0, got {grace_days:g}"))
+    kinds = [k.value for k in StoreKind]
+    unknown = [k for k in store_kind or [] if k not in kinds]
+    if unknown:
+        fail(ValidationError("--store-kind", f"{unknown[0]!r} is not a store kind: one of {', '.join(kinds)}"))
     try:
         out = run(namespace_settings(namespace), theta, grace_days * 86_400.0, store_kind or [], dry_run)
     except (MemwardenError, ValueError) as exc:
