@@ -11,7 +11,7 @@ offset past the log end, a time before the first record.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 
 from memwarden.epoch import to_ms
 from memwarden.errors import ValidationError
@@ -59,9 +59,14 @@ def parse_until(text: str, highs: dict[int, int]) -> dict[int, int]:
 
 def cut_at_time(settings: Settings, when: datetime) -> dict[int, int]:
     """Exclusive ends of the commands topic as it stood at ``when`` (records appended at or before it).
-    Raises ``ValidationError`` (field ``until_time``) for a naive time or one before the first record."""
+    Raises ``ValidationError`` (field ``until_time``) for a naive time, one in the future (it would mark the
+    whole ledger as a point-in-time state, one a later replay of the whole ledger is refused into; newcomer trial,
+    twenty-fifth session), or one before the first record."""
     if when.tzinfo is None:
         raise ValidationError("until_time", "must carry a UTC offset")
+    if when > datetime.now(UTC):
+        raise ValidationError("until_time", f"{when.isoformat()} is in the future: replay without --until-time for "
+                                            "the whole ledger as it stands")
     ends = offsets_for_time(settings, "commands", to_ms(when) + 1)
     if not any(ends.values()):
         first = _first_timestamp(settings)

@@ -38,11 +38,18 @@ def _cut_text(cut: Mapping[int, int] | None) -> str | None:
     return None if cut is None else json.dumps({str(p): o for p, o in sorted(cut.items())})
 
 
+def cut_positions(cut: Mapping[int, int] | str) -> str:
+    """A cut as ``memwarden replay --until`` takes it (``commands:P:O,...``: ``O`` the first offset left out),
+    from its mapping or its stored JSON text (newcomer trial, twenty-fifth session: refusals printed the JSON)."""
+    found = {int(p): int(o) for p, o in (json.loads(cut) if isinstance(cut, str) else cut).items()}
+    return ",".join(f"commands:{p}:{o}" for p, o in sorted(found.items()))
+
+
 def _same_cut(target: Settings, held: str | None, cut: Mapping[int, int] | None) -> None:
     if held != _cut_text(cut):
         raise ValidationError("into", f"{target.topic_prefix!r} holds " + (
-            f"the point-in-time state up to {held}" if held else "a replay of the whole ledger") + (
-            f", not up to {_cut_text(cut)}" if cut is not None else ", not the whole ledger") +
+            f"the point-in-time state up to {cut_positions(held)}" if held else "a replay of the whole ledger") + (
+            f", not up to {cut_positions(cut)}" if cut is not None else ", not the whole ledger") +
             ": replay into a new namespace")
 
 

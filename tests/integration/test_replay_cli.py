@@ -57,6 +57,14 @@ def test_until_takes_minus_one_for_a_partition_with_nothing_to_replay(
     assert "Traceback" not in left_out.output
 
 
+def test_a_future_until_time_is_refused(namespace: Settings, targets: list[Settings]) -> None:
+    """Newcomer trial, twenty-fifth session: ``--until-time 2030-...`` replayed the whole ledger and marked the
+    target point-in-time, and a later replay of the whole ledger into it was refused with the cut as raw JSON."""
+    future = run_cli(namespace, "replay", "--into", _into(namespace, targets),
+                     "--until-time", "2999-01-01T00:00:00+00:00")
+    assert future.exit_code == 1 and "is in the future" in said(future) and "Traceback" not in future.output
+
+
 @pytest.mark.parametrize("other", [("--until-time", "2026-12-01T12:00:00+00:00"), ("--until", "commands:0:-1"),
                                    ("--in-place",)])
 def test_verify_is_refused_where_no_digest_can_equal_the_live_one(namespace: Settings, other: tuple[str, ...]) -> None:

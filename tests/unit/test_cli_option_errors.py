@@ -46,3 +46,10 @@ def test_a_field_no_option_sets_and_other_errors_are_left_as_they_are() -> None:
 def test_prune_names_its_own_options(args: list[str], said: str) -> None:
     result = CliRunner().invoke(app, ["prune", *args])
     assert result.exit_code == 1 and said in " ".join(result.output.split()), result.output
+
+
+def test_a_cut_is_shown_as_replay_takes_it() -> None:
+    from memwarden.stores.namespaces import cut_positions
+
+    assert cut_positions('{"0": 5, "1": 1, "10": 0}') == "commands:0:5,commands:1:1,commands:10:0"
+    assert cut_positions({2: 7, 0: 3}) == "commands:0:3,commands:2:7"
