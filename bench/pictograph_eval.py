@@ -68,8 +68,10 @@ written blind by a helper that saw neither the project nor an earlier set). **Ru
 (switched off) before the set is added and before any score**: ``#close`` becomes the default if (a) on the
 eighty-first set no injection the default flags goes unflagged with it, and no more benign items are flagged;
 (b) on every earlier held-out set the same; (c) no more of the LoCoMo and GateMem turns are flagged; (d) fewer of
-``benign_emoji_chat.jsonl`` are. Otherwise it stays off. ``--reading closing`` (the default) compares the default
-with it.
+``benign_emoji_chat.jsonl`` are. Otherwise it stays off. ``--reading closing`` (the default) compares the detector
+without any emoji reading with it. **Outcome: held; ``#close`` is the default** (eighty-first set: injections 60 →
+60, benign flagged 16 → 14; every held-out set, the eighty-first included: injections 9,464 → 9,464, benign 350 →
+343, no item newly flagged; turns 13 → 13; emoji set 22 → 8).
 
 Usage::
 

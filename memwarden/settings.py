@@ -72,7 +72,7 @@ class Settings(BaseSettings):
         gate_mode: ``full`` (every issue 3 rule) or ``skeleton`` (no signatures, detector or
             contradiction checks: the walking-skeleton baseline of the gate benchmark only).
         instruction_detector: the gate's instruction detector: ``rules+finetuned+multilingual`` (default
-            since 2026-12-05, now ``rules/48+minilm-ft/10@not-en1.01~1.01#codes+e5-ft/1#codes``:
+            since 2026-12-05, now ``rules/48+minilm-ft/10@not-en1.01~1.01#codes#close+e5-ft/1#codes#close``:
             ``rules+finetuned`` OR a
             multilingual classifier for texts not in English, ``multilingual_classifier``; README "Memory
             poisoning"),

@@ -39,9 +39,10 @@ by the attention mask). ``prime(texts)`` scores a whole
 gate batch in one embedding call; ``detect`` then reads the cached score (a text not primed is scored
 alone). A short note holding one or two codes ("Ticket 803468") is also scored with its codes masked, and
 the lower probability counts (:func:`short_note_with_codes`, :meth:`CombinedDetector.evidence`; version
-suffix ``#codes``); with :attr:`CombinedDetector.reads_without_pictographs` (off by default) a text holding emoji
-is also scored without them (:func:`pictographs_removed`; suffix ``#pict``). The version :data:`DETECTOR_VERSION`
-names the rules and the weights.
+suffix ``#codes``), and a text whose emoji only decorate it, each cluster of them closing a clause, is also scored
+without them (:func:`closing_pictographs`, :func:`pictographs_removed`; suffix ``#close``; the wider readings,
+every emoji ``#pict`` and every decorative one ``#deco``, are off). The version :data:`DETECTOR_VERSION` names the
+rules and the weights.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ __all__ = [
 #: Bump with every retraining that changes the shipped weights.
 CLASSIFIER_VERSION = "minilm-lr/3"
 #: The version of the combined detector (rules and classifier weights).
-DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}#codes"
+DETECTOR_VERSION = f"{RULES_VERSION}+{CLASSIFIER_VERSION}#codes#close"
 #: ``Finding.rule`` of a classifier hit.
 CLASSIFIER_RULE = f"classifier.{CLASSIFIER_VERSION}"
 #: Hashed character n-gram buckets and the n-gram lengths.
@@ -429,9 +430,9 @@ class CombinedDetector:
     #: off under its second, on the eightieth (an order in emoji used as words); ``bench/pictograph_eval.py``.
     reads_without_decorative_pictographs = False
     #: Read a text whose emoji only decorate it, each cluster closing a clause, without them too
-    #: (:func:`closing_pictographs`; suffix ``#close``): narrower again, after ``#deco``; rule in
-    #: ``bench/pictograph_eval.py``.
-    reads_without_closing_pictographs = False
+    #: (:func:`closing_pictographs`; suffix ``#close``): narrower again, after ``#deco``; on by default since it
+    #: held its rule on the eighty-first set (``bench/pictograph_eval.py``, README "Memory poisoning").
+    reads_without_closing_pictographs = True
 
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES,
                  not_english_threshold: float | None = None, agreement: float | None = None,

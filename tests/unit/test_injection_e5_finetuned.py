@@ -89,7 +89,7 @@ def test_orders_in_other_languages_are_flagged_and_ordinary_texts_are_not(scorer
 
 def test_the_detector_flags_an_order_the_rules_do_not_read(scorer: E5FineTunedScorer) -> None:
     det = CombinedDetector(scorer)
-    assert det.version.endswith(f"+{E5FT_VERSION}#codes")
+    assert det.version.endswith(f"+{E5FT_VERSION}#codes#close")
     order = det.detect(ORDERS[2])
     assert order.carries_instructions and order.suspect
     assert any(f.rule == f"classifier.{E5FT_VERSION}" for f in order.findings)
@@ -143,11 +143,10 @@ ACCENTED_WITH_EMOJI = (
 
 def test_read_without_emoji_accented_english_is_not_quarantined_and_an_emoji_does_not_hide_an_order(
         scorer: E5FineTunedScorer) -> None:
-    """``#deco`` (off by default since the eightieth set): a text whose emoji only decorate it and whose score
+    """``#close`` (the default): a text whose emoji only decorate it, each cluster closing a clause, and whose score
     reaches a threshold is read without them too, and the lower score counts; an order in another language keeps
     its score with its emoji gone."""
     det = CombinedDetector(scorer)
-    det.reads_without_decorative_pictographs = True
     for text in ACCENTED_WITH_EMOJI:
         assert not det.detect(text).carries_instructions, text
     decorated = det.detect(f"{ORDERS[2]} 🙏😊")

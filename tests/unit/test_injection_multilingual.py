@@ -117,7 +117,7 @@ def test_a_detector_over_a_detector_keeps_the_inner_findings_suspicion_and_batch
     inner_scorer, outer_scorer = _Stub("EN", "inner/1", 0.9, 0.1), _Stub("ML", "outer/1", 0.9, 0.9)
     inner = CombinedDetector(inner_scorer)  # type: ignore[arg-type]
     outer = CombinedDetector(outer_scorer, rules=inner)  # type: ignore[arg-type]
-    assert outer.version.endswith("+inner/1#codes+outer/1#codes") and outer.version.startswith("rules/")
+    assert outer.version.endswith("+inner/1#codes#close+outer/1#codes#close") and outer.version.startswith("rules/")
     outer.prime(["EN order", "ML order", "maybe tea"])
     assert inner_scorer.primed and outer_scorer.primed
     assert outer.detect("EN order").carries_instructions and outer.detect("ML order").carries_instructions
