@@ -52,10 +52,19 @@ def stack_up(worker: Annotated[bool, typer.Option(
 
 
 @stack_app.command("down")
-def stack_down() -> None:
-    """Stop workers, Kafka and PostgreSQL; leaves no process of ours running."""
+def stack_down(
+    workers: Annotated[bool, typer.Option("--workers", help="stop only the workers (with their supervisors), the "
+                                          "REST gateway and the MCP server; Kafka and PostgreSQL keep running")]
+    = False,
+) -> None:
+    """Stop workers, Kafka and PostgreSQL; leaves no process of ours running (``--workers``: the workers, REST
+    and MCP only, e.g. before ``state digest`` or a rebuild)."""
     from memwarden.ops import stack
 
+    if workers:
+        stopped = stack.stop_workers(Settings())
+        console.print(f"stopped {', '.join(stopped)}" if stopped else "no worker was running")
+        return
     stack.down(Settings())
     console.print("stack down")
 

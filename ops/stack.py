@@ -247,6 +247,21 @@ def down(settings: Settings) -> None:
     then Kafka (plus stray ``kafka.Kafka`` of this data_dir), then the local PostgreSQL (``pg_ctl stop
     -m fast``). Each gets SIGTERM (PostgreSQL: fast shutdown), up to 20 s, then SIGKILL. External
     services are left alone. Pid files are removed."""
+    stop_workers(settings)
+    kafka_broker.stop(settings, STOP_TIMEOUT)
+    try:
+        bindir: Path | None = postgres_server.find_bindir()
+    except PrerequisiteMissing:
+        bindir = None
+    postgres_server.stop(settings, bindir, STOP_TIMEOUT)
+
+
+def stop_workers(settings: Settings) -> list[str]:
+    """Stop every process of ours with a pid file in ``<data_dir>/run`` but Kafka and PostgreSQL: worker
+    supervisors first (a worker stopped before its supervisor would be restarted), then workers, the REST gateway
+    and the MCP server (SIGTERM, up to 20 s, then SIGKILL); their pid files are removed. Returns the pid files'
+    names (``worker-mw-8600`` ...). What the README means by "stop the worker" (before ``state digest``, a
+    rebuild): until the twenty-fifth session only ``stack down`` did it, with the broker and the database."""
     worker_files = [p for p in _pidfile_paths(settings) if p.stem not in SERVICES]
     # supervisors first: a worker stopped before its supervisor would be restarted
     for group in ([p for p in worker_files if p.stem.startswith(PIDFILE_PREFIX)],
@@ -255,12 +270,7 @@ def down(settings: Settings) -> None:
         pidfiles.terminate(pids, STOP_TIMEOUT)
     for path in worker_files:
         path.unlink(missing_ok=True)
-    kafka_broker.stop(settings, STOP_TIMEOUT)
-    try:
-        bindir: Path | None = postgres_server.find_bindir()
-    except PrerequisiteMissing:
-        bindir = None
-    postgres_server.stop(settings, bindir, STOP_TIMEOUT)
+    return sorted(p.stem for p in worker_files)
 
 
 def status(settings: Settings) -> dict[str, dict[str, Any]]:
