@@ -33,6 +33,16 @@ def _aware(value: datetime | None, option: str) -> None:
         fail(ValidationError(option, f"must carry a UTC offset (e.g. {value.isoformat()}+00:00)"))
 
 
+#: Characters of a value the ``audit at`` table shows (``--json`` shows it whole).
+CELL_CHARS = 160
+
+
+def _cut(text: str, limit: int = CELL_CHARS) -> str:
+    """``text``, or its first ``limit`` characters and an ellipsis saying how much was left out (newcomer trial,
+    twenty-fifth session: JSON cut mid-string read as the whole value)."""
+    return text if len(text) <= limit else f"{text[:limit]}… (+{len(text) - limit} chars; --json shows all)"
+
+
 def _print(report: dict[str, Any], as_json: bool, rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> None:
     if as_json:
         typer.echo(json.dumps(report, indent=2, default=str))
@@ -65,7 +75,7 @@ def audit_at(
     if report.get("content") == WITHHELD:
         report["content"] = ("(withheld: name a principal allowed to read it with --as)" if as_principal is None
                              else f"(withheld: {as_principal} may not read it)")
-    rows = [(k, json.dumps(v, default=str)[:160]) for k, v in report.items()]
+    rows = [(k, _cut(json.dumps(v, default=str))) for k, v in report.items()]
     _print(report, as_json, rows, ("field", "value"))
 
 

@@ -266,8 +266,9 @@ def recall(
     if as_json:
         typer.echo(json.dumps([m.to_json() for m in found]))
         return
-    for m in found:
-        typer.echo(f"{m.score:7.3f}  {m.memory_id}  v{m.version}  {m.text}")
+    for m in found:  # a long text is cut (newcomer trial: 20,000 characters printed whole); --json gives it all
+        text = m.text if len(m.text) <= 300 else f"{m.text[:300]}… (+{len(m.text) - 300} chars; --json shows all)"
+        typer.echo(f"{m.score:7.3f}  {m.memory_id}  v{m.version}  {text}")
     if not found:
         typer.echo(f"no memory {principal} may read for {purpose!r} matches the query")
 

@@ -53,3 +53,11 @@ def test_a_cut_is_shown_as_replay_takes_it() -> None:
 
     assert cut_positions('{"0": 5, "1": 1, "10": 0}') == "commands:0:5,commands:1:1,commands:10:0"
     assert cut_positions({2: 7, 0: 3}) == "commands:0:3,commands:2:7"
+
+
+def test_a_cut_cell_says_so() -> None:
+    from memwarden.cli_audit import CELL_CHARS, _cut
+
+    assert _cut("short") == "short"
+    long = "x" * (CELL_CHARS + 40)
+    assert _cut(long) == "x" * CELL_CHARS + "… (+40 chars; --json shows all)"
