@@ -206,7 +206,10 @@ def _new_version(command: MemoryWrite, issuer: PrincipalRecord, state: GateState
                  authority: _Authority, seen: Callable[[str], bool]) -> tuple[MemoryState, str | None] | Decision:
     """The memory state after the write and the id it supersedes (``None`` for a new record), or the
     refusal: a taken memory id, a duplicate of a live memory's text the writer may read (W1; ``seen``), a
-    supersession the target or its protected fact slot does not allow."""
+    supersession the target or its protected fact slot does not allow, or one whose text is the target's own
+    current text (``DUPLICATE``: no version that repeats the one before; newcomer trial, twenty-fifth session).
+    ``state.twins`` holds the digests of current versions only: a supersede clears the one it replaces, so a text
+    an earlier version held may come back (Lyon, Oslo, Lyon)."""
     env = command.envelope
     if isinstance(command, RecordMemory):
         if command.memory_id in state.memories:
@@ -226,6 +229,10 @@ def _new_version(command: MemoryWrite, issuer: PrincipalRecord, state: GateState
                                     bool(command.evidence))
         if guard.code is not None:
             return reject(guard.code, guard.message, "evidence")
+    if content_digest is not None and state.twins.get(content_digest) == target.memory_id:
+        return Decision(Outcome.DUPLICATE, (Reason("DUPLICATE_CONTENT", f"memory {target.memory_id} already says this"
+                                                   " in its current version: no new version", "content"),),
+                        listed=(target.memory_id,))
     return next_version(command, target), target.memory_id
 
 

@@ -173,6 +173,10 @@ def test_supersession_closes_the_old_version_and_as_of_reads_history(
                               " WHERE memory_id = %s ORDER BY version", (first.memory_id,))
     assert [(v, s) for v, s, _, _ in history] == [(1, "superseded"), (2, "active")]
     assert history[0][3] == t2 and history[1][3] is None
+    again = client.supersede(first.memory_id, principal=who, subject=who, text="lives in Oslo", wait=False)
+    decided = client.decided([again.command_id])[again.command_id]  # the current text again: no third version
+    assert decided["outcome"] == "DUPLICATE" and decided["memory_ids"] == [first.memory_id]
+    assert rows(namespace, "SELECT count(*) FROM memory_versions WHERE memory_id = %s", (first.memory_id,)) == [(2,)]
 
 
 def test_tombstones_never_crash_a_consumer_and_forget_shreds_the_key(

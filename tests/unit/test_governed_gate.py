@@ -393,6 +393,18 @@ def test_attribution_cannot_be_dropped_by_raising_status() -> None:
 
 
 # -- duplicates (W1), contradiction and core facts (Eq. 6; W3, W4, T1) --------------------------------
+def test_a_supersede_with_the_current_text_is_a_duplicate_noop_and_an_earlier_text_may_come_back() -> None:
+    """Newcomer trial, twenty-fifth session: superseding with the very text of the current version added a version
+    (v3 a copy of v2). The gate keeps the digests of current versions only, so Lyon, Oslo, Lyon stays possible."""
+    mid = str(uuid.uuid4())
+    state = GateState(twins={"now": mid}, memories={mid: MemoryState(mid, "user:alice", "user:alice", 2)})
+    same = run(f.supersede(mid, "lives in Oslo"), "lives in Oslo", state, content_digest="now")
+    assert same.outcome is Outcome.DUPLICATE and codes(same) == ["DUPLICATE_CONTENT"] and not same.effects
+    assert same.listed == (mid,)
+    earlier = run(f.supersede(mid, "lives in Lyon"), "lives in Lyon", state, content_digest="then")
+    assert earlier.admitted
+
+
 def test_same_text_again_is_a_duplicate_noop() -> None:
     mid = str(uuid.uuid4())
     state = GateState(twins={"d1": mid}, memories={mid: MemoryState(mid, "user:alice", "user:alice", 1)})
