@@ -4,7 +4,7 @@ their local signing keys (issue 3) and the quarantine review they sign."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -71,6 +71,25 @@ def review_list() -> None:
         typer.echo("nothing awaits review")
 
 
+def _command_id(command_id: str) -> str:
+    """``command_id`` as a canonical UUID; ``ValueError`` naming it, and where the held ones are listed."""
+    try:
+        return str(uuid.UUID(command_id))
+    except ValueError:
+        raise ValueError(f"command_id: {command_id!r} is not a command id (a UUID; `memwarden review list` shows "
+                         "the held ones)") from None
+
+
+def _reviewer_signer(s: Any, by: str) -> Any:
+    """``by``'s signer from this host's key folder; ``ValueError`` saying how to register it when absent."""
+    from memwarden.keystore import key_path, load_or_create_signer
+
+    path = key_path(s.data_dir, by)
+    if not path.exists():
+        raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
+    return load_or_create_signer(path, by)
+
+
 def review_show(command_id: str, by: Annotated[str, typer.Option(help="reviewer principal id")],
                 as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False) -> None:
     """Show a write held for review, its text opened, to reviewer ``--by`` (signed with its local key; audited on
@@ -80,21 +99,13 @@ def review_show(command_id: str, by: Annotated[str, typer.Option(help="reviewer 
     (``SELF_REVIEW``), or nothing is held under the id (``NOT_QUARANTINED``, ``ALREADY_REVIEWED``)."""
     import json
 
-    from memwarden.keystore import key_path, load_or_create_signer
     from memwarden.producers.client import MemwardenClient
     from memwarden.settings import Settings
 
     s = Settings()
     try:
-        try:
-            command_id = str(uuid.UUID(command_id))
-        except ValueError:
-            raise ValueError(f"command_id: {command_id!r} is not a command id (a UUID; `memwarden review list` shows "
-                             "the held ones)") from None
-        path = key_path(s.data_dir, by)
-        if not path.exists():
-            raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
-        with MemwardenClient(s, signers=[load_or_create_signer(path, by)]) as client:
+        command_id = _command_id(command_id)
+        with MemwardenClient(s, signers=[_reviewer_signer(s, by)]) as client:
             held = client.held(by, command_id)
     except Exception as exc:  # noqa: BLE001
         fail(exc)
@@ -110,7 +121,6 @@ def review_show(command_id: str, by: Annotated[str, typer.Option(help="reviewer 
 
 def _review(command_id: str, by: str, note: str, approve: bool) -> None:
     from memwarden.errors import Refused
-    from memwarden.keystore import key_path, load_or_create_signer
     from memwarden.producers.client import MemwardenClient
     from memwarden.settings import Settings
     from memwarden.stores.gate_state import review_subject
@@ -119,19 +129,12 @@ def _review(command_id: str, by: str, note: str, approve: bool) -> None:
     verb = "approve" if approve else "reject"
     s = Settings()
     try:
-        try:
-            command_id = str(uuid.UUID(command_id))
-        except ValueError:
-            raise ValueError(f"command_id: {command_id!r} is not a command id (a UUID; `memwarden review list` shows "
-                             "the held ones)") from None
+        command_id = _command_id(command_id)
         with connect(s) as conn:
             subject = review_subject(conn, command_id)
         if subject is None:
             raise ValueError(f"command {command_id} is not in quarantine")
-        path = key_path(s.data_dir, by)
-        if not path.exists():
-            raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
-        with MemwardenClient(s, signers=[load_or_create_signer(path, by)]) as client:
+        with MemwardenClient(s, signers=[_reviewer_signer(s, by)]) as client:
             act = client.approve_quarantined if approve else client.reject_quarantined
             r = act(command_id, by=by, subject=subject, note=note)  # waits; Refused when REJECTED
     except Refused as exc:

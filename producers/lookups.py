@@ -53,19 +53,12 @@ class LookupCalls:
         writer, provenance, ``position`` on the ledger, ``text`` or ``withheld``), or ``None`` when it
         may read no version of it. Raises ``ValidationError`` for a bad argument or a refused
         signature (field ``auth``), ``StackUnavailable`` when the worker does not answer."""
-        body: dict[str, Any] = {"principal": principal, "memory_id": memory_id, "purpose": purpose,
-                                "include_untrusted": include_untrusted}
-        signer = self._signers.get(principal)
-        if signer is not None:
-            body = sign_request(body, signer, now_ms())
-        response = self._post("/history", body)
-        data = response.json()
-        if response.status_code == 404:
+        status, data = self._signed_read("/history", principal, {
+            "principal": principal, "memory_id": memory_id, "purpose": purpose, "include_untrusted": include_untrusted})
+        if status == 404:
             return None
-        if response.status_code in (400, 401):
-            raise refused_read(data, principal, signer is not None)
-        if response.status_code != 200:
-            raise MemwardenError(f"history failed with HTTP {response.status_code}: {data}")
+        if status != 200:
+            raise MemwardenError(f"history failed with HTTP {status}: {data}")
         found: dict[str, Any] = data
         return found
 
@@ -77,20 +70,25 @@ class LookupCalls:
         (``NOT_A_REVIEWER``, ``SELF_REVIEW``), naming ``command_id`` when nothing is held under it or it was
         reviewed already (``NOT_QUARANTINED``, ``ALREADY_REVIEWED``) or a bad argument, naming ``auth`` for a
         refused signature; ``StackUnavailable`` when the worker does not answer."""
-        body: dict[str, Any] = {"principal": principal, "command_id": command_id}
+        status, data = self._signed_read("/held", principal, {"principal": principal, "command_id": command_id})
+        if status in (403, 404, 409):
+            raise ValidationError(str(data.get("field") or "command_id"), f"{data.get('code')}: {data.get('error')}")
+        if status != 200:
+            raise MemwardenError(f"held lookup failed with HTTP {status}: {data}")
+        found: dict[str, Any] = data
+        return found
+
+    def _signed_read(self, path: str, principal: str, body: dict[str, Any]) -> tuple[int, Any]:
+        """POST ``body`` to the read API's ``path``, signed by ``principal``'s signer when the client holds one;
+        ``(status, JSON answer)``. Raises the ``ValidationError`` of a 400 or 401 (:func:`refused_read`)."""
         signer = self._signers.get(principal)
         if signer is not None:
             body = sign_request(body, signer, now_ms())
-        response = self._post("/held", body)
+        response = self._post(path, body)
         data = response.json()
-        if response.status_code in (403, 404, 409):
-            raise ValidationError(str(data.get("field") or "command_id"), f"{data.get('code')}: {data.get('error')}")
         if response.status_code in (400, 401):
             raise refused_read(data, principal, signer is not None)
-        if response.status_code != 200:
-            raise MemwardenError(f"held lookup failed with HTTP {response.status_code}: {data}")
-        found: dict[str, Any] = data
-        return found
+        return response.status_code, data
 
     def forward_signed(self, path: str, body: Any) -> tuple[int, Any]:
         """Hand a request its caller signed with its own key (``POST /recall`` or ``/history`` of the

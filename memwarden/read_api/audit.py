@@ -16,6 +16,9 @@ from memwarden.commands.readmodel.query import READ_POLICY_VERSION, RecalledMemo
 from memwarden.commands.readmodel.usage import Usage
 from memwarden.epoch import from_ms
 
+#: The purpose a reviewer's read of a held write is audited with (:func:`held_audited`).
+REVIEW_PURPOSE = "review"
+
 
 def read_audited(digest_key: bytes, principal: str, purpose: str, query: str, found: Sequence[RecalledMemory],
                  as_of: datetime | None, known_at: datetime | None, now: datetime) -> dict[str, Any]:
@@ -40,6 +43,17 @@ def history_audited(digest_key: bytes, principal: str, purpose: str, memory_id: 
     shown = [v for v in versions if v.get("text") is not None]
     record = read_audited(digest_key, principal, purpose, f"history:{memory_id}", [], None, None, now)
     return {**record, "returned": [memory_id] if shown else [], "positions": [dict(v["position"]) for v in shown]}
+
+
+def held_audited(digest_key: bytes, principal: str, held: Mapping[str, Any], now: datetime) -> dict[str, Any]:
+    """The ``ReadAudited`` record of a reviewer's read of a held write (``POST /held``; ``held`` as
+    :func:`memwarden.read_api.held.held_json` gives it): purpose ``review``, the query the keyed hash of
+    ``review:<command id>``, ``returned`` the memory id and the held command's ledger position when its text was
+    shown."""
+    shown = held.get("text") is not None
+    record = read_audited(digest_key, principal, REVIEW_PURPOSE, f"review:{held['command_id']}", [], None, None, now)
+    return {**record, "returned": [held["memory_id"]] if shown else [],
+            "positions": [dict(held["position"])] if shown else []}
 
 
 def used_event(batch: Sequence[Usage]) -> dict[str, Any]:

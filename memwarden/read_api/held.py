@@ -28,9 +28,6 @@ from memwarden.errors import DecodeError
 from memwarden.projections.recall import DataKeys
 from memwarden.schemas.codec import AvroCodec
 
-#: The read's purpose in its audit record.
-REVIEW_PURPOSE = "review"
-
 
 def held_refusal(principal: str, record: PrincipalRecord | None, row: Mapping[str, Any] | None,
                  command_id: str) -> tuple[int, str, str] | None:
@@ -94,4 +91,4 @@ async def lookup_held(row: Mapping[str, Any], keys: DataKeys, codec: AvroCodec,
     return held_json(row, kind, rec, text, commands_topic)
 
 
-__all__ = ["REVIEW_PURPOSE", "held_json", "held_refusal", "held_row", "lookup_held"]
+__all__ = ["held_json", "held_refusal", "held_row", "lookup_held"]

@@ -36,8 +36,8 @@ from memwarden.epoch import now_ms
 from memwarden.errors import StackUnavailable, ValidationError
 from memwarden.ops.progress import backlog
 from memwarden.projections.recall import QueryEmbedding, Recaller
-from memwarden.read_api.audit import history_audited, read_audited, used_records
-from memwarden.read_api.held import REVIEW_PURPOSE, held_refusal, held_row, lookup_held
+from memwarden.read_api.audit import held_audited, history_audited, read_audited, used_records
+from memwarden.read_api.held import held_refusal, held_row, lookup_held
 from memwarden.read_api.history import lookup_history
 from memwarden.read_api.requests import (
     RecallRequest,
@@ -92,6 +92,11 @@ async def _audited(audit: Awaitable[None], answer: Reply) -> Reply:
         return unavailable("broker", TimeoutError(f"the read audit was not acknowledged in {AUDIT_TIMEOUT_S:.0f} s;"
                                                   " the answer is withheld"))
     return answer
+
+
+def _unauthorised(problem: Reason) -> Reply:
+    """401 ``{"error", "code", "field": "auth"}``: the reason authentication refused a signed read."""
+    return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code, "field": "auth"})
 
 
 def _bad_request(exc: ValidationError) -> Reply:
@@ -197,8 +202,7 @@ class ReadService:
                         with stage("auth"):  # the registry record, roles and grants in one statement
                             reader, problem = await self._reader(body, request.principal)
                         if problem is not None:
-                            return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
-                                               "field": "auth"})
+                            return _unauthorised(problem)
                         found = await self._recall(request, reader, embedding)
                     finally:
                         embedding.task.cancel()  # a no-op once the recall took it
@@ -227,8 +231,7 @@ class ReadService:
             async with self._read():  # authenticated and filtered like a recall, with one reader context
                 reader, problem = await self._reader(body, request.principal)
                 if problem is not None:
-                    return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
-                                       "field": "auth"})
+                    return _unauthorised(problem)
                 async with self._lookup_lock:
                     self._lookup = self._lookup or await self._c.pg()
                     found = await lookup_history(self._lookup, self._c.keyring(), request, reader,
@@ -256,8 +259,7 @@ class ReadService:
             async with self._read():
                 reader, problem = await self._reader(body, request.principal)
                 if problem is not None:
-                    return Reply(401, {"error": f"{problem.code}: {problem.message}", "code": problem.code,
-                                       "field": "auth"})
+                    return _unauthorised(problem)
                 async with self._lookup_lock:
                     self._lookup = self._lookup or await self._c.pg()
                     row = await held_row(self._lookup, request.command_id)
@@ -273,10 +275,7 @@ class ReadService:
         except DB_ERRORS as exc:
             self._lookup = self._recaller = None
             return unavailable("database", exc)
-        record = read_audited(self._c.digest_key, request.principal, REVIEW_PURPOSE, f"review:{request.command_id}",
-                              [], None, None, datetime.now(UTC))
-        record = {**record, "returned": [found["memory_id"]] if found["text"] is not None else [],
-                  "positions": [dict(found["position"])] if found["text"] is not None else []}
+        record = held_audited(self._c.digest_key, request.principal, found, datetime.now(UTC))
         audit = Outbound("audit", request.principal.encode(), self._c.codec.encode("ReadAudited", record))
         return await _audited(self._publish([audit]), Reply(200, found))
 
