@@ -53,10 +53,11 @@ def held_json(row: Mapping[str, Any], kind: str, rec: Mapping[str, Any], text: s
     """The answer: the held command's ids, kind, writer, subject, scope, source, reasons, when it was held, its
     ledger position and its ``text`` (``None`` with ``withheld`` ``"forgotten"`` when its key is gone)."""
     env = rec.get("envelope") or {}
+    source = env.get("source") or {}
     return {
         "command_id": str(row["command_id"]), "memory_id": str(row["memory_id"]), "kind": kind,
         "writer": row["principal"], "subject": row["subject"], "scope": env.get("scope"),
-        "source_kind": env.get("source_kind"), "source_ref": env.get("source_ref"),
+        "source_kind": source.get("kind"), "source_ref": source.get("reference"),
         "reasons": list(row["reasons"]), "quarantined_at": row["quarantined_at"].isoformat(),
         "position": {"topic": commands_topic, "partition": row["ledger_partition"], "offset": row["ledger_offset"]},
         "text": text, "withheld": None if text is not None else "forgotten",

@@ -39,10 +39,11 @@ def _cut_text(cut: Mapping[int, int] | None) -> str | None:
 
 
 def cut_positions(cut: Mapping[int, int] | str) -> str:
-    """A cut as ``memwarden replay --until`` takes it (``commands:P:O,...``: ``O`` the first offset left out),
-    from its mapping or its stored JSON text (newcomer trial, twenty-fifth session: refusals printed the JSON)."""
+    """A cut (exclusive ends per partition, as a mapping or its stored JSON text) as ``memwarden replay --until``
+    takes it: ``commands:P:O,...``, ``O`` the last offset included, ``-1`` nothing from ``P`` (newcomer trial,
+    twenty-fifth session: refusals printed the JSON)."""
     found = {int(p): int(o) for p, o in (json.loads(cut) if isinstance(cut, str) else cut).items()}
-    return ",".join(f"commands:{p}:{o}" for p, o in sorted(found.items()))
+    return ",".join(f"commands:{p}:{o - 1}" for p, o in sorted(found.items()))
 
 
 def _same_cut(target: Settings, held: str | None, cut: Mapping[int, int] | None) -> None:

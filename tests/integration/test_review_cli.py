@@ -4,6 +4,7 @@ an accepted review exits 0."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
@@ -88,7 +89,10 @@ def test_a_reviewer_reads_the_held_write_it_judges_and_nobody_else_does(
     assert shown.exit_code == 0 and text in shown.output and scribe in shown.output, shown.output
     assert "INSTRUCTIONS_IN_CONTENT" in shown.output, shown.output
     as_json = run_cli(namespace, "review", "show", held.command_id, "--by", reviewer, "--json")
-    assert as_json.exit_code == 0 and '"memory_id": "' + held.memory_id + '"' in as_json.output, as_json.output
+    assert as_json.exit_code == 0, as_json.output
+    shown_json = json.loads(as_json.output)
+    assert (shown_json["memory_id"], shown_json["writer"], shown_json["subject"]) == (held.memory_id, scribe, carol)
+    assert shown_json["source_kind"] and shown_json["scope"] and shown_json["text"] == text
     audits = [rec for _, rec in (default_codec().decode(m.value()) for m in read_topic(namespace, "audit"))
               if rec["principal"] == reviewer]
     assert [(a["purpose"], a["returned"]) for a in audits] == [("review", [held.memory_id])] * 2

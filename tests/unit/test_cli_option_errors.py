@@ -51,8 +51,8 @@ def test_prune_names_its_own_options(args: list[str], said: str) -> None:
 def test_a_cut_is_shown_as_replay_takes_it() -> None:
     from memwarden.stores.namespaces import cut_positions
 
-    assert cut_positions('{"0": 5, "1": 1, "10": 0}') == "commands:0:5,commands:1:1,commands:10:0"
-    assert cut_positions({2: 7, 0: 3}) == "commands:0:3,commands:2:7"
+    assert cut_positions('{"0": 5, "1": 1, "10": 0}') == "commands:0:4,commands:1:0,commands:10:-1"
+    assert cut_positions({2: 7, 0: 3}) == "commands:0:2,commands:2:6"  # what replay --until reads back as the cut
 
 
 def test_a_cut_cell_says_so() -> None:

@@ -36,3 +36,17 @@ def test_only_a_reviewer_that_did_not_write_it_reads_a_held_write(
     principal = record.principal_id if record is not None else "user:ghost"
     refusal = held_refusal(principal, record, held, CID)
     assert (refusal[:2] if refusal is not None else None) == expected
+
+
+def test_the_answer_names_the_source_from_the_envelope() -> None:
+    from datetime import UTC, datetime
+
+    from memwarden.read_api.held import held_json
+
+    held = {**row(), "memory_id": "m1", "subject": "user:carol", "reasons": [{"code": "INSTRUCTIONS_IN_CONTENT"}],
+            "quarantined_at": datetime(2026, 12, 8, tzinfo=UTC), "ledger_partition": 2, "ledger_offset": 41}
+    rec = {"envelope": {"scope": "account:default", "source": {"kind": "EMAIL_CONTENT", "reference": "mail:7"}}}
+    shown = held_json(held, "RecordMemory", rec, "the text", "mw.commands")
+    assert (shown["scope"], shown["source_kind"], shown["source_ref"]) == ("account:default", "EMAIL_CONTENT", "mail:7")
+    assert shown["position"] == {"topic": "mw.commands", "partition": 2, "offset": 41} and shown["withheld"] is None
+    assert held_json(held, "RecordMemory", rec, None, "mw.commands")["withheld"] == "forgotten"
