@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from memwarden.cli_ledger import console, fail, namespace_settings
+from memwarden.cli_ledger import console, cut_text, fail, namespace_settings
 from memwarden.settings import Settings
 
 
@@ -35,12 +35,6 @@ def _aware(value: datetime | None, option: str) -> None:
 
 #: Characters of a value the ``audit at`` table shows (``--json`` shows it whole).
 CELL_CHARS = 160
-
-
-def _cut(text: str, limit: int = CELL_CHARS) -> str:
-    """``text``, or its first ``limit`` characters and an ellipsis saying how much was left out (newcomer trial,
-    twenty-fifth session: JSON cut mid-string read as the whole value)."""
-    return text if len(text) <= limit else f"{text[:limit]}… (+{len(text) - limit} chars; --json shows all)"
 
 
 def _print(report: dict[str, Any], as_json: bool, rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> None:
@@ -75,7 +69,7 @@ def audit_at(
     if report.get("content") == WITHHELD:
         report["content"] = ("(withheld: name a principal allowed to read it with --as)" if as_principal is None
                              else f"(withheld: {as_principal} may not read it)")
-    rows = [(k, _cut(json.dumps(v, default=str))) for k, v in report.items()]
+    rows = [(k, cut_text(json.dumps(v, default=str), CELL_CHARS)) for k, v in report.items()]
     _print(report, as_json, rows, ("field", "value"))
 
 

@@ -26,6 +26,13 @@ def fail(exc: Exception) -> NoReturn:
     raise typer.Exit(1)
 
 
+def cut_text(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and an ellipsis saying how much was left out (newcomer trial,
+    twenty-fifth session: a table cell cut mid-string read as the whole value, and a recall printed a 20,000-character
+    text whole); ``--json`` shows it all."""
+    return text if len(text) <= limit else f"{text[:limit]}… (+{len(text) - limit} chars; --json shows all)"
+
+
 def namespace_settings(namespace: str | None) -> Settings:
     """The settings of ``namespace`` (default: the configured one), with the ledger it reads."""
     base = Settings()
@@ -266,9 +273,8 @@ def recall(
     if as_json:
         typer.echo(json.dumps([m.to_json() for m in found]))
         return
-    for m in found:  # a long text is cut (newcomer trial: 20,000 characters printed whole); --json gives it all
-        text = m.text if len(m.text) <= 300 else f"{m.text[:300]}… (+{len(m.text) - 300} chars; --json shows all)"
-        typer.echo(f"{m.score:7.3f}  {m.memory_id}  v{m.version}  {text}")
+    for m in found:
+        typer.echo(f"{m.score:7.3f}  {m.memory_id}  v{m.version}  {cut_text(m.text, 300)}")
     if not found:
         typer.echo(f"no memory {principal} may read for {purpose!r} matches the query")
 

@@ -4,11 +4,15 @@ their local signing keys (issue 3) and the quarantine review they sign."""
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from memwarden.cli_ledger import fail
+
+if TYPE_CHECKING:
+    from memwarden.commands.signing import Signer
+    from memwarden.settings import Settings
 
 
 def principal_register(
@@ -80,7 +84,7 @@ def _command_id(command_id: str) -> str:
                          "the held ones)") from None
 
 
-def _reviewer_signer(s: Any, by: str) -> Any:
+def _reviewer_signer(s: Settings, by: str) -> Signer:
     """``by``'s signer from this host's key folder; ``ValueError`` saying how to register it when absent."""
     from memwarden.keystore import key_path, load_or_create_signer
 

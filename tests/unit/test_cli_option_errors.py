@@ -56,8 +56,9 @@ def test_a_cut_is_shown_as_replay_takes_it() -> None:
 
 
 def test_a_cut_cell_says_so() -> None:
-    from memwarden.cli_audit import CELL_CHARS, _cut
+    from memwarden.cli_audit import CELL_CHARS
+    from memwarden.cli_ledger import cut_text
 
-    assert _cut("short") == "short"
+    assert cut_text("short", CELL_CHARS) == "short"
     long = "x" * (CELL_CHARS + 40)
-    assert _cut(long) == "x" * CELL_CHARS + "… (+40 chars; --json shows all)"
+    assert cut_text(long, CELL_CHARS) == "x" * CELL_CHARS + "… (+40 chars; --json shows all)"
