@@ -65,7 +65,11 @@ def server(namespace: Settings, worker: WorkerProcess, client: MemwardenClient) 
     log.close()
 
 
-def test_the_readme_session_runs_verbatim(server: str, namespace: Settings) -> None:
+def test_the_readme_session_runs_verbatim(server: str, namespace: Settings, client: MemwardenClient) -> None:
+    """On a namespace where alice already holds a memory about what she drinks (newcomer trial, twenty-fifth session:
+    the loop stopped at the first recall that found anything and printed that memory too)."""
+    before = client.record(principal="user:alice", subject="user:alice", text="Alice drinks oolong at work")
+    assert client.decisions([before.command_id])[before.command_id] == "ACCEPTED"
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", session_block()],
                           env=_env(namespace, MEMWARDEN_API=server), capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
