@@ -94,14 +94,16 @@ DATA = Path(__file__).resolve().parent.parent / "memwarden" / "evals" / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+#: ``--reading`` -> :attr:`CombinedDetector.emoji_reading`.
+READINGS = {"all": "pict", "decorative": "deco", "closing": "close"}
+
+
 def _reading(detector: CombinedDetector, on: bool, which: str = "all") -> None:
     """Turn the reading without emoji (``which``: ``all`` emoji, ``#pict``; ``decorative`` ones, ``#deco``; or
     ``closing`` ones, ``#close``) on or off in ``detector`` and every combined detector inside it; the others off."""
     inner: Any = detector
     while isinstance(inner, CombinedDetector):
-        inner.reads_without_pictographs = on and which == "all"
-        inner.reads_without_decorative_pictographs = on and which == "decorative"
-        inner.reads_without_closing_pictographs = on and which == "closing"
+        inner.emoji_reading = READINGS[which] if on else None
         inner = inner._rules
 
 

@@ -52,7 +52,7 @@ import string
 import threading
 import unicodedata
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -73,6 +73,7 @@ __all__ = [
     "ClassifierWeights",
     "CombinedDetector",
     "DETECTOR_VERSION",
+    "EMOJI_READINGS",
     "HASHED_DIM",
     "OPAQUE_ID",
     "InjectionScorer",
@@ -206,6 +207,12 @@ def closing_pictographs(text: str) -> bool:
     if not decorative_pictographs(text):
         return False
     return all(_ends_a_clause(text[m.end():]) for m in _PICTOGRAPH_CLUSTER.finditer(text))
+
+
+#: The readings of a text holding emoji without them (:attr:`CombinedDetector.emoji_reading`): which texts each
+#: reads so, widest first.
+EMOJI_READINGS: dict[str, Callable[[str], bool]] = {
+    "pict": holds_pictographs, "deco": decorative_pictographs, "close": closing_pictographs}
 
 
 def short_note_with_codes(text: str) -> bool:
@@ -421,18 +428,13 @@ class CombinedDetector:
     """
 
     version = DETECTOR_VERSION
-    #: Read a text holding emoji without them too (:func:`pictographs_removed`; version suffix ``#pict``). Off: it
-    #: shipped on its first rule and was reverted under its second, on the seventy-eighth set (two injections whose
-    #: payload is in emoji went unflagged; ``bench/pictograph_eval.py``, README "Memory poisoning").
-    reads_without_pictographs = False
-    #: Read a text whose emoji only decorate it without them too (:func:`decorative_pictographs`; suffix ``#deco``):
-    #: the narrower reading after ``#pict``'s revert. Off: it held its rule on the seventy-ninth set and was turned
-    #: off under its second, on the eightieth (an order in emoji used as words); ``bench/pictograph_eval.py``.
-    reads_without_decorative_pictographs = False
-    #: Read a text whose emoji only decorate it, each cluster closing a clause, without them too
-    #: (:func:`closing_pictographs`; suffix ``#close``): narrower again, after ``#deco``; on by default since it
-    #: held its rule on the eighty-first set (``bench/pictograph_eval.py``, README "Memory poisoning").
-    reads_without_closing_pictographs = True
+    #: Which texts holding emoji are read without them too (:data:`EMOJI_READINGS`; version suffix ``#<name>``), or
+    #: ``None``: ``"close"`` (:func:`closing_pictographs`, the default since it held its rule on the eighty-first
+    #: set); ``"deco"`` (:func:`decorative_pictographs`: held on the seventy-ninth set, turned off under its second
+    #: rule on the eightieth, an order in emoji used as words); ``"pict"`` (every text holding emoji: reverted on
+    #: the seventy-eighth set, two injections whose payload is in emoji). ``bench/pictograph_eval.py``, README
+    #: "Memory poisoning".
+    emoji_reading: str | None = "close"
 
     def __init__(self, scorer: Scorer, rules: InstructionDetector = RULES,
                  not_english_threshold: float | None = None, agreement: float | None = None,
@@ -455,9 +457,7 @@ class CombinedDetector:
         suffix += f"&{self._agreement:g}" if self._agreement is not None else ""
         # "#codes": a short note holding codes is read without them too (:meth:`evidence`; since 2026-12-07)
         # "#pict" / "#deco" / "#close" when a text holding (decorative, closing) emoji is read without them too
-        pict = ("#pict" if self.reads_without_pictographs
-                else "#deco" if self.reads_without_decorative_pictographs
-                else "#close" if self.reads_without_closing_pictographs else "")
+        pict = f"#{self.emoji_reading}" if self.emoji_reading else ""
         self.version = f"{getattr(rules, 'version', RULES_VERSION)}+{scorer.weights.version}{suffix}#codes{pict}"
         self._rule = f"classifier.{scorer.weights.version}"
         self._agreed_rule = (f"classifier.{rules._scorer.weights.version}&{scorer.weights.version}"
@@ -522,9 +522,7 @@ class CombinedDetector:
             return p
         if short_note_with_codes(text):
             p = min(p, self.score(codes_masked(text)))
-        if ((self.reads_without_pictographs and holds_pictographs(text))
-                or (self.reads_without_decorative_pictographs and decorative_pictographs(text))
-                or (self.reads_without_closing_pictographs and closing_pictographs(text))):
+        if self.emoji_reading and EMOJI_READINGS[self.emoji_reading](text):
             plain = pictographs_removed(text)
             p = min(p, self.score(plain) if plain.strip() else 0.0)
         return p
