@@ -11,7 +11,8 @@ a recall and audited (``ReadAudited``, purpose ``review``, the query the keyed h
 the held command's ledger position). Once reviewed, the write is read like any memory (approved) or not at all
 (rejected: its key is shredded).
 
-:func:`held_refusal` decides (pure); :func:`lookup_held` reads the row and the data key.
+:func:`held_refusal` decides (pure) on the row :func:`memwarden.stores.gate_state.held_review` reads;
+:func:`lookup_held` decodes it and opens its content with its data key.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from typing import Any
-
-import psycopg
 
 from memwarden.commands.principals import REVIEWER_ROLE, PrincipalRecord
 from memwarden.crypto import open_content
@@ -64,17 +63,6 @@ def held_json(row: Mapping[str, Any], kind: str, rec: Mapping[str, Any], text: s
     }
 
 
-async def held_row(conn: psycopg.AsyncConnection, command_id: str) -> dict[str, Any] | None:
-    """The ``gate_quarantine`` row of ``command_id`` (one short transaction), or ``None``."""
-    async with conn.transaction(), conn.cursor() as cur:
-        await cur.execute("SELECT command_id, memory_id, principal, subject, status, key_id, command, reasons,"
-                          " ledger_partition, ledger_offset, quarantined_at FROM gate_quarantine"
-                          " WHERE command_id = %s", (command_id,))
-        found = await cur.fetchone()
-        names = [d.name for d in cur.description or ()]
-    return dict(zip(names, found, strict=True)) if found is not None else None
-
-
 async def lookup_held(row: Mapping[str, Any], keys: DataKeys, codec: AvroCodec,
                       commands_topic: str) -> dict[str, Any]:
     """:func:`held_json` of a row :func:`held_refusal` let through: the command decoded and its content opened
@@ -92,4 +80,4 @@ async def lookup_held(row: Mapping[str, Any], keys: DataKeys, codec: AvroCodec,
     return held_json(row, kind, rec, text, commands_topic)
 
 
-__all__ = ["held_json", "held_refusal", "held_row", "lookup_held"]
+__all__ = ["held_json", "held_refusal", "lookup_held"]

@@ -37,7 +37,7 @@ from memwarden.errors import StackUnavailable, ValidationError
 from memwarden.ops.progress import backlog
 from memwarden.projections.recall import QueryEmbedding, Recaller
 from memwarden.read_api.audit import held_audited, history_audited, read_audited, used_records
-from memwarden.read_api.held import held_refusal, held_row, lookup_held
+from memwarden.read_api.held import held_refusal, lookup_held
 from memwarden.read_api.history import lookup_history
 from memwarden.read_api.requests import (
     RecallRequest,
@@ -48,6 +48,7 @@ from memwarden.read_api.requests import (
     recall_request,
 )
 from memwarden.stores.decisions import find
+from memwarden.stores.gate_state import held_review
 from memwarden.stores.pg import DB_ERRORS
 from memwarden.stores.registry import ReaderContext, ServedRequest
 from memwarden.timing import server_timing, stage, timed
@@ -262,7 +263,7 @@ class ReadService:
                     return _unauthorised(problem)
                 async with self._lookup_lock:
                     self._lookup = self._lookup or await self._c.pg()
-                    row = await held_row(self._lookup, request.command_id)
+                    row = await held_review(self._lookup, request.command_id)
                 refusal = held_refusal(request.principal, reader.record, row, request.command_id)
                 if refusal is not None or row is None:
                     status, code, message = refusal or (404, "NOT_QUARANTINED", "no held write")

@@ -364,6 +364,18 @@ def pending_reviews(conn: psycopg.Connection) -> list[tuple[str, str, str, list[
     return [tuple(r) for r in rows]  # type: ignore[misc]
 
 
+async def held_review(conn: psycopg.AsyncConnection, command_id: str) -> dict[str, Any] | None:
+    """The quarantine row of ``command_id`` as a reviewer's read needs it (ids, writer, subject, status, the
+    command as published, reasons, ledger position, when it was held; one short transaction), or ``None``."""
+    async with conn.transaction(), conn.cursor() as cur:
+        await cur.execute("SELECT command_id, memory_id, principal, subject, status, key_id, command, reasons,"
+                          " ledger_partition, ledger_offset, quarantined_at FROM gate_quarantine"
+                          " WHERE command_id = %s", (command_id,))
+        found = await cur.fetchone()
+        names = [d.name for d in cur.description or ()]
+    return dict(zip(names, found, strict=True)) if found is not None else None
+
+
 def review_subject(conn: psycopg.Connection, command_id: str) -> str | None:
     """The subject of quarantined command ``command_id`` (a review is keyed by it), or ``None``."""
     row = conn.execute("SELECT subject FROM gate_quarantine WHERE command_id = %s", (command_id,)).fetchone()
