@@ -22,14 +22,15 @@ _Many = Annotated[list[str] | None, typer.Option()]
 
 def _signer(s: Settings, principal: str | None) -> Any:
     """The signer of ``principal`` from the local key files (default: the root admin)."""
-    from memwarden.keystore import admin_signer, key_path, load_or_create_signer
+    from memwarden.keystore import admin_signer, key_path, local_signer
 
     if principal is None or principal == s.admin_principal:
         return admin_signer(s)
-    path = key_path(s.data_dir, principal)
-    if not path.exists():
-        raise typer.BadParameter(f"no signing key for {principal!r} under {path.parent}", param_hint="--as")
-    return load_or_create_signer(path, principal)
+    signer = local_signer(s, principal)
+    if signer is None:
+        raise typer.BadParameter(f"no signing key for {principal!r} under {key_path(s.data_dir, principal).parent}",
+                                 param_hint="--as")
+    return signer
 
 
 def _when(value: str | None, option: str) -> datetime | None:

@@ -283,12 +283,11 @@ def _recall_through_worker(s: Settings, principal: str, query: str, k: int, as_o
                            known_at: datetime | None, purpose: str, mode: str) -> list[Any]:
     """:meth:`MemwardenClient.recall` against the namespace's worker, signed with ``principal``'s key file when
     this host holds one (a worker that wants signed reads refuses an unsigned one, naming ``auth``)."""
-    from memwarden.keystore import key_path, load_or_create_signer
+    from memwarden.keystore import local_signer
     from memwarden.producers.client import MemwardenClient
 
-    path = key_path(s.data_dir, principal)
-    signers = [load_or_create_signer(path, principal)] if path.exists() else []
-    with MemwardenClient(s, signers=signers) as client:
+    signer = local_signer(s, principal)
+    with MemwardenClient(s, signers=[signer] if signer is not None else []) as client:
         return list(client.recall(principal, query, k=k, as_of=as_of, known_at=known_at, purpose=purpose,
                                   mode=mode))  # type: ignore[arg-type]
 

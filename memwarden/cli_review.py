@@ -86,12 +86,13 @@ def _command_id(command_id: str) -> str:
 
 def _reviewer_signer(s: Settings, by: str) -> Signer:
     """``by``'s signer from this host's key folder; ``ValueError`` saying how to register it when absent."""
-    from memwarden.keystore import key_path, load_or_create_signer
+    from memwarden.keystore import key_path, local_signer
 
-    path = key_path(s.data_dir, by)
-    if not path.exists():
-        raise ValueError(f"no signing key for {by} at {path}; register it with `memwarden principal register`")
-    return load_or_create_signer(path, by)
+    signer = local_signer(s, by)
+    if signer is None:
+        raise ValueError(f"no signing key for {by} at {key_path(s.data_dir, by)}; register it with `memwarden "
+                         "principal register`")
+    return signer
 
 
 def review_show(command_id: str, by: Annotated[str, typer.Option(help="reviewer principal id")],

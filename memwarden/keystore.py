@@ -63,10 +63,16 @@ def signed_command(codec: AvroCodec, command: Any, signer: Signer) -> bytes:
     return codec.encode(command.kind, record)
 
 
+def local_signer(settings: Settings, principal_id: str) -> Signer | None:
+    """``principal_id``'s signer when its key file is in this host's key folder, else ``None`` (never creates one:
+    what ``memwarden principal register`` wrote)."""
+    path = key_path(settings.data_dir, principal_id)
+    return load_or_create_signer(path, principal_id) if path.exists() else None
+
+
 def local_admin_signer(settings: Settings) -> Signer | None:
     """The root admin's signer when its key file is here, else ``None`` (never creates one)."""
-    path = key_path(settings.data_dir, settings.admin_principal)
-    return load_or_create_signer(path, settings.admin_principal) if path.exists() else None
+    return local_signer(settings, settings.admin_principal)
 
 
 def admin_signer(settings: Settings, create: bool = False) -> Signer:
